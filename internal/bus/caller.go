@@ -1,0 +1,236 @@
+package bus
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"sync"
+	"sync/atomic"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/switchyard-mcp/switchyard/proto"
+)
+
+// Caller is a multiplexed reply inbox: one subscription on <inbox>.* serves
+// every call a role makes. Besides the final reply it understands the
+// router's placement note ([proto.HdrPlaced]) and chunked replies
+// ([proto.HdrChunk]), which nats.go's Request cannot (its shared inbox keeps
+// only the first message).
+//
+// A Caller is safe for concurrent use. Start it once before use.
+type Caller struct {
+	nc        *nats.Conn
+	prefix    string
+	maxResult int
+	// Alive, if set, is asked when a placement note arrives; a call placed
+	// on a worker that is already gone fails at once with ErrWorkerLost.
+	Alive func(worker string) bool
+
+	seq atomic.Uint64
+	sub *nats.Subscription
+
+	mu      sync.Mutex
+	pending map[uint64]*Call // guarded by mu
+}
+
+// NewCaller returns a Caller on nc; maxResult bounds a reassembled reply in
+// bytes (0: 64 MiB).
+func NewCaller(nc *nats.Conn, maxResult int) *Caller {
+	if maxResult <= 0 {
+		maxResult = 64 << 20
+	}
+	return &Caller{nc: nc, prefix: nc.NewInbox() + ".", maxResult: maxResult, pending: map[uint64]*Call{}}
+}
+
+// Start subscribes the inbox.
+func (c *Caller) Start() error {
+	sub, err := c.nc.Subscribe(c.prefix+"*", c.onMsg)
+	if err != nil {
+		return err
+	}
+	_ = sub.SetPendingLimits(-1, 512<<20)
+	c.sub = sub
+	return nil
+}
+
+// Stop unsubscribes and fails every pending call with err.
+func (c *Caller) Stop(err *proto.Error) {
+	if c.sub != nil {
+		_ = c.sub.Unsubscribe()
+	}
+	c.mu.Lock()
+	calls := make([]*Call, 0, len(c.pending))
+	for _, k := range c.pending {
+		calls = append(calls, k)
+	}
+	c.mu.Unlock()
+	for _, k := range calls {
+		k.finish(nil, err)
+	}
+}
+
+// Call is one pending request. Create it with [Caller.New], publish with
+// its [Call.Reply] subject, [Call.Wait], then [Call.Close].
+type Call struct {
+	ID    uint64
+	c     *Caller
+	reply string
+	done  chan struct{}
+	once  sync.Once
+
+	mu     sync.Mutex
+	worker string // guarded by mu: from the placement note
+	data   []byte
+	err    *proto.Error
+	parts  int // chunks received
+}
+
+// New registers a pending call.
+func (c *Caller) New() *Call {
+	id := c.seq.Add(1)
+	k := &Call{ID: id, c: c, reply: c.prefix + strconv.FormatUint(id, 10), done: make(chan struct{})}
+	c.mu.Lock()
+	c.pending[id] = k
+	c.mu.Unlock()
+	return k
+}
+
+// Reply is the subject responders publish to.
+func (k *Call) Reply() string { return k.reply }
+
+// Worker is the worker the call was placed on, once the note has arrived.
+func (k *Call) Worker() string {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.worker
+}
+
+// Close unregisters the call; later messages for it are dropped.
+func (k *Call) Close() {
+	k.c.mu.Lock()
+	delete(k.c.pending, k.ID)
+	k.c.mu.Unlock()
+}
+
+// ErrCanceled is returned by Wait when ctx ends for a reason other than its deadline.
+var ErrCanceled = errors.New("bus: call canceled")
+
+// Wait blocks until the reply is complete, the call fails, or ctx ends. It
+// returns the raw reply payload, a *proto.Error (ErrWorkerLost,
+// ErrPayloadTooLarge, ErrTimeout) or [ErrCanceled].
+func (k *Call) Wait(ctx context.Context) ([]byte, error) {
+	select {
+	case <-k.done:
+	case <-ctx.Done():
+		k.finish(nil, nil)
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			return nil, proto.ErrTimeout
+		}
+		return nil, ErrCanceled
+	}
+	if k.err != nil {
+		return nil, k.err
+	}
+	return k.data, nil
+}
+
+func (k *Call) finish(data []byte, err *proto.Error) {
+	k.once.Do(func() {
+		k.mu.Lock()
+		k.data, k.err = data, err
+		k.mu.Unlock()
+		close(k.done)
+	})
+}
+
+// Request publishes data to subject and waits for the reply.
+func (c *Caller) Request(ctx context.Context, subject string, data []byte) ([]byte, error) {
+	k := c.New()
+	defer k.Close()
+	if err := c.nc.PublishRequest(subject, k.reply, data); err != nil {
+		return nil, err
+	}
+	return k.Wait(ctx)
+}
+
+// FailWorker fails every call placed on worker with err.
+func (c *Caller) FailWorker(worker string, err *proto.Error) {
+	c.mu.Lock()
+	var hit []*Call
+	for _, k := range c.pending {
+		k.mu.Lock()
+		if k.worker == worker {
+			hit = append(hit, k)
+		}
+		k.mu.Unlock()
+	}
+	c.mu.Unlock()
+	for _, k := range hit {
+		k.finish(nil, err)
+	}
+}
+
+// onMsg runs on the subscription's goroutine: it only copies and signals.
+func (c *Caller) onMsg(m *nats.Msg) {
+	id, err := strconv.ParseUint(proto.LastToken(m.Subject), 10, 64)
+	if err != nil {
+		return
+	}
+	c.mu.Lock()
+	k := c.pending[id]
+	c.mu.Unlock()
+	if k == nil {
+		return
+	}
+	if m.Header != nil {
+		if w := m.Header.Get(proto.HdrPlaced); w != "" {
+			k.placed(w)
+			return
+		}
+		if ch := m.Header.Get(proto.HdrChunk); ch != "" {
+			k.chunk(ch, m.Data)
+			return
+		}
+		if m.Header.Get("Status") == "503" {
+			k.finish(nil, proto.ErrNoWorkers)
+			return
+		}
+	}
+	k.finish(m.Data, nil)
+}
+
+func (k *Call) placed(worker string) {
+	k.mu.Lock()
+	k.worker = worker
+	k.mu.Unlock()
+	if k.c.Alive != nil && !k.c.Alive(worker) {
+		k.finish(nil, proto.Errorf(proto.CodeWorkerLost, "worker %s went away before the call started", worker))
+	}
+}
+
+func (k *Call) chunk(h string, data []byte) {
+	idx, n, ok := parseChunk(h)
+	k.mu.Lock()
+	if !ok || idx != k.parts {
+		k.mu.Unlock()
+		k.finish(nil, proto.Errorf(proto.CodeBadEnvelope, "chunked reply out of order (%s)", h))
+		return
+	}
+	if len(k.data)+len(data) > k.c.maxResult {
+		k.mu.Unlock()
+		k.finish(nil, proto.Errorf(proto.CodePayloadTooLarge, "reply exceeds %d bytes", k.c.maxResult))
+		return
+	}
+	if k.data == nil {
+		k.data = make([]byte, 0, min(len(data)*n, k.c.maxResult))
+	}
+	k.data = append(k.data, data...)
+	k.parts++
+	complete := k.parts == n
+	data = k.data
+	k.mu.Unlock()
+	if complete {
+		k.finish(data, nil)
+	}
+}

@@ -1,0 +1,204 @@
+package bus
+
+import (
+	"context"
+	"log/slog"
+	"slices"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/switchyard-mcp/switchyard/proto"
+)
+
+// WorkerInfo is one live worker as the presence registry sees it.
+type WorkerInfo struct {
+	ID        string
+	Boot      int64
+	InFlight  int32
+	Upstreams map[string]proto.UpstreamState
+}
+
+// View is an immutable snapshot of the live workers.
+type View struct {
+	// Workers maps worker id to its info.
+	Workers map[string]*WorkerInfo
+	// ByUpstream lists, per upstream, the live workers that serve it, sorted
+	// by id (whether the upstream is up on them is in WorkerInfo.Upstreams).
+	ByUpstream map[string][]*WorkerInfo
+}
+
+// Up reports whether at least one live worker reports upstream as up.
+func (v *View) Up(upstream string) bool {
+	for _, w := range v.ByUpstream[upstream] {
+		if w.Upstreams[upstream].Up {
+			return true
+		}
+	}
+	return false
+}
+
+// Presence tracks live workers from their heartbeats on
+// switchyard.v1.evt.worker.*. A worker is gone after a goodbye heartbeat or
+// after [proto.HeartbeatMisses] intervals of silence. Readers take
+// immutable snapshots with [Presence.View]; OnChange and OnGone are called
+// from one goroutine, never concurrently.
+type Presence struct {
+	nc  *nats.Conn
+	log *slog.Logger
+	// OnChange is called after the view changed (worker joined, left, or
+	// an upstream's state flipped).
+	OnChange func(*View)
+	// OnGone is called when a worker leaves.
+	OnGone func(worker string)
+
+	view atomic.Pointer[View]
+
+	workers  map[string]*entry // owned by the Run goroutine
+	inbox    chan *nats.Msg
+	interval time.Duration
+}
+
+type entry struct {
+	info     *WorkerInfo
+	deadline time.Time
+}
+
+// NewPresence returns a registry on nc. Call Run to start it.
+func NewPresence(nc *nats.Conn, log *slog.Logger) *Presence {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	p := &Presence{nc: nc, log: log, workers: map[string]*entry{}, inbox: make(chan *nats.Msg, 1024), interval: 100 * time.Millisecond}
+	p.view.Store(&View{Workers: map[string]*WorkerInfo{}, ByUpstream: map[string][]*WorkerInfo{}})
+	return p
+}
+
+// View returns the current snapshot. Safe for concurrent use.
+func (p *Presence) View() *View { return p.view.Load() }
+
+// Alive reports whether worker is live.
+func (p *Presence) Alive(worker string) bool { _, ok := p.View().Workers[worker]; return ok }
+
+// Start subscribes and asks every worker to announce itself. Heartbeats are
+// processed by Run.
+func (p *Presence) Start() error {
+	if _, err := p.nc.ChanSubscribe(proto.SubjEvtWorkerAll, p.inbox); err != nil {
+		return err
+	}
+	return p.nc.Publish(proto.SubjEvtPresence, nil)
+}
+
+// Run applies heartbeats and expires silent workers until ctx ends.
+func (p *Presence) Run(ctx context.Context) error {
+	t := time.NewTicker(p.interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case m := <-p.inbox:
+			p.apply(m)
+		case now := <-t.C:
+			p.expire(now)
+		}
+	}
+}
+
+func (p *Presence) apply(m *nats.Msg) {
+	var hb proto.Heartbeat
+	if err := proto.Unmarshal(m.Data, &hb); err != nil || !proto.ValidSlug(hb.Worker) {
+		p.log.Warn("bad heartbeat", proto.LogSubject, m.Subject, proto.LogErr, err)
+		return
+	}
+	if hb.Bye {
+		if _, ok := p.workers[hb.Worker]; ok {
+			delete(p.workers, hb.Worker)
+			p.publish(hb.Worker)
+		}
+		return
+	}
+	info := &WorkerInfo{ID: hb.Worker, Boot: hb.Boot, InFlight: hb.InFlight, Upstreams: make(map[string]proto.UpstreamState, len(hb.Upstreams))}
+	for _, u := range hb.Upstreams {
+		info.Upstreams[u.Name] = u
+	}
+	iv := time.Duration(hb.IntervalMs) * time.Millisecond
+	if iv <= 0 {
+		iv = 500 * time.Millisecond
+	}
+	old := p.workers[hb.Worker]
+	p.workers[hb.Worker] = &entry{info: info, deadline: time.Now().Add(iv * proto.HeartbeatMisses)}
+	gone := ""
+	if old != nil && old.info.Boot != hb.Boot {
+		gone = hb.Worker // restarted: its old sessions and calls are gone
+	}
+	if old == nil || gone != "" || !sameUpstreams(old.info, info) {
+		p.publish(gone)
+	} else {
+		p.publishQuiet()
+	}
+}
+
+func sameUpstreams(a, b *WorkerInfo) bool {
+	if len(a.Upstreams) != len(b.Upstreams) {
+		return false
+	}
+	for n, s := range a.Upstreams {
+		if b.Upstreams[n].Up != s.Up {
+			return false
+		}
+		if _, ok := b.Upstreams[n]; !ok {
+			return false
+		}
+	}
+	return true
+}
+
+func (p *Presence) expire(now time.Time) {
+	for id, e := range p.workers {
+		if now.After(e.deadline) {
+			delete(p.workers, id)
+			p.log.Warn("worker silent, dropped", proto.LogWorker, id)
+			p.publish(id)
+		}
+	}
+}
+
+// publishQuiet refreshes the snapshot (load figures) without callbacks.
+func (p *Presence) publishQuiet() { p.view.Store(p.build()) }
+
+func (p *Presence) publish(gone string) {
+	v := p.build()
+	p.view.Store(v)
+	if gone != "" && p.OnGone != nil {
+		p.OnGone(gone)
+	}
+	if p.OnChange != nil {
+		p.OnChange(v)
+	}
+}
+
+func (p *Presence) build() *View {
+	v := &View{Workers: make(map[string]*WorkerInfo, len(p.workers)), ByUpstream: map[string][]*WorkerInfo{}}
+	for id, e := range p.workers {
+		v.Workers[id] = e.info
+		for u := range e.info.Upstreams {
+			v.ByUpstream[u] = append(v.ByUpstream[u], e.info)
+		}
+	}
+	for _, ws := range v.ByUpstream {
+		slices.SortFunc(ws, func(a, b *WorkerInfo) int { return compareStr(a.ID, b.ID) })
+	}
+	return v
+}
+
+func compareStr(a, b string) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}

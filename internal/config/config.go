@@ -1,0 +1,299 @@
+// Package config loads Switchyard's YAML configuration file, shared by every
+// role: each role takes the keys that concern it. Keys are snake_case and
+// unknown keys are rejected. Sources, lowest precedence first: defaults, the
+// file, SWITCHYARD_* environment variables, then flags (applied by each
+// command's main).
+package config
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/switchyard-mcp/switchyard/proto"
+)
+
+// Duration is a time.Duration that parses from strings such as "5s".
+type Duration time.Duration
+
+// UnmarshalYAML parses a Go duration string.
+func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
+	var s string
+	if err := n.Decode(&s); err != nil {
+		return fmt.Errorf("line %d: duration must be a string like \"5s\"", n.Line)
+	}
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		return fmt.Errorf("line %d: %w", n.Line, err)
+	}
+	*d = Duration(v)
+	return nil
+}
+
+// MarshalYAML prints the duration as a string.
+func (d Duration) MarshalYAML() (any, error) { return time.Duration(d).String(), nil }
+
+// File is the whole configuration file.
+type File struct {
+	// NATS is the server URL the roles connect to (multi-process mode).
+	// Default nats://127.0.0.1:4222; ignored by `switchyard dev`.
+	NATS string `yaml:"nats"`
+	// Listen is the edge's HTTP address. Default 127.0.0.1:8080.
+	Listen string `yaml:"listen"`
+	// PageSize is the number of items per page of merged lists. Default 100.
+	PageSize int `yaml:"page_size"`
+	// NameSeparator joins upstream and tool names ("<upstream>__<tool>").
+	// Default "__". It may use only [A-Za-z0-9_-].
+	NameSeparator string `yaml:"name_separator"`
+	// CallTimeout bounds one call end to end. Default 60s.
+	CallTimeout Duration `yaml:"call_timeout"`
+	// SessionTimeout closes client sessions idle this long. Default 30m; "0s" never.
+	SessionTimeout *Duration `yaml:"session_timeout"`
+	// MaxRequestBodyBytes bounds one HTTP request body at the edge. Default 4 MiB.
+	MaxRequestBodyBytes int64 `yaml:"max_request_body_bytes"`
+	// MaxResultBytes bounds one reassembled result at the edge. Default 64 MiB.
+	MaxResultBytes int64 `yaml:"max_result_bytes"`
+	// JSONResponse makes the edge answer POSTs with application/json instead
+	// of an SSE stream (non-response messages then go to the GET stream).
+	JSONResponse bool `yaml:"json_response"`
+
+	Edge   EdgeFile   `yaml:"edge"`
+	Worker WorkerFile `yaml:"worker"`
+
+	Upstreams []Upstream `yaml:"upstreams"`
+}
+
+// EdgeFile holds per-edge settings.
+type EdgeFile struct {
+	// ID names this edge in session ids and subjects (a slug). Default: random.
+	ID string `yaml:"id"`
+}
+
+// WorkerFile holds per-worker settings.
+type WorkerFile struct {
+	// ID names this worker in subjects (a slug). Default: random.
+	ID string `yaml:"id"`
+	// Upstreams lists the upstreams this worker serves. Empty: all of them.
+	Upstreams []string `yaml:"upstreams"`
+	// HeartbeatInterval is how often the worker announces itself. Default 500ms.
+	HeartbeatInterval Duration `yaml:"heartbeat_interval"`
+}
+
+// Upstream is one upstream MCP server.
+type Upstream struct {
+	// Name is a slug ([a-z0-9-], no "__"): the namespace of its tools.
+	Name string `yaml:"name"`
+	// URL of a streamable HTTP (or, with transport: sse, legacy SSE) server.
+	URL string `yaml:"url"`
+	// Transport is "streamable" (default with url) or "sse"; "stdio" with command.
+	Transport string `yaml:"transport"`
+	// Command is the argv of a stdio server that the worker spawns.
+	Command []string `yaml:"command"`
+	// Env adds environment variables to a stdio server's process.
+	Env map[string]string `yaml:"env"`
+	// Processes is how many processes of a stdio server each worker runs. Default 1.
+	Processes int `yaml:"processes"`
+	// CallTimeout bounds one call to this upstream; default: the global call_timeout.
+	CallTimeout Duration `yaml:"call_timeout"`
+}
+
+// Defaults.
+const (
+	DefaultNATS                = "nats://127.0.0.1:4222"
+	DefaultListen              = "127.0.0.1:8080"
+	DefaultPageSize            = 100
+	DefaultNameSeparator       = "__"
+	DefaultCallTimeout         = 60 * time.Second
+	DefaultSessionTimeout      = 30 * time.Minute
+	DefaultMaxRequestBodyBytes = 4 << 20
+	DefaultMaxResultBytes      = 64 << 20
+	DefaultHeartbeatInterval   = 500 * time.Millisecond
+)
+
+// Load reads, decodes (strictly), applies the environment, fills defaults
+// and validates the file at path. An empty path gives the defaults with the
+// environment applied. Every problem is reported, naming the field.
+func Load(path string) (*File, error) {
+	f := &File{}
+	if path != "" {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return nil, fmt.Errorf("config: %w", err)
+		}
+		if err := Parse(data, f); err != nil {
+			return nil, fmt.Errorf("config %s: %w", path, err)
+		}
+	}
+	f.applyEnv(os.Getenv)
+	f.fillDefaults()
+	if err := f.Validate(); err != nil {
+		return nil, fmt.Errorf("config %s: %w", path, err)
+	}
+	return f, nil
+}
+
+// Parse decodes YAML into f, rejecting unknown keys.
+func Parse(data []byte, f *File) error {
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(f); err != nil && !errors.Is(err, io.EOF) {
+		return err
+	}
+	return nil
+}
+
+// applyEnv overrides settings from SWITCHYARD_* variables.
+func (f *File) applyEnv(getenv func(string) string) {
+	if v := getenv("SWITCHYARD_NATS"); v != "" {
+		f.NATS = v
+	}
+	if v := getenv("SWITCHYARD_LISTEN"); v != "" {
+		f.Listen = v
+	}
+	if v := getenv("SWITCHYARD_EDGE_ID"); v != "" {
+		f.Edge.ID = v
+	}
+	if v := getenv("SWITCHYARD_WORKER_ID"); v != "" {
+		f.Worker.ID = v
+	}
+	if v := getenv("SWITCHYARD_WORKER_UPSTREAMS"); v != "" {
+		f.Worker.Upstreams = strings.Split(v, ",")
+	}
+}
+
+func (f *File) fillDefaults() {
+	if f.NATS == "" {
+		f.NATS = DefaultNATS
+	}
+	if f.Listen == "" {
+		f.Listen = DefaultListen
+	}
+	if f.PageSize == 0 {
+		f.PageSize = DefaultPageSize
+	}
+	if f.NameSeparator == "" {
+		f.NameSeparator = DefaultNameSeparator
+	}
+	if f.CallTimeout == 0 {
+		f.CallTimeout = Duration(DefaultCallTimeout)
+	}
+	if f.SessionTimeout == nil {
+		d := Duration(DefaultSessionTimeout)
+		f.SessionTimeout = &d
+	}
+	if f.MaxRequestBodyBytes == 0 {
+		f.MaxRequestBodyBytes = DefaultMaxRequestBodyBytes
+	}
+	if f.MaxResultBytes == 0 {
+		f.MaxResultBytes = DefaultMaxResultBytes
+	}
+	if f.Worker.HeartbeatInterval == 0 {
+		f.Worker.HeartbeatInterval = Duration(DefaultHeartbeatInterval)
+	}
+	for i := range f.Upstreams {
+		u := &f.Upstreams[i]
+		if u.Transport == "" {
+			if len(u.Command) > 0 {
+				u.Transport = proto.TransportStdio
+			} else {
+				u.Transport = proto.TransportStreamable
+			}
+		}
+		if u.Processes == 0 {
+			u.Processes = 1
+		}
+	}
+}
+
+// Validate reports every problem in f, joined.
+func (f *File) Validate() error {
+	var errs []error
+	bad := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }
+	if f.PageSize < 1 {
+		bad("page_size: must be at least 1, got %d", f.PageSize)
+	}
+	for _, c := range f.NameSeparator {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
+			bad("name_separator: %q may use only [A-Za-z0-9_-]", f.NameSeparator)
+			break
+		}
+	}
+	if f.CallTimeout < 0 {
+		bad("call_timeout: must not be negative")
+	}
+	if f.MaxRequestBodyBytes < 0 || f.MaxResultBytes < 0 {
+		bad("max_request_body_bytes, max_result_bytes: must not be negative")
+	}
+	if f.Edge.ID != "" && !proto.ValidSlug(f.Edge.ID) {
+		bad("edge.id: %q is not a slug ([a-z0-9-])", f.Edge.ID)
+	}
+	if f.Worker.ID != "" && !proto.ValidSlug(f.Worker.ID) {
+		bad("worker.id: %q is not a slug ([a-z0-9-])", f.Worker.ID)
+	}
+	seen := map[string]bool{}
+	for i, u := range f.Upstreams {
+		errs = append(errs, u.validate(i, seen)...)
+	}
+	for _, n := range f.Worker.Upstreams {
+		if !seen[n] {
+			bad("worker.upstreams: %q is not a configured upstream", n)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (u Upstream) validate(i int, seen map[string]bool) []error {
+	var errs []error
+	bad := func(format string, a ...any) {
+		errs = append(errs, fmt.Errorf("upstreams[%d] (%s): "+format, append([]any{i, u.Name}, a...)...))
+	}
+	switch {
+	case !proto.ValidSlug(u.Name) || strings.Contains(u.Name, "__"):
+		bad("name: must be a slug of [a-z0-9-] without \"__\", 1-63 characters")
+	case seen[u.Name]:
+		bad("name: duplicate")
+	}
+	seen[u.Name] = true
+	switch u.Transport {
+	case proto.TransportStreamable, proto.TransportSSE:
+		if u.URL == "" {
+			bad("url: required for transport %q", u.Transport)
+		} else if !strings.HasPrefix(u.URL, "http://") && !strings.HasPrefix(u.URL, "https://") {
+			bad("url: %q must be http:// or https://", u.URL)
+		}
+		if len(u.Command) > 0 {
+			bad("command: not allowed with url")
+		}
+	case proto.TransportStdio:
+		if len(u.Command) == 0 {
+			bad("command: required for transport stdio")
+		}
+		if u.URL != "" {
+			bad("url: not allowed with command")
+		}
+	default:
+		bad("transport: %q is not one of streamable, sse, stdio", u.Transport)
+	}
+	if u.Processes < 0 {
+		bad("processes: must be positive")
+	}
+	if u.CallTimeout < 0 {
+		bad("call_timeout: must not be negative")
+	}
+	return errs
+}
+
+// Spec converts u to its catalog entry.
+func (u Upstream) Spec() proto.UpstreamSpec {
+	return proto.UpstreamSpec{
+		Name: u.Name, Transport: u.Transport, URL: u.URL,
+		Command: u.Command, Env: u.Env, Processes: u.Processes,
+		CallTimeoutMs: time.Duration(u.CallTimeout).Milliseconds(),
+	}
+}

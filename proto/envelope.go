@@ -1,0 +1,104 @@
+package proto
+
+// Request is a call from an edge, forwarded by a router to one worker.
+//
+// The edge fills Method, Tenant, Edge, Session, View, Protocol, Params and
+// DeadlineUnixMs; the router adds Upstream and Name (the upstream's own name
+// of the tool) and forwards it unchanged otherwise. Params is the MCP params
+// object as raw JSON, exactly as the client sent it (with the client's name
+// of the tool in it); it is never re-modelled.
+type Request struct {
+	Method   string `msgpack:"m"`
+	Tenant   string `msgpack:"t,omitempty"`
+	Edge     string `msgpack:"e,omitempty"`
+	Session  string `msgpack:"s,omitempty"` // client session id; "" for a stateless (2026-era) call
+	View     string `msgpack:"v,omitempty"` // "" for the federated view, else the passthrough upstream
+	Upstream string `msgpack:"u,omitempty"` // set by the router
+	Name     string `msgpack:"n,omitempty"` // set by the router: the upstream's tool name
+	Protocol string `msgpack:"p,omitempty"` // the client's protocol version
+	Params   []byte `msgpack:"j,omitempty"` // raw JSON params
+	// ID is the edge's id of this call, unique per edge; cancellation uses it.
+	ID uint64 `msgpack:"i,omitempty"`
+	// DeadlineUnixMs is when the edge stops waiting (Unix milliseconds); 0 means none.
+	DeadlineUnixMs int64 `msgpack:"d,omitempty"`
+}
+
+// Reply answers a [Request]: exactly one of Result (raw JSON result) and
+// Error is set. Worker names the worker that served the call, if any.
+//
+// A reply larger than the connection's max payload travels in chunks (see
+// [HdrChunk]); the receiver reassembles them before decoding.
+type Reply struct {
+	Result []byte `msgpack:"r,omitempty"`
+	Error  *Error `msgpack:"x,omitempty"`
+	Worker string `msgpack:"w,omitempty"`
+}
+
+// Cancel asks a worker to cancel the edge's call ID (subject
+// switchyard.v1.worker.<worker>.cancel).
+type Cancel struct {
+	Edge string `msgpack:"e"`
+	ID   uint64 `msgpack:"i"`
+}
+
+// Heartbeat is a worker's presence message on switchyard.v1.evt.worker.<id>.
+// Workers send one every IntervalMs milliseconds, on request
+// ([SubjEvtPresence]), and a final one with Bye set when they stop. Receivers
+// consider a worker gone after [HeartbeatMisses] intervals without one.
+type Heartbeat struct {
+	Worker     string          `msgpack:"w"`
+	Boot       int64           `msgpack:"b"` // start time, Unix nanoseconds: tells a restart apart
+	IntervalMs int32           `msgpack:"i"`
+	InFlight   int32           `msgpack:"f,omitempty"`
+	Upstreams  []UpstreamState `msgpack:"u,omitempty"`
+	Bye        bool            `msgpack:"y,omitempty"`
+}
+
+// HeartbeatMisses is how many heartbeat intervals may pass before a worker
+// is considered gone.
+const HeartbeatMisses = 3
+
+// UpstreamState is one upstream as a worker sees it.
+type UpstreamState struct {
+	Name string `msgpack:"n"`
+	Up   bool   `msgpack:"u,omitempty"`
+	Err  string `msgpack:"e,omitempty"` // why it is down, for operators
+}
+
+// Transport kinds of an upstream.
+const (
+	TransportStreamable = "streamable"
+	TransportSSE        = "sse"
+	TransportStdio      = "stdio"
+)
+
+// UpstreamSpec is one upstream server in the catalog (KV bucket
+// [BucketUpstreams], key Name), owned by tenancy-svc.
+type UpstreamSpec struct {
+	Name      string            `msgpack:"n"`
+	Transport string            `msgpack:"t"`           // TransportStreamable, TransportSSE or TransportStdio
+	URL       string            `msgpack:"u,omitempty"` // HTTP transports
+	Command   []string          `msgpack:"c,omitempty"` // stdio: argv
+	Env       map[string]string `msgpack:"v,omitempty"` // stdio: extra environment
+	// Processes is how many processes of a stdio upstream each worker runs.
+	Processes int `msgpack:"p,omitempty"`
+	// CallTimeoutMs bounds one call to this upstream; 0 means the gateway default.
+	CallTimeoutMs int64 `msgpack:"o,omitempty"`
+}
+
+// ToolSet is the complete tool list of one upstream (all pages), as raw
+// JSON tool objects in the upstream's order, in KV bucket [BucketTools]
+// under the upstream's name. Workers write it after (re)connecting and on
+// notifications/tools/list_changed; Hash lets them skip identical writes.
+type ToolSet struct {
+	Upstream string   `msgpack:"u"`
+	Tools    [][]byte `msgpack:"t"`
+	Hash     uint64   `msgpack:"h"`
+}
+
+// SessionClosed tells workers that a client session ended, so they close
+// the upstream sessions they hold for it.
+type SessionClosed struct {
+	Edge    string `msgpack:"e"`
+	Session string `msgpack:"s"`
+}

@@ -1,0 +1,174 @@
+package proto
+
+import (
+	"errors"
+	"strings"
+)
+
+// Subject prefixes and wildcards. Every subject is lowercase and carries the
+// wire version "v1" as its second token; bump it on an incompatible change.
+const (
+	Prefix = "switchyard.v1."
+
+	// SubjRouteAll is the routers' subscription (queue group [QueueRouter]).
+	SubjRouteAll = Prefix + "route.*.*"
+	// SubjEvtWorkerAll matches every worker heartbeat.
+	SubjEvtWorkerAll = Prefix + "evt.worker.*"
+	// SubjEvtPresence asks every worker to publish a heartbeat now.
+	SubjEvtPresence = Prefix + "evt.presence"
+	// SubjEvtToolsChangedAll matches every tools_changed event.
+	SubjEvtToolsChangedAll = Prefix + "evt.tools_changed.*"
+	// SubjEvtSessionClosedAll matches every session_closed event.
+	SubjEvtSessionClosedAll = Prefix + "evt.session_closed.*"
+
+	// QueueRouter is the routers' queue group.
+	QueueRouter = "router"
+)
+
+// KV bucket names.
+const (
+	BucketUpstreams = "switchyard_upstreams"
+	BucketTools     = "switchyard_tools"
+)
+
+// Ops: MCP methods as subject tokens.
+const (
+	OpToolsList = "tools_list"
+	OpToolsCall = "tools_call"
+	// OpCatalog asks a worker pool to refresh an upstream's tool set.
+	OpCatalog = "catalog"
+	// OpCancel cancels an in-flight call on a worker (body: [Cancel]).
+	OpCancel = "cancel"
+)
+
+// ErrBadToken is returned by the subject builders for a token that would
+// change the subject's shape.
+var ErrBadToken = errors.New("proto: invalid subject token")
+
+// ValidToken reports whether s can stand as one subject token: non-empty,
+// no '.', '*', '>' , whitespace or control characters.
+func ValidToken(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c == '.', c == '*', c == '>', c <= ' ', c == 0x7f:
+			return false
+		}
+	}
+	return true
+}
+
+// ValidSlug reports whether s is a valid upstream, tenant, edge or worker
+// name: 1-63 characters of [a-z0-9-], not starting or ending with '-' and
+// without "__" (slugs are subject tokens and KV keys).
+func ValidSlug(s string) bool {
+	if len(s) == 0 || len(s) > 63 || s[0] == '-' || s[len(s)-1] == '-' {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+// Op converts an MCP method to its subject token ("tools/call" -> "tools_call").
+func Op(method string) string { return strings.ReplaceAll(method, "/", "_") }
+
+func appendSubject(dst []byte, kind string, a, b string) ([]byte, error) {
+	if !ValidToken(a) || (b != "" && !ValidToken(b)) {
+		return dst, ErrBadToken
+	}
+	dst = append(dst, Prefix...)
+	dst = append(dst, kind...)
+	dst = append(dst, '.')
+	dst = append(dst, a...)
+	if b != "" {
+		dst = append(dst, '.')
+		dst = append(dst, b...)
+	}
+	return dst, nil
+}
+
+// AppendRouteSubject appends switchyard.v1.route.<tenant>.<op> to dst.
+// It returns [ErrBadToken] if either token is invalid.
+func AppendRouteSubject(dst []byte, tenant, op string) ([]byte, error) {
+	if op == "" {
+		return dst, ErrBadToken
+	}
+	return appendSubject(dst, "route", tenant, op)
+}
+
+// AppendWorkerSubject appends switchyard.v1.worker.<worker>.<op> to dst.
+func AppendWorkerSubject(dst []byte, worker, op string) ([]byte, error) {
+	if op == "" {
+		return dst, ErrBadToken
+	}
+	return appendSubject(dst, "worker", worker, op)
+}
+
+// AppendPoolSubject appends switchyard.v1.pool.<upstream>.<op> to dst.
+func AppendPoolSubject(dst []byte, upstream, op string) ([]byte, error) {
+	if op == "" {
+		return dst, ErrBadToken
+	}
+	return appendSubject(dst, "pool", upstream, op)
+}
+
+// WorkerSubjectAll is the pinned-call subscription of one worker.
+func WorkerSubjectAll(worker string) (string, error) {
+	b, err := appendSubject(nil, "worker", worker, "*")
+	return string(b), err
+}
+
+// PoolSubjectAll is a worker's subscription to one upstream's pool.
+func PoolSubjectAll(upstream string) (string, error) {
+	b, err := appendSubject(nil, "pool", upstream, "*")
+	return string(b), err
+}
+
+// PoolQueue is the queue group of an upstream's pool.
+func PoolQueue(upstream string) string { return "pool." + upstream }
+
+// EvtWorkerSubject is the heartbeat subject of one worker.
+func EvtWorkerSubject(worker string) (string, error) {
+	b, err := appendSubject(nil, "evt", "worker", worker)
+	return string(b), err
+}
+
+// EvtToolsChangedSubject is the tools_changed event subject of a tenant.
+func EvtToolsChangedSubject(tenant string) (string, error) {
+	b, err := appendSubject(nil, "evt", "tools_changed", tenant)
+	return string(b), err
+}
+
+// EvtSessionClosedSubject is the session_closed event subject of an edge.
+func EvtSessionClosedSubject(edge string) (string, error) {
+	b, err := appendSubject(nil, "evt", "session_closed", edge)
+	return string(b), err
+}
+
+// LastToken returns the last token of a subject ("" for an empty subject).
+func LastToken(subject string) string {
+	if i := strings.LastIndexByte(subject, '.'); i >= 0 {
+		return subject[i+1:]
+	}
+	return subject
+}
+
+// RouteTokens splits a route subject into its tenant and op tokens.
+func RouteTokens(subject string) (tenant, op string, ok bool) {
+	rest, ok := strings.CutPrefix(subject, Prefix+"route.")
+	if !ok {
+		return "", "", false
+	}
+	tenant, op, ok = strings.Cut(rest, ".")
+	if !ok || !ValidToken(tenant) || !ValidToken(op) {
+		return "", "", false
+	}
+	return tenant, op, true
+}
