@@ -16,6 +16,7 @@ var encPool = sync.Pool{New: func() any {
 	e := &encoder{}
 	e.enc = msgpack.NewEncoder(&e.buf)
 	e.enc.UseCompactInts(true)
+	e.enc.SetSortMapKeys(true) // deterministic bytes: KV writers compare them
 	return e
 }}
 

@@ -102,3 +102,12 @@ type SessionClosed struct {
 	Edge    string `msgpack:"e"`
 	Session string `msgpack:"s"`
 }
+
+// ToolsChanged is published by routers on
+// switchyard.v1.evt.tools_changed.<tenant> when the tools a tenant sees
+// changed: Upstreams names the upstreams whose tools were added, removed
+// or changed (their passthrough views, and the federated view, changed).
+type ToolsChanged struct {
+	Tenant    string   `msgpack:"t"`
+	Upstreams []string `msgpack:"u"`
+}

@@ -121,14 +121,14 @@ func AppendPoolSubject(dst []byte, upstream, op string) ([]byte, error) {
 
 // WorkerSubjectAll is the pinned-call subscription of one worker.
 func WorkerSubjectAll(worker string) (string, error) {
-	b, err := appendSubject(nil, "worker", worker, "*")
-	return string(b), err
+	b, err := appendSubject(nil, "worker", worker, "")
+	return string(b) + ".*", err
 }
 
 // PoolSubjectAll is a worker's subscription to one upstream's pool.
 func PoolSubjectAll(upstream string) (string, error) {
-	b, err := appendSubject(nil, "pool", upstream, "*")
-	return string(b), err
+	b, err := appendSubject(nil, "pool", upstream, "")
+	return string(b) + ".*", err
 }
 
 // PoolQueue is the queue group of an upstream's pool.

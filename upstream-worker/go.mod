@@ -3,5 +3,17 @@ module github.com/switchyard-mcp/switchyard/upstream-worker
 go 1.26.8
 
 replace github.com/switchyard-mcp/switchyard/proto => ../proto
+
 replace github.com/switchyard-mcp/switchyard/internal => ../internal
+
 replace github.com/switchyard-mcp/switchyard/testutil => ../testutil
+
+require (
+	github.com/klauspost/compress v1.20.0 // indirect
+	github.com/modelcontextprotocol/go-sdk v1.8.0 // indirect
+	github.com/nats-io/nats.go v1.55.0 // indirect
+	github.com/nats-io/nkeys v0.4.16 // indirect
+	github.com/nats-io/nuid v1.0.1 // indirect
+	golang.org/x/crypto v0.57.0 // indirect
+	golang.org/x/sys v0.48.0 // indirect
+)

@@ -23,9 +23,9 @@ type Caller struct {
 	nc        *nats.Conn
 	prefix    string
 	maxResult int
-	// Alive, if set, is asked when a placement note arrives; a call placed
+	// Gone, if set, is asked when a placement note arrives; a call placed
 	// on a worker that is already gone fails at once with ErrWorkerLost.
-	Alive func(worker string) bool
+	Gone func(worker string) bool
 
 	seq atomic.Uint64
 	sub *nats.Subscription
@@ -192,8 +192,8 @@ func (c *Caller) onMsg(m *nats.Msg) {
 			k.chunk(ch, m.Data)
 			return
 		}
-		if m.Header.Get("Status") == "503" {
-			k.finish(nil, proto.ErrNoWorkers)
+		if m.Header.Get("Status") == "503" { // no responders
+			k.finish(nil, proto.Errorf(proto.CodeUnavailable, "no responder on the bus for this request"))
 			return
 		}
 	}
@@ -204,7 +204,7 @@ func (k *Call) placed(worker string) {
 	k.mu.Lock()
 	k.worker = worker
 	k.mu.Unlock()
-	if k.c.Alive != nil && !k.c.Alive(worker) {
+	if k.c.Gone != nil && k.c.Gone(worker) {
 		k.finish(nil, proto.Errorf(proto.CodeWorkerLost, "worker %s went away before the call started", worker))
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -56,6 +57,7 @@ type Presence struct {
 	view atomic.Pointer[View]
 
 	workers  map[string]*entry // owned by the Run goroutine
+	gone     sync.Map          // worker id -> time.Time it left; read by any goroutine
 	inbox    chan *nats.Msg
 	interval time.Duration
 }
@@ -80,6 +82,15 @@ func (p *Presence) View() *View { return p.view.Load() }
 
 // Alive reports whether worker is live.
 func (p *Presence) Alive(worker string) bool { _, ok := p.View().Workers[worker]; return ok }
+
+// Gone reports whether worker left (goodbye or silence) within the last
+// minute and has not come back. Unlike !Alive it is false for a worker this
+// registry has not heard of yet, so a call placed by a router that saw a
+// newer worker first is not failed by mistake.
+func (p *Presence) Gone(worker string) bool {
+	t, ok := p.gone.Load(worker)
+	return ok && time.Since(t.(time.Time)) < time.Minute
+}
 
 // Start subscribes and asks every worker to announce itself. Heartbeats are
 // processed by Run.
@@ -128,6 +139,9 @@ func (p *Presence) apply(m *nats.Msg) {
 		iv = 500 * time.Millisecond
 	}
 	old := p.workers[hb.Worker]
+	if old == nil {
+		p.gone.Delete(hb.Worker)
+	}
 	p.workers[hb.Worker] = &entry{info: info, deadline: time.Now().Add(iv * proto.HeartbeatMisses)}
 	gone := ""
 	if old != nil && old.info.Boot != hb.Boot {
@@ -135,6 +149,7 @@ func (p *Presence) apply(m *nats.Msg) {
 	}
 	if old == nil || gone != "" || !sameUpstreams(old.info, info) {
 		p.publish(gone)
+		p.gone.Delete(hb.Worker) // restarted, not gone: new calls may land on it
 	} else {
 		p.publishQuiet()
 	}
@@ -169,6 +184,9 @@ func (p *Presence) expire(now time.Time) {
 func (p *Presence) publishQuiet() { p.view.Store(p.build()) }
 
 func (p *Presence) publish(gone string) {
+	if gone != "" {
+		p.gone.Store(gone, time.Now())
+	}
 	v := p.build()
 	p.view.Store(v)
 	if gone != "" && p.OnGone != nil {

@@ -1,0 +1,162 @@
+package edge
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/switchyard-mcp/switchyard/internal/bus"
+	"github.com/switchyard-mcp/switchyard/proto"
+)
+
+// rawResult is a result that is already JSON: the bytes from the bus go to
+// the client without being decoded. Meta set by the SDK (serverInfo for
+// 2026-era clients) is merged into the result's _meta.
+type rawResult struct {
+	mcp.ResultBase
+	raw json.RawMessage
+}
+
+// MarshalJSON returns the stored bytes, with any SDK-added _meta keys the
+// upstream did not set itself.
+func (r *rawResult) MarshalJSON() ([]byte, error) {
+	if len(r.Meta) == 0 {
+		return r.raw, nil
+	}
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal(r.raw, &obj); err != nil {
+		return r.raw, nil
+	}
+	meta := map[string]any{}
+	if m, ok := obj["_meta"]; ok {
+		_ = json.Unmarshal(m, &meta)
+	}
+	for k, v := range r.Meta {
+		if _, ok := meta[k]; !ok {
+			meta[k] = v
+		}
+	}
+	b, err := json.Marshal(meta)
+	if err != nil {
+		return r.raw, nil
+	}
+	obj["_meta"] = b
+	return json.Marshal(obj)
+}
+
+// middleware answers tools/list and tools/call of the view from the bus.
+func (s *Service) middleware(view string) mcp.Middleware {
+	return func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			switch method {
+			case "tools/list":
+				return s.forward(ctx, view, method, proto.OpToolsList, "", req)
+			case "tools/call":
+				p, ok := req.GetParams().(*mcp.CallToolParamsRaw)
+				if !ok || p == nil {
+					return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "missing params"}
+				}
+				return s.forward(ctx, view, method, proto.OpToolsCall, p.Name, req)
+			}
+			return next(ctx, method, req)
+		}
+	}
+}
+
+// forward publishes one call and waits for its reply. Errors it returns
+// are *jsonrpc.Error built by toJSONRPC, or the ctx's error when the client
+// went away (the SDK then sends nothing).
+func (s *Service) forward(ctx context.Context, view, method, op, name string, req mcp.Request) (mcp.Result, error) {
+	params, err := json.Marshal(req.GetParams())
+	if err != nil {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "invalid params"}
+	}
+	sess := req.GetSession()
+	preq := proto.Request{Method: method, Tenant: s.cfg.Tenant, Edge: s.cfg.ID, View: view, Name: name, Params: params}
+	if ss, ok := sess.(*mcp.ServerSession); ok {
+		preq.Session = ss.ID()
+		if ip := ss.InitializeParams(); ip != nil {
+			preq.Protocol = ip.ProtocolVersion
+		}
+	}
+	deadline := time.Now().Add(s.cfg.CallTimeout)
+	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
+		deadline = d
+	}
+	preq.DeadlineUnixMs = deadline.UnixMilli()
+	ctx, cancel := context.WithDeadline(ctx, deadline)
+	defer cancel()
+
+	k := s.caller.New()
+	defer k.Close()
+	preq.ID = k.ID
+	data, err := proto.Marshal(&preq)
+	if err != nil {
+		return nil, s.toJSONRPC(err, method)
+	}
+	if len(data) > int(s.nc.MaxPayload()) {
+		return nil, s.toJSONRPC(proto.Errorf(proto.CodePayloadTooLarge, "request of %d bytes exceeds the bus limit of %d bytes", len(data), s.nc.MaxPayload()), method)
+	}
+	if err := s.nc.PublishRequest(s.routeSub[op], k.Reply(), data); err != nil {
+		return nil, s.toJSONRPC(err, method)
+	}
+	out, err := k.Wait(ctx)
+	if errors.Is(err, bus.ErrCanceled) {
+		s.cancelAtWorker(k)
+		return nil, context.Cause(ctx)
+	}
+	if errors.Is(err, proto.ErrTimeout) {
+		s.cancelAtWorker(k)
+		err = proto.Errorf(proto.CodeTimeout, "%s timed out after %s", method, s.cfg.CallTimeout)
+	}
+	if err != nil {
+		return nil, s.toJSONRPC(err, method)
+	}
+	var rep proto.Reply
+	if err := proto.Unmarshal(out, &rep); err != nil {
+		return nil, s.toJSONRPC(proto.Errorf(proto.CodeBadEnvelope, "undecodable reply: %v", err), method)
+	}
+	if rep.Error != nil {
+		return nil, s.toJSONRPC(rep.Error, method)
+	}
+	return &rawResult{raw: rep.Result}, nil
+}
+
+// cancelAtWorker tells the worker that owns k to stop it; the worker then
+// cancels the call upstream. Best effort: the reply, if any, is dropped.
+func (s *Service) cancelAtWorker(k *bus.Call) {
+	w := k.Worker()
+	if w == "" {
+		return
+	}
+	subj, err := proto.AppendWorkerSubject(nil, w, proto.OpCancel)
+	if err != nil {
+		return
+	}
+	data, err := proto.Marshal(&proto.Cancel{Edge: s.cfg.ID, ID: k.ID})
+	if err == nil {
+		err = s.nc.Publish(string(subj), data)
+	}
+	if err != nil {
+		s.log.Warn("cancel not sent", proto.LogWorker, w, proto.LogErr, err)
+	}
+}
+
+// toJSONRPC is the one place where errors become JSON-RPC errors.
+func (s *Service) toJSONRPC(err error, method string) *jsonrpc.Error {
+	var pe *proto.Error
+	if errors.As(err, &pe) {
+		je := &jsonrpc.Error{Code: int64(pe.Code), Message: pe.Msg}
+		if len(pe.Data) > 0 {
+			je.Data = json.RawMessage(pe.Data)
+		}
+		return je
+	}
+	id := bus.RandomToken(5)
+	s.log.Error("internal error", proto.LogMethod, method, "correlation_id", id, proto.LogErr, err)
+	return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "internal error (correlation id " + id + ")"}
+}

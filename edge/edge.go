@@ -1,0 +1,228 @@
+package edge
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/switchyard-mcp/switchyard/internal/bus"
+	"github.com/switchyard-mcp/switchyard/proto"
+)
+
+// Config configures an edge. The zero value of each field means its default.
+type Config struct {
+	// ID names this edge in session ids and subjects (a slug). Default: random.
+	ID string
+	// Listen is the HTTP address. Default 127.0.0.1:8080; port 0 picks one.
+	Listen string
+	// Tenant every client belongs to until authentication lands. Default "default".
+	Tenant string
+	// CallTimeout bounds one call end to end. Default 60s.
+	CallTimeout time.Duration
+	// SessionTimeout closes client sessions idle this long. Default 30m; negative: never.
+	SessionTimeout time.Duration
+	// MaxRequestBodyBytes bounds one HTTP request body. Default 4 MiB.
+	MaxRequestBodyBytes int64
+	// MaxResultBytes bounds one reassembled result. Default 64 MiB.
+	MaxResultBytes int64
+	// JSONResponse answers POSTs with application/json instead of SSE.
+	JSONResponse bool
+	// ShutdownGrace bounds the HTTP shutdown. Default 5s.
+	ShutdownGrace time.Duration
+}
+
+// Service is a running edge. Create it with [New]; call [Service.Run] once.
+type Service struct {
+	cfg      Config
+	nc       *nats.Conn
+	log      *slog.Logger
+	caller   *bus.Caller
+	presence *bus.Presence
+	routeSub map[string]string // op -> route subject of the tenant
+
+	ready atomic.Bool
+	addr  atomic.Pointer[string]
+
+	mu        sync.Mutex
+	views     map[string]*view // guarded by mu: "" federated, else upstream
+	upstreams map[string]bool  // guarded by mu: the catalog's names
+}
+
+// New validates cfg and returns an edge. It does no I/O.
+func New(cfg Config, nc *nats.Conn, log *slog.Logger) (*Service, error) {
+	if nc == nil {
+		panic("edge: nil connection")
+	}
+	if err := cfg.fill(); err != nil {
+		return nil, err
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	log = log.With(proto.LogComponent, "edge", proto.LogEdge, cfg.ID)
+	s := &Service{cfg: cfg, nc: nc, log: log, views: map[string]*view{}, upstreams: map[string]bool{}}
+	s.caller = bus.NewCaller(nc, int(cfg.MaxResultBytes))
+	s.presence = bus.NewPresence(nc, log)
+	s.routeSub = map[string]string{}
+	for _, op := range []string{proto.OpToolsList, proto.OpToolsCall} {
+		b, err := proto.AppendRouteSubject(nil, cfg.Tenant, op)
+		if err != nil {
+			return nil, fmt.Errorf("edge: tenant %q: %w", cfg.Tenant, err)
+		}
+		s.routeSub[op] = string(b)
+	}
+	return s, nil
+}
+
+func (c *Config) fill() error {
+	if c.ID == "" {
+		c.ID = bus.NewID("edge")
+	}
+	if !proto.ValidSlug(c.ID) {
+		return fmt.Errorf("edge: id %q is not a slug", c.ID)
+	}
+	if c.Listen == "" {
+		c.Listen = "127.0.0.1:8080"
+	}
+	if c.Tenant == "" {
+		c.Tenant = "default"
+	}
+	if c.CallTimeout == 0 {
+		c.CallTimeout = 60 * time.Second
+	}
+	if c.SessionTimeout == 0 {
+		c.SessionTimeout = 30 * time.Minute
+	}
+	if c.MaxRequestBodyBytes == 0 {
+		c.MaxRequestBodyBytes = 4 << 20
+	}
+	if c.MaxResultBytes == 0 {
+		c.MaxResultBytes = 64 << 20
+	}
+	if c.ShutdownGrace == 0 {
+		c.ShutdownGrace = 5 * time.Second
+	}
+	if c.CallTimeout < 0 || c.MaxRequestBodyBytes < 0 || c.MaxResultBytes < 0 {
+		return errors.New("edge: call timeout and size limits must not be negative")
+	}
+	return nil
+}
+
+// Ready reports whether the edge is listening and has loaded the catalog.
+func (s *Service) Ready() bool { return s.ready.Load() }
+
+// Addr is the address the edge listens on, once Run has bound it ("" before).
+func (s *Service) Addr() string {
+	if a := s.addr.Load(); a != nil {
+		return *a
+	}
+	return ""
+}
+
+// Run listens and serves until ctx ends, then shuts the HTTP server down
+// (bounded by ShutdownGrace) and fails calls still waiting.
+func (s *Service) Run(ctx context.Context) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	if err := s.start(); err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", s.cfg.Listen)
+	if err != nil {
+		return fmt.Errorf("edge: listen: %w", err)
+	}
+	addr := ln.Addr().String()
+	s.addr.Store(&addr)
+	srv := &http.Server{Handler: s.handler(), ReadHeaderTimeout: 10 * time.Second}
+	js, err := jetstream.New(s.nc)
+	if err != nil {
+		return fmt.Errorf("edge: jetstream: %w", err)
+	}
+	var wg sync.WaitGroup
+	run := func(f func()) { wg.Add(1); go func() { defer wg.Done(); f() }() }
+	run(func() { _ = s.presence.Run(ctx) })
+	run(func() { _ = bus.Watch(ctx, js, proto.BucketUpstreams, s.onUpstream) })
+	serveErr := make(chan error, 1)
+	run(func() { serveErr <- srv.Serve(ln) })
+	s.log.Info("edge listening", "addr", addr)
+	select {
+	case <-ctx.Done():
+	case err = <-serveErr:
+	}
+	s.ready.Store(false)
+	sctx, scancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.ShutdownGrace)
+	if srv.Shutdown(sctx) != nil {
+		_ = srv.Close() // SSE streams outlived the grace
+	}
+	scancel()
+	s.caller.Stop(proto.Errorf(proto.CodeUnavailable, "edge shutting down"))
+	cancel()
+	wg.Wait()
+	if errors.Is(err, http.ErrServerClosed) {
+		err = nil
+	}
+	return err
+}
+
+func (s *Service) start() error {
+	s.caller.Gone = s.presence.Gone
+	s.presence.OnGone = func(w string) {
+		s.caller.FailWorker(w, proto.Errorf(proto.CodeWorkerLost, "worker %s serving the call went away", w))
+	}
+	if err := s.caller.Start(); err != nil {
+		return fmt.Errorf("edge: inbox: %w", err)
+	}
+	if err := s.presence.Start(); err != nil {
+		return fmt.Errorf("edge: presence: %w", err)
+	}
+	subj, err := proto.EvtToolsChangedSubject(s.cfg.Tenant)
+	if err != nil {
+		return err
+	}
+	if _, err := s.nc.Subscribe(subj, s.onToolsChanged); err != nil {
+		return fmt.Errorf("edge: subscribe: %w", err)
+	}
+	return nil
+}
+
+func (s *Service) onUpstream(ev *bus.KVEvent, initial bool) {
+	if initial {
+		s.ready.Store(true)
+		return
+	}
+	s.mu.Lock()
+	if ev.Deleted {
+		delete(s.upstreams, ev.Key)
+	} else {
+		s.upstreams[ev.Key] = true
+	}
+	s.mu.Unlock()
+}
+
+func (s *Service) onToolsChanged(m *nats.Msg) {
+	var tc proto.ToolsChanged
+	if err := proto.Unmarshal(m.Data, &tc); err != nil {
+		s.log.Warn("bad tools_changed event", proto.LogErr, err)
+		return
+	}
+	s.mu.Lock()
+	vs := []*view{s.views[""]}
+	for _, u := range tc.Upstreams {
+		vs = append(vs, s.views[u])
+	}
+	s.mu.Unlock()
+	for _, v := range vs {
+		if v != nil {
+			v.listChanged()
+		}
+	}
+}

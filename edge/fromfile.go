@@ -1,0 +1,26 @@
+package edge
+
+import (
+	"time"
+
+	"github.com/switchyard-mcp/switchyard/internal/config"
+)
+
+// FromFile takes the edge's settings from the shared configuration file.
+func FromFile(f *config.File) Config {
+	c := Config{
+		ID:                  f.Edge.ID,
+		Listen:              f.Listen,
+		CallTimeout:         time.Duration(f.CallTimeout),
+		MaxRequestBodyBytes: f.MaxRequestBodyBytes,
+		MaxResultBytes:      f.MaxResultBytes,
+		JSONResponse:        f.JSONResponse,
+	}
+	if f.SessionTimeout != nil {
+		c.SessionTimeout = time.Duration(*f.SessionTimeout)
+		if c.SessionTimeout == 0 {
+			c.SessionTimeout = -1 // "0s" in the file means never
+		}
+	}
+	return c
+}

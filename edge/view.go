@@ -1,0 +1,153 @@
+package edge
+
+import (
+	"context"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/switchyard-mcp/switchyard/internal/bus"
+	"github.com/switchyard-mcp/switchyard/proto"
+)
+
+// protocol2026 is the first protocol version served statelessly.
+const protocol2026 = "2026-07-28"
+
+// view is one endpoint: an SDK server plus its two HTTP handlers.
+type view struct {
+	name      string // "" for the federated view, else the upstream
+	server    *mcp.Server
+	stateful  http.Handler
+	stateless http.Handler
+
+	mu     sync.Mutex
+	marker string // guarded by mu: the registered marker tool
+	rev    int    // guarded by mu
+}
+
+// newView builds the SDK server of a view. tools/list and tools/call are
+// answered by the receiving middleware from the bus; the SDK's own tool
+// registry holds only a marker tool, swapped on every change because the SDK
+// has no public call to send list_changed and sends it when tools change.
+func (s *Service) newView(name string) *view {
+	v := &view{name: name}
+	v.server = mcp.NewServer(&mcp.Implementation{Name: "switchyard", Version: Version}, &mcp.ServerOptions{
+		Logger:             s.log,
+		GetSessionID:       func() string { return s.cfg.ID + "-" + bus.RandomToken(15) },
+		InitializedHandler: s.onInitialized,
+		Capabilities:       &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}},
+	})
+	v.server.AddReceivingMiddleware(s.middleware(name))
+	v.listChanged()
+	timeout := s.cfg.SessionTimeout
+	if timeout < 0 {
+		timeout = 0
+	}
+	get := func(*http.Request) *mcp.Server { return v.server }
+	v.stateful = mcp.NewStreamableHTTPHandler(get, &mcp.StreamableHTTPOptions{
+		Logger: s.log, SessionTimeout: timeout, JSONResponse: s.cfg.JSONResponse,
+		MaxRequestBodyBytes: s.cfg.MaxRequestBodyBytes,
+	})
+	v.stateless = mcp.NewStreamableHTTPHandler(get, &mcp.StreamableHTTPOptions{
+		Logger: s.log, Stateless: true, JSONResponse: s.cfg.JSONResponse,
+		MaxRequestBodyBytes: s.cfg.MaxRequestBodyBytes, PropagateRequestCancellation: true,
+	})
+	return v
+}
+
+// listChanged swaps the marker tool, which makes the SDK send
+// notifications/tools/list_changed to every session of the view (and to
+// 2026-era subscriptions/listen streams).
+func (v *view) listChanged() {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	old := v.marker
+	v.rev++
+	v.marker = "switchyard-rev-" + strconv.Itoa(v.rev)
+	v.server.AddTool(&mcp.Tool{Name: v.marker, InputSchema: map[string]any{"type": "object"}},
+		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return nil, nil // never reached: tools/call is answered by the middleware
+		})
+	if old != "" {
+		v.server.RemoveTools(old)
+	}
+}
+
+func (v *view) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Header.Get("Mcp-Protocol-Version") >= protocol2026 {
+		v.stateless.ServeHTTP(w, r)
+		return
+	}
+	v.stateful.ServeHTTP(w, r)
+}
+
+// handler routes /mcp and /mcp/<upstream> to their views.
+func (s *Service) handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/mcp", func(w http.ResponseWriter, r *http.Request) { s.viewFor("").ServeHTTP(w, r) })
+	mux.HandleFunc("/mcp/{upstream}", func(w http.ResponseWriter, r *http.Request) {
+		u := r.PathValue("upstream")
+		v := s.viewFor(u)
+		if v == nil {
+			http.Error(w, "Not Found: unknown upstream "+strconv.Quote(u), http.StatusNotFound)
+			return
+		}
+		v.ServeHTTP(w, r)
+	})
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })
+	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
+		if !s.Ready() {
+			http.Error(w, "not ready", http.StatusServiceUnavailable)
+			return
+		}
+		_, _ = w.Write([]byte("ready\n"))
+	})
+	return mux
+}
+
+// viewFor returns the view of name, creating it on first use; nil for an
+// upstream the catalog does not know.
+func (s *Service) viewFor(name string) *view {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if v := s.views[name]; v != nil {
+		return v
+	}
+	if name != "" && (!s.upstreams[name] || strings.Contains(name, "/")) {
+		return nil
+	}
+	v := s.newView(name)
+	s.views[name] = v
+	return v
+}
+
+// onInitialized tracks a stateful session so that its end is announced
+// to the workers holding upstream sessions for it.
+func (s *Service) onInitialized(_ context.Context, req *mcp.InitializedRequest) {
+	ss := req.Session
+	id := ss.ID()
+	if id == "" {
+		return
+	}
+	go func() {
+		_ = ss.Wait()
+		s.publishSessionClosed(id)
+	}()
+}
+
+func (s *Service) publishSessionClosed(id string) {
+	subj, err := proto.EvtSessionClosedSubject(s.cfg.ID)
+	if err == nil {
+		var data []byte
+		data, err = proto.Marshal(&proto.SessionClosed{Edge: s.cfg.ID, Session: id})
+		if err == nil {
+			err = s.nc.Publish(subj, data)
+		}
+	}
+	if err != nil {
+		s.log.Warn("session_closed not published", proto.LogSession, id, proto.LogErr, err)
+	}
+}

@@ -1,0 +1,157 @@
+// Package app is the shared body of Switchyard's role commands: flags,
+// configuration, logging, the NATS connection, signals and the run loop.
+package app
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"go.yaml.in/yaml/v3"
+
+	"github.com/switchyard-mcp/switchyard/internal/config"
+)
+
+// Role is what every role's Service offers.
+type Role interface {
+	Run(ctx context.Context) error
+	Ready() bool
+}
+
+// Flags are the command-line settings common to role commands. Flags win
+// over the environment, which wins over the file.
+type Flags struct {
+	Config      string
+	NATS        string
+	Listen      string
+	ID          string
+	LogFormat   string
+	LogLevel    string
+	CheckConfig bool
+}
+
+// Register adds the common flags to fs.
+func (f *Flags) Register(fs *flag.FlagSet) {
+	fs.StringVar(&f.Config, "config", os.Getenv("SWITCHYARD_CONFIG"), "config file (YAML); env SWITCHYARD_CONFIG")
+	fs.StringVar(&f.NATS, "nats", "", "NATS server URL (default from config, else nats://127.0.0.1:4222); env SWITCHYARD_NATS")
+	fs.StringVar(&f.Listen, "listen", "", "edge HTTP address (overrides config listen); env SWITCHYARD_LISTEN")
+	fs.StringVar(&f.ID, "id", "", "this process's id (a slug; overrides edge.id / worker.id)")
+	fs.StringVar(&f.LogFormat, "log-format", envOr("SWITCHYARD_LOG_FORMAT", "json"), "log format: json or text")
+	fs.StringVar(&f.LogLevel, "log-level", envOr("SWITCHYARD_LOG_LEVEL", "info"), "log level: debug, info, warn, error")
+	fs.BoolVar(&f.CheckConfig, "check-config", false, "print the effective config and exit")
+}
+
+func envOr(k, def string) string {
+	if v := os.Getenv(k); v != "" {
+		return v
+	}
+	return def
+}
+
+// Load reads the config and applies the flags.
+func (f *Flags) Load() (*config.File, error) {
+	c, err := config.Load(f.Config)
+	if err != nil {
+		return nil, err
+	}
+	if f.NATS != "" {
+		c.NATS = f.NATS
+	}
+	if f.Listen != "" {
+		c.Listen = f.Listen
+	}
+	if f.ID != "" {
+		c.Edge.ID, c.Worker.ID = f.ID, f.ID
+	}
+	return c, c.Validate()
+}
+
+// Logger builds the process logger.
+func (f *Flags) Logger(w io.Writer) *slog.Logger {
+	var lvl slog.Level
+	_ = lvl.UnmarshalText([]byte(f.LogLevel))
+	o := &slog.HandlerOptions{Level: lvl}
+	if f.LogFormat == "text" {
+		return slog.New(slog.NewTextHandler(w, o))
+	}
+	return slog.New(slog.NewJSONHandler(w, o))
+}
+
+// Main runs one role as its own process: it parses args, connects to NATS
+// over TCP, builds the role with build and runs it until SIGINT/SIGTERM.
+// It returns the process exit code.
+func Main(name string, args []string, build func(*config.File, *nats.Conn, *slog.Logger) (Role, error)) int {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	var f Flags
+	f.Register(fs)
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	log := f.Logger(os.Stderr)
+	cfg, err := f.Load()
+	if err != nil {
+		log.Error("invalid configuration", "err", err)
+		return 2
+	}
+	if f.CheckConfig {
+		return PrintConfig(os.Stdout, cfg)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	nc, err := Connect(cfg.NATS, name, log)
+	if err != nil {
+		log.Error("nats connect failed", "err", err)
+		return 1
+	}
+	defer nc.Close()
+	role, err := build(cfg, nc, log)
+	if err != nil {
+		log.Error("invalid configuration", "err", err)
+		return 2
+	}
+	if err := role.Run(ctx); err != nil {
+		log.Error("role failed", "err", err)
+		return 1
+	}
+	_ = nc.Drain()
+	return 0
+}
+
+// Connect dials NATS with reconnects forever, so a role survives a server
+// restart.
+func Connect(url, name string, log *slog.Logger) (*nats.Conn, error) {
+	return nats.Connect(url,
+		nats.Name("switchyard-"+name),
+		nats.MaxReconnects(-1),
+		nats.ReconnectWait(250*time.Millisecond),
+		nats.RetryOnFailedConnect(true),
+		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
+			if err != nil {
+				log.Warn("nats disconnected", "err", err)
+			}
+		}),
+		nats.ReconnectHandler(func(*nats.Conn) { log.Info("nats reconnected") }),
+	)
+}
+
+// PrintConfig writes the effective config as YAML (it holds no secrets yet).
+func PrintConfig(w io.Writer, cfg *config.File) int {
+	b, err := yaml.Marshal(cfg)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	_, _ = w.Write(b)
+	return 0
+}
+
+// ErrUsage is returned for a bad command line.
+var ErrUsage = errors.New("usage")

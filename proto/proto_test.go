@@ -1,0 +1,175 @@
+package proto
+
+import (
+	"bytes"
+	"errors"
+	"flag"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files")
+
+// matches reports whether subject matches a NATS wildcard pattern.
+func matches(pattern, subject string) bool {
+	p, s := strings.Split(pattern, "."), strings.Split(subject, ".")
+	for i, t := range p {
+		if t == ">" {
+			return len(s) > i
+		}
+		if i >= len(s) || (t != "*" && t != s[i]) {
+			return false
+		}
+	}
+	return len(p) == len(s)
+}
+
+func TestProtoSubjectsMatchWildcards(t *testing.T) {
+	route, _ := AppendRouteSubject(nil, "default", OpToolsCall)
+	worker, _ := AppendWorkerSubject(nil, "w-1", OpCancel)
+	pool, _ := AppendPoolSubject(nil, "everything", OpCatalog)
+	workerAll, _ := WorkerSubjectAll("w-1")
+	poolAll, _ := PoolSubjectAll("everything")
+	hb, _ := EvtWorkerSubject("w-1")
+	tc, _ := EvtToolsChangedSubject("default")
+	sc, _ := EvtSessionClosedSubject("edge-1")
+	tests := []struct{ pattern, subject string }{
+		{SubjRouteAll, string(route)},
+		{workerAll, string(worker)},
+		{poolAll, string(pool)},
+		{SubjEvtWorkerAll, hb},
+		{SubjEvtToolsChangedAll, tc},
+		{SubjEvtSessionClosedAll, sc},
+	}
+	for _, tc := range tests {
+		if !matches(tc.pattern, tc.subject) {
+			t.Errorf("%q does not match %q", tc.subject, tc.pattern)
+		}
+		if tc.subject != strings.ToLower(tc.subject) || !strings.HasPrefix(tc.subject, Prefix) {
+			t.Errorf("%q: not lowercase or not versioned", tc.subject)
+		}
+	}
+	if ten, op, ok := RouteTokens(string(route)); !ok || ten != "default" || op != OpToolsCall {
+		t.Fatalf("RouteTokens(%q) = %q %q %v", route, ten, op, ok)
+	}
+}
+
+func TestProtoSubjectBuildersRejectBadTokens(t *testing.T) {
+	for _, tok := range []string{"", "a.b", "a*", ">", "a b", "a\tb", "\x00"} {
+		if _, err := AppendRouteSubject(nil, tok, "op"); !errors.Is(err, ErrBadToken) {
+			t.Errorf("tenant %q accepted", tok)
+		}
+		if _, err := AppendWorkerSubject(nil, "w", tok); !errors.Is(err, ErrBadToken) {
+			t.Errorf("op %q accepted", tok)
+		}
+	}
+}
+
+func TestProtoSlugs(t *testing.T) {
+	for s, want := range map[string]bool{"a": true, "everything-http": true, "a1-b2": true,
+		"": false, "-a": false, "a-": false, "A": false, "a_b": false, "a.b": false, strings.Repeat("a", 64): false} {
+		if ValidSlug(s) != want {
+			t.Errorf("ValidSlug(%q) = %v", s, !want)
+		}
+	}
+}
+
+func TestProtoCodesUniqueAndReserved(t *testing.T) {
+	sdk := map[int32]bool{-32042: true}
+	for c := int32(-32005); c <= -32001; c++ {
+		sdk[c] = true
+	}
+	for c := int32(-32022); c <= -32020; c++ {
+		sdk[c] = true
+	}
+	seen := map[int32]bool{}
+	for _, c := range GatewayCodes {
+		if seen[c] {
+			t.Errorf("code %d used twice", c)
+		}
+		seen[c] = true
+		if c < -32069 || c > -32060 || sdk[c] {
+			t.Errorf("code %d outside the reserved block or used by the SDK", c)
+		}
+	}
+	wrapped := errors.Join(errors.New("ctx"), Errorf(CodeNoWorkers, "no worker serves upstream x"))
+	if !errors.Is(wrapped, ErrNoWorkers) || errors.Is(wrapped, ErrTimeout) {
+		t.Fatal("errors.Is by code broken")
+	}
+}
+
+// golden messages: one per type, to catch wire changes.
+var golden = map[string]any{
+	"request": &Request{Method: "tools/call", Tenant: "default", Edge: "edge-1", Session: "edge-1-abc",
+		Upstream: "everything", Name: "echo", Protocol: "2025-11-25", Params: []byte(`{"name":"everything__echo","arguments":{"text":"hi"}}`),
+		ID: 42, DeadlineUnixMs: 1_800_000_000_000},
+	"reply":          &Reply{Result: []byte(`{"content":[]}`), Worker: "w-1"},
+	"reply_error":    &Reply{Error: &Error{Code: CodeNoWorkers, Msg: "no worker serves upstream x", Data: []byte(`{"upstream":"x"}`)}},
+	"cancel":         &Cancel{Edge: "edge-1", ID: 42},
+	"heartbeat":      &Heartbeat{Worker: "w-1", Boot: 1, IntervalMs: 500, InFlight: 3, Upstreams: []UpstreamState{{Name: "a", Up: true}, {Name: "b", Err: "refused"}}},
+	"upstream_spec":  &UpstreamSpec{Name: "fs", Transport: TransportStdio, Command: []string{"fs-server", "--root", "/"}, Env: map[string]string{"B": "2", "A": "1"}, Processes: 2},
+	"toolset":        &ToolSet{Upstream: "a", Tools: [][]byte{[]byte(`{"name":"x"}`)}, Hash: 7},
+	"session_closed": &SessionClosed{Edge: "edge-1", Session: "edge-1-abc"},
+	"tools_changed":  &ToolsChanged{Tenant: "default", Upstreams: []string{"a", "b"}},
+}
+
+func TestProtoGolden(t *testing.T) {
+	for name, msg := range golden {
+		t.Run(name, func(t *testing.T) {
+			data, err := Marshal(msg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			path := filepath.Join("testdata", name+".msgpack")
+			if *update {
+				if err := os.WriteFile(path, data, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatalf("%v (run with -update to create)", err)
+			}
+			if !bytes.Equal(data, want) {
+				t.Fatalf("wire encoding of %s changed; bump the subject version or run -update", name)
+			}
+			back := reflect.New(reflect.TypeOf(msg).Elem()).Interface()
+			if err := Unmarshal(want, back); err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(back, msg) {
+				t.Fatalf("round trip: got %+v want %+v", back, msg)
+			}
+		})
+	}
+}
+
+func TestProtoUnmarshalGarbage(t *testing.T) {
+	for _, in := range [][]byte{nil, {0xc1}, []byte("not msgpack"), {0xdf, 0xff, 0xff, 0xff, 0xff}} {
+		var r Request
+		if err := Unmarshal(in, &r); err == nil && len(in) > 0 {
+			t.Errorf("%x decoded without error", in)
+		}
+	}
+}
+
+func BenchmarkProtoRequestRoundTrip(b *testing.B) {
+	req := golden["request"].(*Request)
+	b.ReportAllocs()
+	var out Request
+	for b.Loop() {
+		data, _ := AppendMarshal(nil, req)
+		_ = Unmarshal(data, &out)
+	}
+}
+
+func BenchmarkProtoRouteSubject(b *testing.B) {
+	buf := make([]byte, 0, 64)
+	b.ReportAllocs()
+	for b.Loop() {
+		buf, _ = AppendRouteSubject(buf[:0], "default", OpToolsCall)
+	}
+}

@@ -1,0 +1,128 @@
+package router
+
+import (
+	"github.com/nats-io/nats.go"
+
+	"github.com/switchyard-mcp/switchyard/internal/bus"
+	"github.com/switchyard-mcp/switchyard/proto"
+	"github.com/switchyard-mcp/switchyard/router/internal/catalog"
+)
+
+// onCall runs on a subscription's delivery goroutine. Every path is
+// non-blocking: decode, look up in the snapshot, publish.
+func (s *Service) onCall(m *nats.Msg) {
+	if m.Reply == "" {
+		return // nobody to answer; a call without a reply subject is dropped
+	}
+	tenant, op, ok := proto.RouteTokens(m.Subject)
+	if !ok {
+		s.fail(m, proto.Errorf(proto.CodeInvalidRequest, "malformed route subject"))
+		return
+	}
+	var req proto.Request
+	if err := proto.Unmarshal(m.Data, &req); err != nil {
+		s.log.Warn("bad request envelope", proto.LogSubject, m.Subject, proto.LogErr, err)
+		s.fail(m, proto.Errorf(proto.CodeBadEnvelope, "router: undecodable request: %v", err))
+		return
+	}
+	if tenant != DefaultTenant {
+		s.fail(m, proto.Errorf(proto.CodeInvalidParams, "unknown tenant %q", tenant))
+		return
+	}
+	if deadlinePassed(&req) {
+		s.fail(m, proto.Errorf(proto.CodeTimeout, "deadline passed before routing"))
+		return
+	}
+	switch op {
+	case proto.OpToolsList:
+		s.toolsList(m, &req)
+	case proto.OpToolsCall:
+		s.toolsCall(m, &req)
+	default:
+		s.fail(m, proto.Errorf(proto.CodeMethodNotFound, "method %q not found", req.Method))
+	}
+}
+
+func (s *Service) fail(m *nats.Msg, e *proto.Error) {
+	if err := bus.RespondError(s.nc, m.Reply, e); err != nil {
+		s.log.Warn("reply failed", proto.LogSubject, m.Subject, proto.LogErr, err)
+	}
+}
+
+// view returns the view a request addresses, or nil for an unknown upstream.
+func (s *Service) view(req *proto.Request) *catalog.View {
+	snap := s.snap.Load()
+	if req.View == "" {
+		return snap.Federated
+	}
+	return snap.Pass[req.View]
+}
+
+type listParams struct {
+	Cursor string `json:"cursor"`
+}
+
+func (s *Service) toolsList(m *nats.Msg, req *proto.Request) {
+	var p listParams
+	if err := decodeParams(req.Params, &p); err != nil {
+		s.fail(m, proto.Errorf(proto.CodeInvalidParams, "invalid params: %v", err))
+		return
+	}
+	v := s.view(req)
+	if v == nil {
+		s.fail(m, proto.Errorf(proto.CodeInvalidParams, "unknown upstream %q", req.View))
+		return
+	}
+	page, err := v.Page(p.Cursor, s.cfg.PageSize)
+	if err != nil {
+		s.fail(m, proto.Errorf(proto.CodeInvalidParams, "invalid cursor"))
+		return
+	}
+	if err := bus.RespondReply(s.nc, m.Reply, &proto.Reply{Result: page}); err != nil {
+		s.log.Warn("reply failed", proto.LogSubject, m.Subject, proto.LogErr, err)
+	}
+}
+
+func (s *Service) toolsCall(m *nats.Msg, req *proto.Request) {
+	v := s.view(req)
+	var e *catalog.Entry
+	if v != nil {
+		e, _ = v.Lookup(req.Name)
+	}
+	if e == nil {
+		s.fail(m, proto.Errorf(proto.CodeInvalidParams, "unknown tool %q", req.Name))
+		return
+	}
+	worker, perr := s.place(req, e.Upstream)
+	if perr != nil {
+		s.fail(m, perr)
+		return
+	}
+	req.Upstream, req.Name = e.Upstream, e.Orig
+	if err := s.forward(m, req, worker); err != nil {
+		s.log.Warn("forward failed", proto.LogWorker, worker, proto.LogErr, err)
+		s.fail(m, proto.Errorf(proto.CodeInternal, "router could not forward the call"))
+	}
+}
+
+// forward sends the placement note, then the call, both to be answered on
+// the edge's reply subject. Their order is kept: both leave this connection.
+func (s *Service) forward(m *nats.Msg, req *proto.Request, worker string) error {
+	data, err := proto.Marshal(req)
+	if err != nil {
+		return err
+	}
+	if len(data) > int(s.nc.MaxPayload()) {
+		s.fail(m, proto.Errorf(proto.CodePayloadTooLarge, "call of %d bytes exceeds the bus limit of %d", len(data), s.nc.MaxPayload()))
+		return nil
+	}
+	note := &nats.Msg{Subject: m.Reply, Header: nats.Header{proto.HdrPlaced: []string{worker}}}
+	if err := s.nc.PublishMsg(note); err != nil {
+		return err
+	}
+	subj, err := proto.AppendWorkerSubject(make([]byte, 0, 64), worker, proto.Op(req.Method))
+	if err != nil {
+		return err
+	}
+	return s.nc.PublishRequest(string(subj), m.Reply, data)
+}

@@ -1,0 +1,103 @@
+package catalog
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"testing"
+)
+
+func toolJSON(name string) []byte {
+	return []byte(fmt.Sprintf(`{"name":%q,"inputSchema":{"type":"object"},"execution":{"taskSupport":"optional"}}`, name))
+}
+
+func state(t *testing.T) *State {
+	t.Helper()
+	s := NewState("__")
+	for _, u := range []string{"a", "b"} {
+		s.SetUpstream(u, true)
+		if err := s.SetTools(u, [][]byte{toolJSON("x"), toolJSON("y.z")}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return s
+}
+
+type page struct {
+	Tools      []map[string]json.RawMessage `json:"tools"`
+	NextCursor string                       `json:"nextCursor"`
+}
+
+func listAll(t *testing.T, v *View, size int) []string {
+	t.Helper()
+	var got []string
+	cursor := ""
+	for i := 0; ; i++ {
+		b, err := v.Page(cursor, size)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var p page
+		if err := json.Unmarshal(b, &p); err != nil {
+			t.Fatalf("page %d: %v: %s", i, err, b)
+		}
+		for _, tl := range p.Tools {
+			var n string
+			_ = json.Unmarshal(tl["name"], &n)
+			if _, ok := tl["execution"]; !ok {
+				t.Fatalf("unknown field dropped: %s", b)
+			}
+			got = append(got, n)
+		}
+		if p.NextCursor == "" {
+			return got
+		}
+		cursor = p.NextCursor
+	}
+}
+
+func TestCatalogPaging(t *testing.T) {
+	snap := state(t).Build(func(string) bool { return true })
+	for _, size := range []int{1, 2, 3, 100} {
+		got := listAll(t, snap.Federated, size)
+		if len(got) != 4 || !slices.IsSorted(got) {
+			t.Fatalf("size %d: %v", size, got)
+		}
+	}
+	if got := listAll(t, snap.Pass["a"], 1); !slices.Equal(got, []string{"x", "y.z"}) {
+		t.Fatalf("passthrough: %v", got)
+	}
+	if _, err := snap.Federated.Page("!!", 1); err != ErrBadCursor {
+		t.Fatalf("bad cursor: %v", err)
+	}
+}
+
+func TestCatalogDownUpstream(t *testing.T) {
+	s := state(t)
+	all := s.Build(func(string) bool { return true })
+	snap := s.Build(func(u string) bool { return u != "b" })
+	if got := listAll(t, snap.Federated, 10); len(got) != 2 {
+		t.Fatalf("down upstream listed: %v", got)
+	}
+	if e, ok := snap.Federated.Lookup("b__x"); !ok || e.Upstream != "b" || e.Orig != "x" {
+		t.Fatalf("lookup of a down upstream's tool: %v %v", e, ok)
+	}
+	if ch := Changed(all, snap); !slices.Equal(ch, []string{"b"}) {
+		t.Fatalf("changed: %v", ch)
+	}
+	if ch := Changed(snap, snap); len(ch) != 0 {
+		t.Fatalf("no change reported as %v", ch)
+	}
+}
+
+func TestCatalogBadTools(t *testing.T) {
+	s := NewState("__")
+	s.SetUpstream("a", true)
+	err := s.SetTools("a", [][]byte{[]byte(`{"name":1}`), []byte(`nope`), toolJSON("ok")})
+	if err == nil {
+		t.Fatal("bad tools not reported")
+	}
+	if got := listAll(t, s.Build(func(string) bool { return true }).Federated, 10); !slices.Equal(got, []string{"a__ok"}) {
+		t.Fatalf("got %v", got)
+	}
+}

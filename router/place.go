@@ -1,0 +1,81 @@
+package router
+
+import (
+	"encoding/json"
+
+	"github.com/switchyard-mcp/switchyard/internal/bus"
+	"github.com/switchyard-mcp/switchyard/proto"
+)
+
+// place chooses the worker for a call to upstream. See the package doc.
+func (s *Service) place(req *proto.Request, upstream string) (string, *proto.Error) {
+	all := s.presence.View().ByUpstream[upstream]
+	if len(all) == 0 {
+		return "", proto.Errorf(proto.CodeNoWorkers, "no worker serves upstream %s", upstream)
+	}
+	var best *bus.WorkerInfo
+	var bestScore uint64
+	up := 0
+	reason := ""
+	for _, w := range all {
+		st := w.Upstreams[upstream]
+		if !st.Up {
+			reason = st.Err
+			continue
+		}
+		up++
+		if req.Session == "" {
+			continue
+		}
+		if sc := score(req.Edge, req.Session, upstream, w.ID); best == nil || sc > bestScore {
+			best, bestScore = w, sc
+		}
+	}
+	if up == 0 {
+		if reason == "" {
+			reason = "not connected"
+		}
+		return "", proto.Errorf(proto.CodeUpstreamUnavailable, "upstream %s is unavailable: %s", upstream, reason)
+	}
+	if best != nil {
+		return best.ID, nil
+	}
+	n := int(s.rr.Add(1) % uint64(up))
+	for _, w := range all {
+		if w.Upstreams[upstream].Up {
+			if n == 0 {
+				return w.ID, nil
+			}
+			n--
+		}
+	}
+	return "", proto.Errorf(proto.CodeInternal, "placement failed")
+}
+
+// score is the rendezvous weight of a worker for a (session, upstream)
+// pair: FNV-64a over the tokens, identical on every replica.
+func score(edge, session, upstream, worker string) uint64 {
+	const offset, prime = 14695981039346656037, 1099511628211
+	h := uint64(offset)
+	for _, s := range [...]string{edge, session, upstream, worker} {
+		for i := 0; i < len(s); i++ {
+			h ^= uint64(s[i])
+			h *= prime
+		}
+		h ^= 0xff
+		h *= prime
+	}
+	// FNV's low bits mix poorly for short inputs; finalize (splitmix64).
+	h ^= h >> 30
+	h *= 0xbf58476d1ce4e5b9
+	h ^= h >> 27
+	h *= 0x94d049bb133111eb
+	return h ^ h>>31
+}
+
+func decodeParams(raw []byte, v any) error {
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil
+	}
+	return json.Unmarshal(raw, v)
+}

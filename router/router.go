@@ -1,0 +1,181 @@
+package router
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/switchyard-mcp/switchyard/internal/bus"
+	"github.com/switchyard-mcp/switchyard/proto"
+	"github.com/switchyard-mcp/switchyard/router/internal/catalog"
+)
+
+// DefaultTenant is the tenant every client belongs to until tenancy lands.
+const DefaultTenant = "default"
+
+// Config configures a router. The zero value of each field means its default.
+type Config struct {
+	// ID names this router in logs. Default: random.
+	ID string
+	// PageSize is the number of tools per tools/list page. Default 100.
+	PageSize int
+	// NameSeparator joins upstream and tool names. Default "__".
+	NameSeparator string
+	// Subscriptions is how many queue subscriptions share the intake, each
+	// with its own delivery goroutine. Default 2.
+	Subscriptions int
+}
+
+// Service is a running router. Create it with [New]; [Service.Run] once.
+type Service struct {
+	cfg      Config
+	nc       *nats.Conn
+	log      *slog.Logger
+	presence *bus.Presence
+
+	snap  atomic.Pointer[catalog.Snapshot]
+	ready atomic.Bool
+	rr    atomic.Uint64
+
+	mu      sync.Mutex // guards state and the loaded flags
+	state   *catalog.State
+	loadedU bool // catalog watch delivered its current values
+	loadedT bool // tool-set watch delivered its current values
+}
+
+// New validates cfg and returns a router. It does no I/O.
+func New(cfg Config, nc *nats.Conn, log *slog.Logger) (*Service, error) {
+	if nc == nil {
+		panic("router: nil connection")
+	}
+	if cfg.ID == "" {
+		cfg.ID = bus.NewID("router")
+	}
+	if cfg.PageSize == 0 {
+		cfg.PageSize = 100
+	}
+	if cfg.NameSeparator == "" {
+		cfg.NameSeparator = "__"
+	}
+	if cfg.Subscriptions == 0 {
+		cfg.Subscriptions = 2
+	}
+	if cfg.PageSize < 0 || cfg.Subscriptions < 0 {
+		return nil, errors.New("router: page size and subscriptions must be positive")
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	log = log.With(proto.LogComponent, "router", "router_id", cfg.ID)
+	s := &Service{cfg: cfg, nc: nc, log: log, state: catalog.NewState(cfg.NameSeparator)}
+	s.presence = bus.NewPresence(nc, log)
+	s.snap.Store(s.state.Build(func(string) bool { return false }))
+	return s, nil
+}
+
+// Ready reports whether the router has loaded the catalog and is consuming calls.
+func (s *Service) Ready() bool { return s.ready.Load() }
+
+// Run subscribes and serves until ctx ends, then drains its subscriptions.
+func (s *Service) Run(ctx context.Context) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	js, err := jetstream.New(s.nc)
+	if err != nil {
+		return fmt.Errorf("router: jetstream: %w", err)
+	}
+	s.presence.OnChange = func(*bus.View) { s.rebuild() }
+	if err := s.presence.Start(); err != nil {
+		return fmt.Errorf("router: presence: %w", err)
+	}
+	var subs []*nats.Subscription
+	for range s.cfg.Subscriptions {
+		sub, err := s.nc.QueueSubscribe(proto.SubjRouteAll, proto.QueueRouter, s.onCall)
+		if err != nil {
+			return fmt.Errorf("router: subscribe: %w", err)
+		}
+		_ = sub.SetPendingLimits(-1, 256<<20)
+		subs = append(subs, sub)
+	}
+	var wg sync.WaitGroup
+	run := func(f func()) { wg.Add(1); go func() { defer wg.Done(); f() }() }
+	run(func() { _ = s.presence.Run(ctx) })
+	run(func() { _ = bus.Watch(ctx, js, proto.BucketUpstreams, s.onUpstream) })
+	run(func() { _ = bus.Watch(ctx, js, proto.BucketTools, s.onToolSet) })
+	s.log.Info("router running")
+	<-ctx.Done()
+	s.ready.Store(false)
+	for _, sub := range subs {
+		_ = sub.Drain()
+	}
+	cancel()
+	wg.Wait()
+	return nil
+}
+
+func (s *Service) onUpstream(ev *bus.KVEvent, initial bool) {
+	s.mu.Lock()
+	if initial {
+		s.loadedU = true
+	} else {
+		s.state.SetUpstream(ev.Key, !ev.Deleted)
+	}
+	s.mu.Unlock()
+	s.rebuild()
+}
+
+func (s *Service) onToolSet(ev *bus.KVEvent, initial bool) {
+	s.mu.Lock()
+	switch {
+	case initial:
+		s.loadedT = true
+	case ev.Deleted:
+		_ = s.state.SetTools(ev.Key, nil)
+	default:
+		var ts proto.ToolSet
+		if err := proto.Unmarshal(ev.Value, &ts); err != nil {
+			s.log.Warn("bad tool set", proto.LogUpstream, ev.Key, proto.LogErr, err)
+			break
+		}
+		if err := s.state.SetTools(ev.Key, ts.Tools); err != nil {
+			s.log.Warn("tools skipped", proto.LogUpstream, ev.Key, proto.LogErr, err)
+		}
+	}
+	s.mu.Unlock()
+	s.rebuild()
+}
+
+// rebuild makes a new snapshot, publishes it, and announces what changed.
+func (s *Service) rebuild() {
+	view := s.presence.View()
+	s.mu.Lock()
+	next := s.state.Build(view.Up)
+	prev := s.snap.Swap(next)
+	ready := s.loadedU && s.loadedT
+	s.mu.Unlock()
+	s.ready.Store(ready)
+	changed := catalog.Changed(prev, next)
+	if len(changed) == 0 || !ready {
+		return
+	}
+	subj, _ := proto.EvtToolsChangedSubject(DefaultTenant)
+	data, err := proto.Marshal(&proto.ToolsChanged{Tenant: DefaultTenant, Upstreams: changed})
+	if err == nil {
+		err = s.nc.Publish(subj, data)
+	}
+	if err != nil {
+		s.log.Warn("tools_changed not published", proto.LogErr, err)
+	}
+}
+
+// deadlinePassed reports whether the edge has stopped waiting.
+func deadlinePassed(req *proto.Request) bool {
+	return req.DeadlineUnixMs != 0 && time.Now().UnixMilli() >= req.DeadlineUnixMs
+}

@@ -1,0 +1,89 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/switchyard-mcp/switchyard/internal/app"
+	"github.com/switchyard-mcp/switchyard/switchyard/internal/embedded"
+	"github.com/switchyard-mcp/switchyard/switchyard/internal/roles"
+)
+
+// runDev runs every role and an embedded NATS server in this process.
+func runDev(args []string) int {
+	fs := flag.NewFlagSet("dev", flag.ContinueOnError)
+	var f app.Flags
+	f.Register(fs)
+	natsAddr := fs.String("nats-listen", "", "also serve the embedded NATS on this TCP address (e.g. 127.0.0.1:4222) so separate workers can join")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if f.LogFormat == "json" && os.Getenv("SWITCHYARD_LOG_FORMAT") == "" {
+		f.LogFormat = "text"
+	}
+	log := f.Logger(os.Stderr)
+	cfg, err := f.Load()
+	if err != nil {
+		log.Error("invalid configuration", "err", err)
+		return 2
+	}
+	if f.CheckConfig {
+		return app.PrintConfig(os.Stdout, cfg)
+	}
+	store, err := os.MkdirTemp("", "switchyard-dev-")
+	if err != nil {
+		log.Error("temp store", "err", err)
+		return 1
+	}
+	defer os.RemoveAll(store)
+	ns, err := embedded.Start(embedded.Options{Addr: *natsAddr, StoreDir: store})
+	if err != nil {
+		log.Error("embedded nats failed", "err", err)
+		return 1
+	}
+	defer ns.Shutdown()
+	set, err := roles.Build(roles.Order, cfg, func(role string) (*nats.Conn, error) {
+		return nats.Connect("", nats.InProcessServer(ns), nats.Name("switchyard-dev-"+role))
+	}, log)
+	if err != nil {
+		log.Error("invalid configuration", "err", err)
+		return 2
+	}
+	defer set.Close()
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	go announce(ctx, set, *natsAddr)
+	if err := set.Run(ctx); err != nil {
+		log.Error("role failed", "err", err)
+		return 1
+	}
+	return 0
+}
+
+// announce prints how to connect once every role is ready.
+func announce(ctx context.Context, set *roles.Set, natsAddr string) {
+	t := time.NewTicker(50 * time.Millisecond)
+	defer t.Stop()
+	for !set.Ready() {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+	addr := set.Roles["edge"].(interface{ Addr() string }).Addr()
+	fmt.Fprintf(os.Stderr, "\nSwitchyard is running (embedded NATS, all roles).\n")
+	fmt.Fprintf(os.Stderr, "  federated MCP endpoint:   http://%s/mcp\n", addr)
+	fmt.Fprintf(os.Stderr, "  one upstream, own names:  http://%s/mcp/<upstream>\n", addr)
+	if natsAddr != "" {
+		fmt.Fprintf(os.Stderr, "  NATS for extra workers:   nats://%s\n", natsAddr)
+	}
+	fmt.Fprintf(os.Stderr, "  try: npx @modelcontextprotocol/inspector  (transport: Streamable HTTP)\n\n")
+}

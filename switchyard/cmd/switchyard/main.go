@@ -1,0 +1,48 @@
+// Command switchyard runs Switchyard: every role in one process with an
+// embedded NATS server (dev), a standalone NATS server (nats), one role
+// (edge, router, upstream-worker, tenancy-svc), any set of roles against a
+// NATS server (run), or an HTTP health probe (probe).
+package main
+
+import (
+	"fmt"
+	"os"
+)
+
+const usage = `usage: switchyard <command> [flags]
+
+commands:
+  dev              all roles and an embedded NATS server in one process
+  nats             a standalone NATS server with JetStream
+  run              a set of roles (--roles edge,router,...) against a NATS server
+  edge | router | upstream-worker | tenancy-svc
+                   one role against a NATS server
+  probe URL        exit 0 if URL answers 2xx (container health checks)
+
+Run 'switchyard <command> -h' for its flags.
+`
+
+func main() {
+	if len(os.Args) < 2 {
+		fmt.Fprint(os.Stderr, usage)
+		os.Exit(2)
+	}
+	cmd, args := os.Args[1], os.Args[2:]
+	switch cmd {
+	case "dev":
+		os.Exit(runDev(args))
+	case "nats":
+		os.Exit(runNATS(args))
+	case "run":
+		os.Exit(runRoles(args))
+	case "probe":
+		os.Exit(runProbe(args))
+	case "edge", "router", "upstream-worker", "tenancy-svc":
+		os.Exit(runRoles(append([]string{"--roles", cmd}, args...)))
+	case "-h", "--help", "help":
+		fmt.Print(usage)
+	default:
+		fmt.Fprintf(os.Stderr, "switchyard: unknown command %q\n\n%s", cmd, usage)
+		os.Exit(2)
+	}
+}

@@ -1,0 +1,54 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/switchyard-mcp/switchyard/internal/app"
+	"github.com/switchyard-mcp/switchyard/switchyard/internal/roles"
+)
+
+// runRoles runs a set of roles against a NATS server over TCP.
+func runRoles(args []string) int {
+	fs := flag.NewFlagSet("run", flag.ContinueOnError)
+	var f app.Flags
+	f.Register(fs)
+	list := fs.String("roles", "all", "comma-separated roles: "+"tenancy-svc,router,upstream-worker,edge")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	log := f.Logger(os.Stderr)
+	names, err := roles.Parse(*list)
+	if err != nil {
+		log.Error("invalid roles", "err", err)
+		return 2
+	}
+	cfg, err := f.Load()
+	if err != nil {
+		log.Error("invalid configuration", "err", err)
+		return 2
+	}
+	if f.CheckConfig {
+		return app.PrintConfig(os.Stdout, cfg)
+	}
+	set, err := roles.Build(names, cfg, func(role string) (*nats.Conn, error) {
+		return app.Connect(cfg.NATS, role, log)
+	}, log)
+	if err != nil {
+		log.Error("invalid configuration", "err", err)
+		return 2
+	}
+	defer set.Close()
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := set.Run(ctx); err != nil {
+		log.Error("role failed", "err", err)
+		return 1
+	}
+	return 0
+}
