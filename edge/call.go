@@ -91,37 +91,62 @@ func (s *Service) forward(ctx context.Context, view, method, op, name string, re
 	ctx, cancel := context.WithDeadline(ctx, deadline)
 	defer cancel()
 
+	for attempt := 1; ; attempt++ {
+		res, err := s.send(ctx, &preq, op)
+		var pe *proto.Error
+		if errors.As(err, &pe) && pe.Code == proto.CodeNotDelivered && attempt < maxAttempts {
+			// It ran nowhere, so placing it again is safe; the pause lets the
+			// router drop the worker that is gone.
+			select {
+			case <-time.After(time.Duration(attempt) * 10 * time.Millisecond):
+				continue
+			case <-ctx.Done():
+			}
+		}
+		if err == nil {
+			return res, nil
+		}
+		if errors.Is(err, bus.ErrCanceled) {
+			return nil, context.Cause(ctx)
+		}
+		if errors.Is(err, proto.ErrTimeout) {
+			err = proto.Errorf(proto.CodeTimeout, "%s timed out after %s", method, s.cfg.CallTimeout)
+		}
+		return nil, s.toJSONRPC(err, method)
+	}
+}
+
+// maxAttempts bounds how often a call that reached no worker is placed again.
+const maxAttempts = 4
+
+// send publishes one attempt of a call and waits for its reply.
+func (s *Service) send(ctx context.Context, preq *proto.Request, op string) (mcp.Result, error) {
 	k := s.caller.New()
 	defer k.Close()
 	preq.ID = k.ID
-	data, err := proto.Marshal(&preq)
+	data, err := proto.Marshal(preq)
 	if err != nil {
-		return nil, s.toJSONRPC(err, method)
+		return nil, err
 	}
 	if len(data) > int(s.nc.MaxPayload()) {
-		return nil, s.toJSONRPC(proto.Errorf(proto.CodePayloadTooLarge, "request of %d bytes exceeds the bus limit of %d bytes", len(data), s.nc.MaxPayload()), method)
+		return nil, proto.Errorf(proto.CodePayloadTooLarge, "request of %d bytes exceeds the bus limit of %d bytes", len(data), s.nc.MaxPayload())
 	}
 	if err := s.nc.PublishRequest(s.routeSub[op], k.Reply(), data); err != nil {
-		return nil, s.toJSONRPC(err, method)
+		return nil, err
 	}
 	out, err := k.Wait(ctx)
-	if errors.Is(err, bus.ErrCanceled) {
+	if errors.Is(err, bus.ErrCanceled) || errors.Is(err, proto.ErrTimeout) {
 		s.cancelAtWorker(k)
-		return nil, context.Cause(ctx)
-	}
-	if errors.Is(err, proto.ErrTimeout) {
-		s.cancelAtWorker(k)
-		err = proto.Errorf(proto.CodeTimeout, "%s timed out after %s", method, s.cfg.CallTimeout)
 	}
 	if err != nil {
-		return nil, s.toJSONRPC(err, method)
+		return nil, err
 	}
 	var rep proto.Reply
 	if err := proto.Unmarshal(out, &rep); err != nil {
-		return nil, s.toJSONRPC(proto.Errorf(proto.CodeBadEnvelope, "undecodable reply: %v", err), method)
+		return nil, proto.Errorf(proto.CodeBadEnvelope, "undecodable reply: %v", err)
 	}
 	if rep.Error != nil {
-		return nil, s.toJSONRPC(rep.Error, method)
+		return nil, rep.Error
 	}
 	return &rawResult{raw: rep.Result}, nil
 }

@@ -46,6 +46,9 @@ const (
 	CodePayloadTooLarge     int32 = -32065 // a message exceeds the bus's limit
 	CodeBadEnvelope         int32 = -32066 // a bus message could not be decoded
 	CodeUnavailable         int32 = -32067 // the gateway itself is not ready
+	// CodeNotDelivered: the call reached no worker (its subscription was
+	// gone), so it did not run and the edge may place it again.
+	CodeNotDelivered int32 = -32068
 )
 
 // Sentinels for errors.Is.
@@ -64,4 +67,5 @@ var (
 var GatewayCodes = []int32{
 	CodeNoWorkers, CodeUpstreamUnavailable, CodeTimeout, CodeOverloaded,
 	CodeWorkerLost, CodePayloadTooLarge, CodeBadEnvelope, CodeUnavailable,
+	CodeNotDelivered,
 }

@@ -1,6 +1,8 @@
 package router
 
 import (
+	"strings"
+
 	"github.com/nats-io/nats.go"
 
 	"github.com/switchyard-mcp/switchyard/internal/bus"
@@ -124,5 +126,32 @@ func (s *Service) forward(m *nats.Msg, req *proto.Request, worker string) error 
 	if err != nil {
 		return err
 	}
-	return s.nc.PublishRequest(string(subj), m.Reply, data)
+	fwd := &nats.Msg{
+		Subject: string(subj),
+		Reply:   s.fwdPrefix + worker + "." + m.Reply,
+		Header:  nats.Header{proto.HdrReplyTo: []string{m.Reply}},
+		Data:    data,
+	}
+	return s.nc.PublishMsg(fwd)
+}
+
+// onUndelivered receives NATS's no-responders status for a forwarded call:
+// the worker's subscription is gone, so the call did not run anywhere. The
+// worker is dropped from placement at once (its heartbeats would take up to
+// three intervals to lapse) and the edge is told it may place the call again.
+func (s *Service) onUndelivered(m *nats.Msg) {
+	if m.Header.Get("Status") != "503" {
+		return
+	}
+	rest := m.Subject[len(s.fwdPrefix):]
+	i := strings.IndexByte(rest, '.')
+	if i <= 0 {
+		return
+	}
+	worker, reply := rest[:i], rest[i+1:]
+	s.presence.Suspect(worker)
+	e := proto.Errorf(proto.CodeNotDelivered, "worker %s went away before the call started", worker)
+	if err := bus.RespondError(s.nc, reply, e); err != nil {
+		s.log.Warn("reply failed", proto.LogWorker, worker, proto.LogErr, err)
+	}
 }

@@ -40,6 +40,8 @@ type Service struct {
 	log      *slog.Logger
 	presence *bus.Presence
 
+	fwdPrefix string // reply prefix of forwarded calls: <inbox>.f.<worker>.<edge reply>
+
 	snap  atomic.Pointer[catalog.Snapshot]
 	ready atomic.Bool
 	rr    atomic.Uint64
@@ -48,6 +50,8 @@ type Service struct {
 	state   *catalog.State
 	loadedU bool // catalog watch delivered its current values
 	loadedT bool // tool-set watch delivered its current values
+	// announced is the last snapshot whose changes were published.
+	announced *catalog.Snapshot
 }
 
 // New validates cfg and returns a router. It does no I/O.
@@ -95,7 +99,12 @@ func (s *Service) Run(ctx context.Context) error {
 	if err := s.presence.Start(); err != nil {
 		return fmt.Errorf("router: presence: %w", err)
 	}
-	var subs []*nats.Subscription
+	s.fwdPrefix = s.nc.NewInbox() + ".f."
+	undelivered, err := s.nc.Subscribe(s.fwdPrefix+">", s.onUndelivered)
+	if err != nil {
+		return fmt.Errorf("router: subscribe: %w", err)
+	}
+	subs := []*nats.Subscription{undelivered}
 	for range s.cfg.Subscriptions {
 		sub, err := s.nc.QueueSubscribe(proto.SubjRouteAll, proto.QueueRouter, s.onCall)
 		if err != nil {
@@ -157,12 +166,16 @@ func (s *Service) rebuild() {
 	view := s.presence.View()
 	s.mu.Lock()
 	next := s.state.Build(view.Up)
-	prev := s.snap.Swap(next)
+	s.snap.Store(next)
 	ready := s.loadedU && s.loadedT
+	var changed []string
+	if ready {
+		changed = catalog.Changed(s.announced, next)
+		s.announced = next
+	}
 	s.mu.Unlock()
 	s.ready.Store(ready)
-	changed := catalog.Changed(prev, next)
-	if len(changed) == 0 || !ready {
+	if len(changed) == 0 {
 		return
 	}
 	subj, _ := proto.EvtToolsChangedSubject(DefaultTenant)

@@ -59,6 +59,7 @@ type Presence struct {
 	workers  map[string]*entry // owned by the Run goroutine
 	gone     sync.Map          // worker id -> time.Time it left; read by any goroutine
 	inbox    chan *nats.Msg
+	suspect  chan string
 	interval time.Duration
 }
 
@@ -72,7 +73,7 @@ func NewPresence(nc *nats.Conn, log *slog.Logger) *Presence {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	p := &Presence{nc: nc, log: log, workers: map[string]*entry{}, inbox: make(chan *nats.Msg, 1024), interval: 100 * time.Millisecond}
+	p := &Presence{nc: nc, log: log, workers: map[string]*entry{}, inbox: make(chan *nats.Msg, 1024), suspect: make(chan string, 64), interval: 100 * time.Millisecond}
 	p.view.Store(&View{Workers: map[string]*WorkerInfo{}, ByUpstream: map[string][]*WorkerInfo{}})
 	return p
 }
@@ -82,6 +83,16 @@ func (p *Presence) View() *View { return p.view.Load() }
 
 // Alive reports whether worker is live.
 func (p *Presence) Alive(worker string) bool { _, ok := p.View().Workers[worker]; return ok }
+
+// Suspect drops worker at once, as if it had said goodbye: the caller saw
+// proof that it is gone (NATS found no subscription for it). A heartbeat
+// brings it back. Never blocks; a full queue drops the hint.
+func (p *Presence) Suspect(worker string) {
+	select {
+	case p.suspect <- worker:
+	default:
+	}
+}
 
 // Gone reports whether worker left (goodbye or silence) within the last
 // minute and has not come back. Unlike !Alive it is false for a worker this
@@ -111,6 +122,12 @@ func (p *Presence) Run(ctx context.Context) error {
 			return nil
 		case m := <-p.inbox:
 			p.apply(m)
+		case w := <-p.suspect:
+			if _, ok := p.workers[w]; ok {
+				delete(p.workers, w)
+				p.log.Warn("worker unreachable, dropped", proto.LogWorker, w)
+				p.publish(w)
+			}
 		case now := <-t.C:
 			p.expire(now)
 		}

@@ -307,15 +307,15 @@ func TestCaptureWrapTransport(t *testing.T) {
 	}
 	s := NewSlot(stub)
 	ctx := With(t.Context(), s)
-	id := jsonrpc.Int64ID(5)
+	id := mkID(t, 5)
 	if err := c.Write(ctx, &jsonrpc.Request{ID: id, Method: "tools/call"}); err != nil {
 		t.Fatal(err)
 	}
 	// A call without a slot is not recorded.
-	_ = c.Write(t.Context(), &jsonrpc.Request{ID: jsonrpc.Int64ID(6), Method: "tools/call"})
+	_ = c.Write(t.Context(), &jsonrpc.Request{ID: mkID(t, 6), Method: "tools/call"})
 	raw := json.RawMessage(`{"content":[{"type":"hologram"}]}`)
 	pc.in <- &jsonrpc.Request{Method: "notifications/progress"}
-	pc.in <- &jsonrpc.Response{ID: jsonrpc.Int64ID(6), Result: json.RawMessage(`{"u":1}`)}
+	pc.in <- &jsonrpc.Response{ID: mkID(t, 6), Result: json.RawMessage(`{"u":1}`)}
 	pc.in <- &jsonrpc.Response{ID: id, Result: raw}
 	for range 2 {
 		if _, err := c.Read(ctx); err != nil {
@@ -350,4 +350,13 @@ func TestCaptureReleaseForgets(t *testing.T) {
 	if tab.Len() != 0 {
 		t.Fatal("recorded after Release")
 	}
+}
+
+func mkID(t *testing.T, n float64) jsonrpc.ID {
+	t.Helper()
+	id, err := jsonrpc.MakeID(n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return id
 }

@@ -1,0 +1,332 @@
+package router
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/switchyard-mcp/switchyard/internal/bus"
+	"github.com/switchyard-mcp/switchyard/proto"
+	"github.com/switchyard-mcp/switchyard/testutil/natstest"
+)
+
+type rig struct {
+	t      *testing.T
+	nc     *nats.Conn
+	caller *bus.Caller
+	kv     jetstream.KeyValue
+	tools  jetstream.KeyValue
+	r      *Service
+}
+
+func newRig(t *testing.T) *rig {
+	s := natstest.Start(t)
+	nc := natstest.Connect(t, s)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kv, err := bus.Bucket(t.Context(), js, proto.BucketUpstreams)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tools, err := bus.Bucket(t.Context(), js, proto.BucketTools)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := New(Config{PageSize: 2}, natstest.Connect(t, s), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- r.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case <-done:
+		case <-time.After(5 * time.Second):
+			t.Error("router did not stop")
+		}
+	})
+	c := bus.NewCaller(nc, 0)
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	return &rig{t: t, nc: nc, caller: c, kv: kv, tools: tools, r: r}
+}
+
+func (g *rig) upstream(name string, tools ...string) {
+	spec, _ := proto.Marshal(&proto.UpstreamSpec{Name: name, Transport: proto.TransportStreamable, URL: "http://x"})
+	if _, err := g.kv.Put(g.t.Context(), name, spec); err != nil {
+		g.t.Fatal(err)
+	}
+	ts := &proto.ToolSet{Upstream: name}
+	for _, n := range tools {
+		ts.Tools = append(ts.Tools, []byte(fmt.Sprintf(`{"name":%q,"inputSchema":{"type":"object"}}`, n)))
+	}
+	data, _ := proto.Marshal(ts)
+	if _, err := g.tools.Put(g.t.Context(), name, data); err != nil {
+		g.t.Fatal(err)
+	}
+}
+
+// worker announces a fake worker and counts the calls it receives; it
+// answers each with its own name.
+func (g *rig) worker(id string, up map[string]bool) *nats.Subscription {
+	subj, _ := proto.WorkerSubjectAll(id)
+	sub, err := g.nc.Subscribe(subj, func(m *nats.Msg) {
+		var req proto.Request
+		_ = proto.Unmarshal(m.Data, &req)
+		res, _ := json.Marshal(map[string]string{"worker": id, "tool": req.Name, "upstream": req.Upstream})
+		_ = bus.RespondReply(g.nc, m.Header.Get(proto.HdrReplyTo), &proto.Reply{Result: res, Worker: id})
+	})
+	if err != nil {
+		g.t.Fatal(err)
+	}
+	g.heartbeat(id, up)
+	return sub
+}
+
+func (g *rig) heartbeat(id string, up map[string]bool) {
+	hb := &proto.Heartbeat{Worker: id, Boot: 1, IntervalMs: 60_000}
+	for n, u := range up {
+		hb.Upstreams = append(hb.Upstreams, proto.UpstreamState{Name: n, Up: u, Err: "refused"})
+	}
+	data, _ := proto.Marshal(hb)
+	subj, _ := proto.EvtWorkerSubject(id)
+	if err := g.nc.Publish(subj, data); err != nil {
+		g.t.Fatal(err)
+	}
+}
+
+func (g *rig) call(op string, req *proto.Request) (map[string]string, error) {
+	data, _ := proto.Marshal(req)
+	subj, _ := proto.AppendRouteSubject(nil, DefaultTenant, op)
+	ctx, cancel := context.WithTimeout(g.t.Context(), 5*time.Second)
+	defer cancel()
+	out, err := g.caller.Request(ctx, string(subj), data)
+	if err != nil {
+		return nil, err
+	}
+	var rep proto.Reply
+	if err := proto.Unmarshal(out, &rep); err != nil {
+		return nil, err
+	}
+	if rep.Error != nil {
+		return nil, rep.Error
+	}
+	var m map[string]string
+	if json.Unmarshal(rep.Result, &m) != nil {
+		m = map[string]string{}
+	}
+	m["raw"] = string(rep.Result)
+	return m, nil
+}
+
+func eventually(t *testing.T, f func() error) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		err := f()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal(err)
+		}
+		select {
+		case <-t.Context().Done():
+			t.Fatal(t.Context().Err())
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+func TestRouterPlacement(t *testing.T) {
+	g := newRig(t)
+	g.upstream("a", "echo", "fs.read")
+	g.worker("w-1", map[string]bool{"a": true})
+	g.worker("w-2", map[string]bool{"a": true})
+	call := func(session string) (map[string]string, error) {
+		return g.call(proto.OpToolsCall, &proto.Request{Method: "tools/call", Edge: "e", Session: session, Name: "a__echo"})
+	}
+	eventually(t, func() error {
+		if len(g.r.presence.View().ByUpstream["a"]) != 2 {
+			return errors.New("workers not seen")
+		}
+		_, err := call("s")
+		return err
+	})
+	// A session sticks to one worker; sessions spread over both.
+	seen := map[string]bool{}
+	for i := range 16 {
+		first, err := call(fmt.Sprint("s", i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if first["tool"] != "echo" || first["upstream"] != "a" {
+			t.Fatalf("forwarded as %v", first)
+		}
+		for range 3 {
+			again, err := call(fmt.Sprint("s", i))
+			if err != nil || again["worker"] != first["worker"] {
+				t.Fatalf("session s%d moved from %s to %v (%v)", i, first["worker"], again, err)
+			}
+		}
+		seen[first["worker"]] = true
+	}
+	if len(seen) != 2 {
+		t.Fatalf("sessions all on %v", seen)
+	}
+	// Stateless calls go round-robin.
+	seen = map[string]bool{}
+	for range 4 {
+		m, err := call("")
+		if err != nil {
+			t.Fatal(err)
+		}
+		seen[m["worker"]] = true
+	}
+	if len(seen) != 2 {
+		t.Fatalf("stateless calls all on %v", seen)
+	}
+}
+
+func TestRouterErrors(t *testing.T) {
+	g := newRig(t)
+	g.upstream("a", "echo")
+	g.upstream("b", "echo")
+	g.worker("w-1", map[string]bool{"a": false})
+	eventually(t, func() error {
+		if !g.r.Ready() || len(g.r.presence.View().ByUpstream["a"]) != 1 {
+			return errors.New("not ready")
+		}
+		return nil
+	})
+	tests := []struct {
+		name string
+		op   string
+		req  proto.Request
+		code int32
+	}{
+		{"unknown tool", proto.OpToolsCall, proto.Request{Method: "tools/call", Name: "a__nope"}, proto.CodeInvalidParams},
+		{"unknown passthrough view", proto.OpToolsCall, proto.Request{Method: "tools/call", View: "zz", Name: "echo"}, proto.CodeInvalidParams},
+		{"upstream down", proto.OpToolsCall, proto.Request{Method: "tools/call", Name: "a__echo"}, proto.CodeUpstreamUnavailable},
+		{"no worker", proto.OpToolsCall, proto.Request{Method: "tools/call", Name: "b__echo"}, proto.CodeNoWorkers},
+		{"deadline passed", proto.OpToolsCall, proto.Request{Method: "tools/call", Name: "a__echo", DeadlineUnixMs: 1}, proto.CodeTimeout},
+		{"unknown op", "prompts_get", proto.Request{Method: "prompts/get"}, proto.CodeMethodNotFound},
+		{"bad cursor", proto.OpToolsList, proto.Request{Method: "tools/list", Params: []byte(`{"cursor":"%%%"}`)}, proto.CodeInvalidParams},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := g.call(tc.op, &tc.req)
+			var pe *proto.Error
+			if !errors.As(err, &pe) || pe.Code != tc.code {
+				t.Fatalf("got %v, want code %d", err, tc.code)
+			}
+		})
+	}
+	t.Run("bad msgpack", func(t *testing.T) {
+		subj, _ := proto.AppendRouteSubject(nil, DefaultTenant, proto.OpToolsCall)
+		out, err := g.caller.Request(t.Context(), string(subj), []byte{0xc1, 0x00})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var rep proto.Reply
+		if err := proto.Unmarshal(out, &rep); err != nil || rep.Error == nil || rep.Error.Code != proto.CodeBadEnvelope {
+			t.Fatalf("got %+v %v", rep, err)
+		}
+	})
+}
+
+func TestRouterWorkerGoneIsNotDelivered(t *testing.T) {
+	g := newRig(t)
+	g.upstream("a", "echo")
+	sub := g.worker("w-1", map[string]bool{"a": true})
+	eventually(t, func() error {
+		_, err := g.call(proto.OpToolsCall, &proto.Request{Method: "tools/call", Session: "s", Name: "a__echo"})
+		return err
+	})
+	_ = sub.Unsubscribe() // the worker's process died: its subscription is gone, presence not yet
+	_, err := g.call(proto.OpToolsCall, &proto.Request{Method: "tools/call", Session: "s", Name: "a__echo"})
+	var pe *proto.Error
+	if !errors.As(err, &pe) || pe.Code != proto.CodeNotDelivered {
+		t.Fatalf("got %v, want not delivered", err)
+	}
+	eventually(t, func() error {
+		_, err := g.call(proto.OpToolsCall, &proto.Request{Method: "tools/call", Session: "s", Name: "a__echo"})
+		if !errors.Is(err, proto.ErrNoWorkers) {
+			return fmt.Errorf("after the hint: %v", err)
+		}
+		return nil
+	})
+}
+
+func TestRouterToolsListAndChanges(t *testing.T) {
+	g := newRig(t)
+	events := make(chan *nats.Msg, 16)
+	subj, _ := proto.EvtToolsChangedSubject(DefaultTenant)
+	if _, err := g.nc.ChanSubscribe(subj, events); err != nil {
+		t.Fatal(err)
+	}
+	g.upstream("a", "x", "y", "z")
+	g.worker("w-1", map[string]bool{"a": true})
+	var names []string
+	eventually(t, func() error {
+		names = nil
+		cursor := ""
+		for {
+			m, err := g.call(proto.OpToolsList, &proto.Request{Method: "tools/list", Params: []byte(fmt.Sprintf(`{"cursor":%q}`, cursor))})
+			if err != nil {
+				return err
+			}
+			var page struct {
+				Tools []struct {
+					Name string `json:"name"`
+				} `json:"tools"`
+				NextCursor string `json:"nextCursor"`
+			}
+			if err := json.Unmarshal([]byte(m["raw"]), &page); err != nil {
+				return err
+			}
+			for _, tl := range page.Tools {
+				names = append(names, tl.Name)
+			}
+			if page.NextCursor == "" {
+				break
+			}
+			cursor = page.NextCursor
+		}
+		if len(names) != 3 {
+			return fmt.Errorf("listed %v", names)
+		}
+		return nil
+	})
+	select {
+	case m := <-events:
+		var tc proto.ToolsChanged
+		if err := proto.Unmarshal(m.Data, &tc); err != nil || len(tc.Upstreams) != 1 || tc.Upstreams[0] != "a" {
+			t.Fatalf("event %+v %v", tc, err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("no tools_changed event")
+	}
+	g.heartbeat("w-1", map[string]bool{"a": false}) // upstream went down
+	eventually(t, func() error {
+		m, err := g.call(proto.OpToolsList, &proto.Request{Method: "tools/list"})
+		if err != nil {
+			return err
+		}
+		if m["raw"] != `{"tools":[]}` {
+			return fmt.Errorf("still listed: %s", m["raw"])
+		}
+		return nil
+	})
+}

@@ -1,0 +1,69 @@
+// Package toolstore writes upstream tool sets to the JetStream KV bucket
+// proto.BucketTools (key: upstream name, value: msgpack proto.ToolSet).
+package toolstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/switchyard-mcp/switchyard/proto"
+)
+
+// KV is a ToolStore on JetStream KV. It opens the bucket on first use and
+// creates it (history 1) if it does not exist. Safe for concurrent use.
+type KV struct {
+	js     jetstream.JetStream
+	bucket string
+
+	mu sync.Mutex
+	kv jetstream.KeyValue // guarded by mu: opened on first use
+}
+
+// New returns a store on bucket proto.BucketTools.
+func New(js jetstream.JetStream) *KV { return &KV{js: js, bucket: proto.BucketTools} }
+
+// Store writes set under set.Upstream unless the stored set has the same
+// Hash.
+func (s *KV) Store(ctx context.Context, set *proto.ToolSet) error {
+	kv, err := s.open(ctx)
+	if err != nil {
+		return err
+	}
+	if e, err := kv.Get(ctx, set.Upstream); err == nil {
+		var old proto.ToolSet
+		if proto.Unmarshal(e.Value(), &old) == nil && old.Hash == set.Hash && old.Upstream == set.Upstream {
+			return nil
+		}
+	} else if !errors.Is(err, jetstream.ErrKeyNotFound) {
+		return fmt.Errorf("get %s/%s: %w", s.bucket, set.Upstream, err)
+	}
+	data, err := proto.Marshal(set)
+	if err != nil {
+		return err
+	}
+	if _, err := kv.Put(ctx, set.Upstream, data); err != nil {
+		return fmt.Errorf("put %s/%s: %w", s.bucket, set.Upstream, err)
+	}
+	return nil
+}
+
+func (s *KV) open(ctx context.Context) (jetstream.KeyValue, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.kv != nil {
+		return s.kv, nil
+	}
+	kv, err := s.js.KeyValue(ctx, s.bucket)
+	if errors.Is(err, jetstream.ErrBucketNotFound) {
+		kv, err = s.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: s.bucket, History: 1})
+	}
+	if err != nil {
+		return nil, fmt.Errorf("open bucket %s: %w", s.bucket, err)
+	}
+	s.kv = kv
+	return kv, nil
+}

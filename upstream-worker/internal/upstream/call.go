@@ -1,0 +1,184 @@
+package upstream
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"hash/fnv"
+	"math"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/switchyard-mcp/switchyard/proto"
+	"github.com/switchyard-mcp/switchyard/upstream-worker/internal/capture"
+)
+
+// callStub replaces a captured tools/call result for the SDK's typed
+// decoder, which rejects unknown content types.
+var callStub = []byte(`{"content":[]}`)
+
+// callParams is the part of the client's tools/call params the worker
+// forwards. Meta values stay raw JSON so they go upstream byte for byte.
+type callParams struct {
+	Name           string                     `json:"name"`
+	Meta           map[string]json.RawMessage `json:"_meta"`
+	Arguments      json.RawMessage            `json:"arguments"`
+	InputResponses mcp.InputResponseMap       `json:"inputResponses"`
+	RequestState   string                     `json:"requestState"`
+}
+
+// Call runs req (tools/call) on the upstream and returns the upstream's raw
+// JSON result: an isError result is a result. The error, if any, is one of:
+// the upstream's own JSON-RPC error (code, message, data unchanged);
+// proto.CodeInvalidParams for params that are not a JSON object;
+// proto.CodeUpstreamUnavailable when the upstream is down or the transport
+// failed; proto.CodeTimeout when ctx's deadline passed; proto.CodeInternal
+// when ctx was cancelled. Safe for concurrent use; it returns when ctx ends
+// even if the upstream ignores the cancellation.
+func (u *Upstream) Call(ctx context.Context, req *proto.Request) ([]byte, *proto.Error) {
+	params, perr := u.callParams(req)
+	if perr != nil {
+		return nil, perr
+	}
+	for attempt := 0; ; attempt++ {
+		s, l, perr := u.pick(ctx, req)
+		if perr != nil {
+			return nil, perr
+		}
+		res, err := u.callOn(ctx, s, l, params)
+		if err == nil {
+			return res, nil
+		}
+		if errors.Is(err, mcp.ErrSessionMissing) && l != nil && ctx.Err() == nil {
+			l.drop(s)
+			if attempt == 0 {
+				u.log.Debug("upstream session expired, reopening")
+				continue
+			}
+		}
+		return nil, u.callError(ctx, err, l)
+	}
+}
+
+func (u *Upstream) callParams(req *proto.Request) (*mcp.CallToolParams, *proto.Error) {
+	var p callParams
+	if raw := bytes.TrimSpace(req.Params); len(raw) > 0 && !bytes.Equal(raw, []byte("null")) {
+		if err := json.Unmarshal(raw, &p); err != nil {
+			return nil, proto.Errorf(proto.CodeInvalidParams, "invalid tools/call params: %v", err)
+		}
+	}
+	name := req.Name
+	if name == "" {
+		name = p.Name
+	}
+	if name == "" {
+		return nil, proto.Errorf(proto.CodeInvalidParams, "tools/call without a tool name")
+	}
+	args := p.Arguments
+	if len(args) == 0 || bytes.Equal(args, []byte("null")) {
+		args = json.RawMessage("{}")
+	}
+	out := &mcp.CallToolParams{Name: name, Arguments: args, InputResponses: p.InputResponses, RequestState: p.RequestState}
+	if len(p.Meta) > 0 {
+		out.Meta = make(mcp.Meta, len(p.Meta))
+		for k, v := range p.Meta {
+			out.Meta[k] = v
+		}
+	}
+	return out, nil
+}
+
+// pick chooses the session for req; l is the lazy it came from (nil for a
+// stdio process).
+func (u *Upstream) pick(ctx context.Context, req *proto.Request) (*session, *lazy, *proto.Error) {
+	snap := u.snap.Load()
+	if !snap.up {
+		return nil, nil, u.unavailable(snap.err)
+	}
+	if !u.isHTTP() {
+		n := uint64(len(snap.procs))
+		i := u.rr.Add(1) % n
+		if req.Session != "" {
+			i = placement(req.Edge, req.Session) % n
+		}
+		return snap.procs[i], nil, nil
+	}
+	l := u.pool
+	if req.Session != "" {
+		var perr *proto.Error
+		if l, perr = u.dedicatedFor(req.Edge, req.Session); perr != nil {
+			return nil, nil, perr
+		}
+	}
+	s, err := l.get(ctx)
+	if err != nil {
+		return nil, nil, u.callError(ctx, err, nil)
+	}
+	return s, l, nil
+}
+
+// placement hashes a client session onto a stdio process.
+func placement(edge, session string) uint64 {
+	h := fnv.New64a()
+	h.Write([]byte(edge))
+	h.Write([]byte{0})
+	h.Write([]byte(session))
+	return h.Sum64()
+}
+
+// callOn calls the tool on s and returns the captured raw result.
+func (u *Upstream) callOn(ctx context.Context, s *session, l *lazy, p *mcp.CallToolParams) ([]byte, error) {
+	if l != nil {
+		defer l.use()()
+	}
+	slot := capture.NewSlot(callStub)
+	defer slot.Release()
+	p2 := *p // the SDK adds protocol _meta keys to the params it is given
+	if p.Meta != nil {
+		p2.Meta = make(mcp.Meta, len(p.Meta))
+		for k, v := range p.Meta {
+			p2.Meta[k] = v
+		}
+	}
+	res, err := s.cs.CallTool(capture.With(ctx, slot), &p2)
+	if err != nil {
+		return nil, err
+	}
+	if raw, ok := slot.Result(); ok {
+		return raw, nil
+	}
+	// Not captured (it cannot happen with the SDK's transports); the typed
+	// result is the best there is.
+	return json.Marshal(res)
+}
+
+// callError converts a failed call into its wire error. A transport error
+// on the pool session asks the actor to ping now; on a dedicated session it
+// drops that session, so the next call opens a fresh one.
+func (u *Upstream) callError(ctx context.Context, err error, l *lazy) *proto.Error {
+	if cerr := ctx.Err(); cerr != nil {
+		if errors.Is(cerr, context.DeadlineExceeded) {
+			return proto.Errorf(proto.CodeTimeout, "upstream %s: call deadline exceeded", u.name)
+		}
+		return proto.Errorf(proto.CodeInternal, "call to upstream %s cancelled", u.name)
+	}
+	var werr *jsonrpc.Error
+	if errors.As(err, &werr) {
+		code := werr.Code
+		if code < math.MinInt32 || code > math.MaxInt32 {
+			code = int64(proto.CodeInternal)
+		}
+		return &proto.Error{Code: int32(code), Msg: werr.Message, Data: werr.Data}
+	}
+	switch {
+	case l == u.pool:
+		signal(u.check)
+	case l != nil:
+		if s := l.current(); s != nil {
+			l.drop(s)
+		}
+	}
+	return u.unavailable(err.Error())
+}

@@ -1,0 +1,93 @@
+package upstream
+
+import (
+	"context"
+	"time"
+
+	"github.com/switchyard-mcp/switchyard/proto"
+)
+
+// dedicatedFor returns the lazy session of one client session, creating
+// the entry on first use.
+func (u *Upstream) dedicatedFor(edge, session string) (*lazy, *proto.Error) {
+	k := sessKey{edge, session}
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.stopped {
+		return nil, u.unavailable(errStopped.Error())
+	}
+	l := u.dedicated[k]
+	if l == nil {
+		l = u.newLazy(true)
+		l.lastUsed.Store(time.Now().UnixNano())
+		u.dedicated[k] = l
+	}
+	return l, nil
+}
+
+// SessionClosed closes the upstream session held for the client session
+// (edge, session), if any (event proto.SessionClosed). It does not block.
+func (u *Upstream) SessionClosed(edge, session string) {
+	k := sessKey{edge, session}
+	u.mu.Lock()
+	l := u.dedicated[k]
+	delete(u.dedicated, k)
+	u.mu.Unlock()
+	if l != nil {
+		l.kill()
+	}
+}
+
+// Dedicated returns the number of dedicated sessions held (for tests and
+// metrics).
+func (u *Upstream) Dedicated() int {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return len(u.dedicated)
+}
+
+func (u *Upstream) closeDedicated() {
+	u.mu.Lock()
+	all := u.dedicated
+	u.dedicated = map[sessKey]*lazy{}
+	u.mu.Unlock()
+	for _, l := range all {
+		l.kill()
+	}
+}
+
+// sweep closes dedicated sessions idle for IdleTimeout, until ctx ends.
+func (u *Upstream) sweep(ctx context.Context) {
+	if !u.isHTTP() {
+		return
+	}
+	every := min(max(u.opts.IdleTimeout/4, 10*time.Millisecond), time.Minute)
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case now := <-t.C:
+			u.sweepOnce(now)
+		}
+	}
+}
+
+func (u *Upstream) sweepOnce(now time.Time) {
+	var idle []*lazy
+	u.mu.Lock()
+	for k, l := range u.dedicated {
+		if l.idle(now, u.opts.IdleTimeout) {
+			idle = append(idle, l)
+			delete(u.dedicated, k)
+		}
+	}
+	u.mu.Unlock()
+	for _, l := range idle {
+		l.kill()
+	}
+	if len(idle) > 0 {
+		u.log.Debug("idle upstream sessions closed", "sessions", len(idle))
+	}
+}

@@ -1,0 +1,172 @@
+package upstream
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Run supervises the upstream until ctx ends: connect, fetch the catalog,
+// report up, watch (ping or process exit), and on failure report down and
+// reconnect with backoff. When it returns the upstream reports down, every
+// session has been handed to the Closer, and no goroutine Run started is
+// left (session closers belong to the Closer). Call it once.
+func (u *Upstream) Run(ctx context.Context) {
+	var wg sync.WaitGroup
+	wg.Go(func() { u.sweep(ctx) })
+	delay := u.opts.BackoffMin
+	for {
+		g, err := u.connect(ctx)
+		if err == nil {
+			err = u.refreshCatalog(ctx, g.procs)
+			if err == nil {
+				u.setState(&snapshot{up: true, procs: g.procs})
+				delay = u.opts.BackoffMin
+				err = u.watch(ctx, g)
+			} else {
+				err = fmt.Errorf("list tools: %w", err)
+			}
+		}
+		if ctx.Err() != nil {
+			u.release(g)
+			break
+		}
+		u.setState(&snapshot{err: errText(err)})
+		u.release(g)
+		if !sleep(ctx, delay) {
+			break
+		}
+		delay = min(2*delay, u.opts.BackoffMax)
+	}
+	u.stop()
+	wg.Wait()
+}
+
+// generation is what one successful connect produced.
+type generation struct {
+	procs []*session // stdio processes; nil for HTTP (the pool is u.pool)
+	exits chan error // stdio: one value per process that exited
+}
+
+func (u *Upstream) connect(ctx context.Context) (*generation, error) {
+	if u.isHTTP() {
+		_, err := u.pool.get(ctx)
+		return &generation{}, err
+	}
+	g := &generation{exits: make(chan error, u.opts.Spec.Processes)}
+	for range u.opts.Spec.Processes {
+		s, err := u.dial(ctx, false)
+		if err != nil {
+			u.release(g)
+			return nil, err
+		}
+		g.procs = append(g.procs, s)
+		u.closer.Go(func() { g.exits <- s.cs.Wait() })
+	}
+	return g, nil
+}
+
+// release closes what a generation holds: the stdio processes, or the HTTP
+// pool session and every dedicated session (after an outage they are as
+// good as dead).
+func (u *Upstream) release(g *generation) {
+	if u.isHTTP() {
+		if s := u.pool.current(); s != nil {
+			u.pool.drop(s)
+		}
+		u.closeDedicated()
+		return
+	}
+	if g != nil {
+		for _, s := range g.procs {
+			u.closer.close(s)
+		}
+	}
+}
+
+// stop marks the upstream stopped and down, and closes every session.
+func (u *Upstream) stop() {
+	u.mu.Lock()
+	u.stopped = true
+	u.mu.Unlock()
+	u.setState(&snapshot{err: errStopped.Error()})
+	u.pool.kill()
+	u.closeDedicated()
+}
+
+// watch returns why a connected generation stopped serving.
+func (u *Upstream) watch(ctx context.Context, g *generation) error {
+	var tick <-chan time.Time
+	if u.isHTTP() {
+		t := time.NewTicker(u.opts.PingInterval)
+		defer t.Stop()
+		tick = t.C
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case err := <-g.exits:
+			return fmt.Errorf("process exited: %v", orEOF(err))
+		case <-tick:
+			if err := u.ping(ctx); err != nil {
+				return err
+			}
+		case <-u.check:
+			if err := u.ping(ctx); err != nil {
+				return err
+			}
+		case <-u.kick:
+			if err := u.refreshCatalog(ctx, g.procs); err != nil && ctx.Err() == nil {
+				u.log.Warn("tool list refresh failed", "err", err)
+			}
+		}
+	}
+}
+
+// ping pings the pool session (HTTP), reopening it once if the server
+// forgot it.
+func (u *Upstream) ping(ctx context.Context) error {
+	if !u.isHTTP() {
+		return nil
+	}
+	for attempt := 0; ; attempt++ {
+		s, err := u.pool.get(ctx)
+		if err != nil {
+			return err
+		}
+		pctx, cancel := context.WithTimeout(ctx, u.opts.PingTimeout)
+		err = s.cs.Ping(pctx, nil)
+		cancel()
+		if err == nil || ctx.Err() != nil {
+			return nil
+		}
+		u.pool.drop(s)
+		if !errors.Is(err, mcp.ErrSessionMissing) || attempt > 0 {
+			return fmt.Errorf("ping: %w", err)
+		}
+	}
+}
+
+func orEOF(err error) error {
+	if err == nil {
+		return errors.New("EOF")
+	}
+	return err
+}
+
+// sleep waits d or until ctx ends; it reports whether d passed.
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}

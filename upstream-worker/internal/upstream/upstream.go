@@ -1,0 +1,207 @@
+package upstream
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/switchyard-mcp/switchyard/proto"
+)
+
+// ToolStore receives an upstream's complete tool set after every fetch
+// (KV bucket proto.BucketTools in production). Store may skip a write whose
+// Hash matches the stored one. It is called by one fetch at a time per
+// upstream.
+type ToolStore interface {
+	Store(ctx context.Context, set *proto.ToolSet) error
+}
+
+// Defaults of the [Options] tunables.
+const (
+	DefaultPingInterval   = 2 * time.Second
+	DefaultPingTimeout    = time.Second
+	DefaultBackoffMin     = 250 * time.Millisecond
+	DefaultBackoffMax     = 5 * time.Second
+	DefaultConnectTimeout = 10 * time.Second
+	DefaultIdleTimeout    = 30 * time.Minute
+	DefaultCatalogTimeout = 30 * time.Second
+	// stdioTerminate is how long closing a stdio session waits after
+	// closing stdin before SIGTERM (and again before SIGKILL).
+	stdioTerminate = 2 * time.Second
+	// legacyProtocol is what dedicated (per client session) sessions ask for.
+	legacyProtocol = "2025-11-25"
+)
+
+// Options configures an [Upstream]. Spec, Tools and Closer are required.
+type Options struct {
+	Spec   proto.UpstreamSpec
+	Worker string // this worker's id, for logs and the client name
+	// HTTPClient's Transport is shared by every HTTP session (nil:
+	// http.DefaultTransport); its Jar and CheckRedirect are kept, its
+	// Timeout is not (streams are long-lived).
+	HTTPClient *http.Client
+	Tools      ToolStore
+	Closer     *Closer
+	// OnState is called, from the actor goroutine, after the upstream's
+	// state (up, error text) changed. It must not block.
+	OnState func()
+	Log     *slog.Logger
+
+	// Tunables; zero means the Default* constant.
+	PingInterval, PingTimeout  time.Duration
+	BackoffMin, BackoffMax     time.Duration
+	ConnectTimeout, IdleTimeout time.Duration
+	CatalogTimeout             time.Duration
+	// MaxResultBytes bounds one captured HTTP response message; 0 means
+	// capture.DefaultMaxMessageBytes.
+	MaxResultBytes int
+}
+
+func (o *Options) fill() {
+	def := func(d *time.Duration, v time.Duration) {
+		if *d <= 0 {
+			*d = v
+		}
+	}
+	def(&o.PingInterval, DefaultPingInterval)
+	def(&o.PingTimeout, DefaultPingTimeout)
+	def(&o.BackoffMin, DefaultBackoffMin)
+	def(&o.BackoffMax, DefaultBackoffMax)
+	def(&o.ConnectTimeout, DefaultConnectTimeout)
+	def(&o.IdleTimeout, DefaultIdleTimeout)
+	def(&o.CatalogTimeout, DefaultCatalogTimeout)
+	if o.HTTPClient == nil {
+		o.HTTPClient = &http.Client{}
+	}
+	if o.Log == nil {
+		o.Log = slog.New(slog.DiscardHandler)
+	}
+	if o.OnState == nil {
+		o.OnState = func() {}
+	}
+	if o.Spec.Processes <= 0 {
+		o.Spec.Processes = 1
+	}
+}
+
+// Upstream is the actor for one upstream server. Create it with [New], run
+// it with [Upstream.Run]; [Upstream.Call], [Upstream.State],
+// [Upstream.RefreshCatalog] and [Upstream.SessionClosed] are safe for
+// concurrent use from any goroutine.
+type Upstream struct {
+	opts   Options
+	name   string
+	log    *slog.Logger
+	client *mcp.Client
+	closer *Closer
+
+	kick  chan struct{} // cap 1: refetch the catalog (list_changed)
+	check chan struct{} // cap 1: ping now (a call saw a transport error)
+	rr    atomic.Uint64 // stdio round-robin
+	snap  atomic.Pointer[snapshot]
+	pool  *lazy // HTTP pool session
+
+	catMu sync.Mutex // serializes catalog fetches
+
+	mu        sync.Mutex
+	dedicated map[sessKey]*lazy // guarded by mu
+	stopped   bool              // guarded by mu: Run has returned
+}
+
+// snapshot is the immutable state calls read.
+type snapshot struct {
+	up    bool
+	err   string
+	procs []*session // stdio: the running processes while up
+}
+
+type sessKey struct{ edge, session string }
+
+// New returns the actor for o.Spec. It does no I/O.
+func New(o Options) *Upstream {
+	if o.Tools == nil || o.Closer == nil {
+		panic("upstream: Options.Tools and Options.Closer are required")
+	}
+	o.fill()
+	u := &Upstream{
+		opts:      o,
+		name:      o.Spec.Name,
+		log:       o.Log.With(proto.LogUpstream, o.Spec.Name),
+		closer:    o.Closer,
+		kick:      make(chan struct{}, 1),
+		check:     make(chan struct{}, 1),
+		dedicated: map[sessKey]*lazy{},
+	}
+	u.client = mcp.NewClient(&mcp.Implementation{Name: "switchyard-worker", Version: "v1"}, &mcp.ClientOptions{
+		Logger:                 u.log,
+		Capabilities:           &mcp.ClientCapabilities{}, // no roots, sampling or elicitation
+		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { signal(u.kick) },
+		MultiRoundTrip:         &mcp.MultiRoundTripOptions{Disabled: true}, // results pass through raw
+	})
+	u.pool = u.newLazy(false)
+	u.snap.Store(&snapshot{err: "connecting"})
+	return u
+}
+
+// Name is the upstream's name.
+func (u *Upstream) Name() string { return u.name }
+
+// Spec is the spec the actor was built from (Processes defaulted).
+func (u *Upstream) Spec() proto.UpstreamSpec { return u.opts.Spec }
+
+// CallTimeout is the spec's call timeout, or def when it has none.
+func (u *Upstream) CallTimeout(def time.Duration) time.Duration {
+	if ms := u.opts.Spec.CallTimeoutMs; ms > 0 {
+		return time.Duration(ms) * time.Millisecond
+	}
+	return def
+}
+
+// State is the upstream as heartbeats report it: Up once connected and
+// catalogued, else Err says why not.
+func (u *Upstream) State() proto.UpstreamState {
+	s := u.snap.Load()
+	return proto.UpstreamState{Name: u.name, Up: s.up, Err: s.err}
+}
+
+func (u *Upstream) setState(s *snapshot) {
+	old := u.snap.Swap(s)
+	if old.up == s.up && old.err == s.err {
+		return
+	}
+	if s.up {
+		u.log.Info("upstream up")
+	} else {
+		u.log.Warn("upstream down", proto.LogErr, s.err)
+	}
+	u.opts.OnState()
+}
+
+func (u *Upstream) unavailable(reason string) *proto.Error {
+	return proto.Errorf(proto.CodeUpstreamUnavailable, "upstream %s unavailable: %s", u.name, reason)
+}
+
+func (u *Upstream) isHTTP() bool { return u.opts.Spec.Transport != proto.TransportStdio }
+
+// signal does a non-blocking send on a cap-1 channel.
+func signal(c chan struct{}) {
+	select {
+	case c <- struct{}{}:
+	default:
+	}
+}
+
+func errText(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}
+
+var errStopped = fmt.Errorf("upstream stopped")

@@ -1,0 +1,265 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/switchyard-mcp/switchyard/proto"
+	"github.com/switchyard-mcp/switchyard/upstream-worker/internal/specwatch"
+	"github.com/switchyard-mcp/switchyard/upstream-worker/internal/toolstore"
+	"github.com/switchyard-mcp/switchyard/upstream-worker/internal/upstream"
+)
+
+// Defaults for [Config].
+const (
+	DefaultHeartbeatInterval  = 500 * time.Millisecond
+	DefaultCallTimeout        = 60 * time.Second
+	DefaultShutdownGrace      = 5 * time.Second
+	DefaultMaxInFlight        = 1024
+	DefaultSessionIdleTimeout = 30 * time.Minute
+	// DefaultMaxIdleConnsPerHost is set on the default HTTP transport: every
+	// streamable call is its own POST.
+	DefaultMaxIdleConnsPerHost = 256
+)
+
+// Config configures a worker. The zero value of each optional field means
+// its default.
+type Config struct {
+	// ID names the worker in subjects and heartbeats: a slug ([a-z0-9-]).
+	// Required.
+	ID string
+	// Upstreams lists the upstream names this worker serves; empty means
+	// every upstream in the catalog.
+	Upstreams []string
+	// HeartbeatInterval is how often the worker publishes its presence.
+	// Default 500ms.
+	HeartbeatInterval time.Duration
+	// CallTimeout bounds one call when neither the request's deadline nor
+	// the upstream's call_timeout is shorter. Default 60s.
+	CallTimeout time.Duration
+	// ShutdownGrace bounds how long Run waits, after ctx ends, for in-flight
+	// calls (they are then cancelled) and again for upstream sessions to
+	// close (they are then killed). Default 5s.
+	ShutdownGrace time.Duration
+	// MaxInFlight bounds concurrent calls; beyond it a call is answered
+	// proto.CodeOverloaded at once. Default 1024.
+	MaxInFlight int
+	// HTTPClient is used for HTTP upstreams; its Transport is shared by all
+	// upstream sessions (its Timeout is ignored: streams are long-lived).
+	// Default: a clone of http.DefaultTransport with MaxIdleConnsPerHost 256.
+	HTTPClient *http.Client
+	// SessionIdleTimeout closes an upstream session dedicated to one client
+	// session after this long without a call. Default 30m.
+	SessionIdleTimeout time.Duration
+}
+
+// Validate reports every problem in c, joined.
+func (c *Config) Validate() error {
+	var errs []error
+	bad := func(format string, a ...any) { errs = append(errs, fmt.Errorf("worker: "+format, a...)) }
+	if !proto.ValidSlug(c.ID) {
+		bad("id %q is not a slug ([a-z0-9-], 1-63 characters)", c.ID)
+	}
+	seen := map[string]bool{}
+	for _, u := range c.Upstreams {
+		if !proto.ValidSlug(u) {
+			bad("upstreams: %q is not a slug", u)
+		}
+		if seen[u] {
+			bad("upstreams: %q listed twice", u)
+		}
+		seen[u] = true
+	}
+	if c.HeartbeatInterval < 0 || c.CallTimeout < 0 || c.ShutdownGrace < 0 || c.SessionIdleTimeout < 0 {
+		bad("durations must not be negative")
+	}
+	if c.MaxInFlight < 0 {
+		bad("max_in_flight must not be negative")
+	}
+	return errors.Join(errs...)
+}
+
+func (c *Config) fillDefaults() {
+	def := func(d *time.Duration, v time.Duration) {
+		if *d == 0 {
+			*d = v
+		}
+	}
+	def(&c.HeartbeatInterval, DefaultHeartbeatInterval)
+	def(&c.CallTimeout, DefaultCallTimeout)
+	def(&c.ShutdownGrace, DefaultShutdownGrace)
+	def(&c.SessionIdleTimeout, DefaultSessionIdleTimeout)
+	if c.MaxInFlight == 0 {
+		c.MaxInFlight = DefaultMaxInFlight
+	}
+	if c.HTTPClient == nil {
+		t := http.DefaultTransport.(*http.Transport).Clone()
+		t.MaxIdleConnsPerHost = DefaultMaxIdleConnsPerHost
+		c.HTTPClient = &http.Client{Transport: t}
+	}
+	c.Upstreams = append([]string(nil), c.Upstreams...)
+}
+
+// Service is one upstream worker. Create it with [New] and start it with
+// [Service.Run]; [Service.Ready] is safe for concurrent use.
+type Service struct {
+	cfg    Config
+	nc     *nats.Conn
+	log    *slog.Logger
+	boot   int64 // Unix nanoseconds
+	serves map[string]bool
+	hbSubj string
+	wkSubj string
+	sem    chan struct{} // one token per in-flight call
+	hbKick chan struct{} // cap 1: publish a heartbeat now
+	closer *upstream.Closer
+	mgr    *manager
+	// tune adjusts every upstream's options (tests shorten timings).
+	tune func(*upstream.Options)
+
+	running  atomic.Bool
+	live     atomic.Bool // intake subscriptions are in place
+	synced   atomic.Bool // the catalog's current values are loaded
+	stopping atomic.Bool
+
+	callBase  context.Context // parent of every call; cancelled when the grace ends
+	killCalls context.CancelFunc
+
+	intakeMu   sync.RWMutex
+	intakeOpen bool           // guarded by intakeMu: calls may still be admitted
+	inflight   sync.WaitGroup // calls admitted while intakeOpen
+
+	callsMu sync.Mutex
+	calls   map[callKey]*callEntry // guarded by callsMu: cancellable calls
+
+	subs []*nats.Subscription // intake and event subscriptions (Run goroutine only)
+}
+
+// New validates cfg, fills its defaults and returns a worker on nc. It does
+// no I/O and starts no goroutine. A nil log discards; a nil nc panics.
+func New(cfg Config, nc *nats.Conn, log *slog.Logger) (*Service, error) {
+	if nc == nil {
+		panic("worker: nil NATS connection")
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cfg.fillDefaults()
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	hb, err := proto.EvtWorkerSubject(cfg.ID)
+	if err != nil {
+		return nil, err
+	}
+	wk, err := proto.WorkerSubjectAll(cfg.ID)
+	if err != nil {
+		return nil, err
+	}
+	s := &Service{
+		cfg:    cfg,
+		nc:     nc,
+		log:    log.With(proto.LogComponent, "upstream-worker", proto.LogWorker, cfg.ID),
+		serves: map[string]bool{},
+		hbSubj: hb,
+		wkSubj: wk,
+		sem:    make(chan struct{}, cfg.MaxInFlight),
+		hbKick: make(chan struct{}, 1),
+		closer: upstream.NewCloser(),
+		calls:  map[callKey]*callEntry{},
+	}
+	for _, u := range cfg.Upstreams {
+		s.serves[u] = true
+	}
+	return s, nil
+}
+
+// Ready reports whether the worker takes calls: its subscriptions are live
+// and the upstream catalog is loaded (individual upstreams may still be
+// connecting; heartbeats say which are up). False again once shutdown
+// starts.
+func (s *Service) Ready() bool {
+	return s.live.Load() && s.synced.Load() && !s.stopping.Load()
+}
+
+// Run subscribes, follows the catalog, runs one actor per served upstream
+// and publishes heartbeats until ctx ends, then shuts down gracefully:
+// stop intake, send a goodbye heartbeat, wait for in-flight calls (bounded
+// by ShutdownGrace, then cancel them), stop the upstreams and wait for
+// their sessions to close (bounded by what is left of the grace, then kill
+// them). When Run returns, every goroutine it started has exited. It does
+// not drain or close nc, which belongs to the caller. Call it once.
+func (s *Service) Run(ctx context.Context) error {
+	if !s.running.CompareAndSwap(false, true) {
+		return errors.New("worker: Run called twice")
+	}
+	s.boot = time.Now().UnixNano()
+	js, err := jetstream.New(s.nc)
+	if err != nil {
+		return fmt.Errorf("worker: jetstream: %w", err)
+	}
+	s.callBase, s.killCalls = context.WithCancel(context.WithoutCancel(ctx))
+	defer s.killCalls()
+	actorsCtx, stopActors := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopActors()
+	s.mgr = newManager(s, actorsCtx, toolstore.New(js))
+	s.intakeOpen = true
+	if err := s.subscribe(); err != nil {
+		s.unsubscribe()
+		return err
+	}
+	s.live.Store(true)
+	s.log.Info("worker started")
+
+	var wg sync.WaitGroup
+	wg.Go(func() { s.heartbeats(ctx) })
+	wg.Go(func() { _ = specwatch.Watch(ctx, js, s.mgr, s.log) })
+	wg.Wait() // both end with ctx
+	s.shutdown(stopActors)
+	return nil
+}
+
+// shutdown runs after ctx ended and the Run children have exited.
+func (s *Service) shutdown(stopActors context.CancelFunc) {
+	deadline := time.Now().Add(s.cfg.ShutdownGrace)
+	s.stopping.Store(true)
+	s.stopIntake(deadline)
+	s.publishHeartbeat(true)
+	_ = s.nc.FlushTimeout(time.Second)
+	s.waitInFlight(deadline)
+	stopActors()
+	s.mgr.wait()
+	ctx, cancel := context.WithDeadline(context.Background(), deadline)
+	s.closer.Wait(ctx)
+	cancel()
+	s.log.Info("worker stopped")
+}
+
+// waitInFlight waits for the admitted calls until deadline, then cancels
+// them and waits for their handlers, which return as soon as their context
+// ends.
+func (s *Service) waitInFlight(deadline time.Time) {
+	done := make(chan struct{})
+	go func() {
+		s.inflight.Wait()
+		close(done)
+	}()
+	t := time.NewTimer(time.Until(deadline))
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C:
+		s.log.Warn("shutdown grace over, cancelling in-flight calls", "in_flight", len(s.sem))
+		s.killCalls()
+		<-done
+	}
+}
