@@ -87,7 +87,11 @@ func (v *view) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // handler routes /mcp and /mcp/<upstream> to their views.
 func (s *Service) handler() http.Handler {
 	mux := http.NewServeMux()
-	mux.HandleFunc("/mcp", func(w http.ResponseWriter, r *http.Request) { s.viewFor("").ServeHTTP(w, r) })
+	mux.HandleFunc("/mcp", func(w http.ResponseWriter, r *http.Request) {
+		if s.precheck(w, r) {
+			s.viewFor("").ServeHTTP(w, r)
+		}
+	})
 	mux.HandleFunc("/mcp/{upstream}", func(w http.ResponseWriter, r *http.Request) {
 		u := r.PathValue("upstream")
 		v := s.viewFor(u)
@@ -95,7 +99,9 @@ func (s *Service) handler() http.Handler {
 			http.Error(w, "Not Found: unknown upstream "+strconv.Quote(u), http.StatusNotFound)
 			return
 		}
-		v.ServeHTTP(w, r)
+		if s.precheck(w, r) {
+			v.ServeHTTP(w, r)
+		}
 	})
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })
 	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {

@@ -113,7 +113,7 @@ func (m *manager) start(spec proto.UpstreamSpec) (*actor, error) {
 // stopLocked stops intake for the actor and cancels it; its sessions close
 // in the background. Calls still running on it fail as unavailable.
 func (m *manager) stopLocked(a *actor) {
-	_ = a.sub.Unsubscribe()
+	_ = a.sub.Drain() // pending messages still get an answer (not served)
 	a.cancel()
 }
 

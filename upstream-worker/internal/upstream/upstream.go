@@ -54,10 +54,10 @@ type Options struct {
 	Log     *slog.Logger
 
 	// Tunables; zero means the Default* constant.
-	PingInterval, PingTimeout  time.Duration
-	BackoffMin, BackoffMax     time.Duration
+	PingInterval, PingTimeout   time.Duration
+	BackoffMin, BackoffMax      time.Duration
 	ConnectTimeout, IdleTimeout time.Duration
-	CatalogTimeout             time.Duration
+	CatalogTimeout              time.Duration
 	// MaxResultBytes bounds one captured HTTP response message; 0 means
 	// capture.DefaultMaxMessageBytes.
 	MaxResultBytes int

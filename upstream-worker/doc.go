@@ -1,0 +1,58 @@
+// Package worker is Switchyard's upstream-worker role: it holds the
+// sessions to upstream MCP servers, serves tools/call through them with the
+// upstream's raw result bytes, publishes each upstream's tool set, and
+// announces itself with heartbeats.
+//
+// Build it with [New] and run it with [Service.Run]; [Service.Ready]
+// reports readiness. Everything else is internal.
+//
+// # Subjects
+//
+// Consumed:
+//
+//	switchyard.v1.worker.<id>.tools_call      pinned call (proto.Request) -> proto.Reply
+//	switchyard.v1.worker.<id>.cancel          proto.Cancel: cancel the edge's call (Edge, ID)
+//	switchyard.v1.pool.<upstream>.catalog     queue group pool.<upstream>: refetch the tool set -> empty proto.Reply
+//	switchyard.v1.pool.<upstream>.tools_call  queue group pool.<upstream>: a call that needs no affinity
+//	switchyard.v1.evt.presence                publish a heartbeat now
+//	switchyard.v1.evt.session_closed.*        proto.SessionClosed: close that client session's upstream sessions
+//
+// Published:
+//
+//	switchyard.v1.evt.worker.<id>             proto.Heartbeat every HeartbeatInterval, on every
+//	                                          upstream state change, on presence queries, and Bye on shutdown
+//
+// Replies go to the request's reply subject through bus.RespondReply, in
+// chunks when bigger than the connection's max payload. A reply carries
+// either the upstream's raw JSON result (an isError tool result included)
+// or a proto.Error: the upstream's own JSON-RPC error unchanged, or
+// CodeUpstreamUnavailable ("upstream <name> unavailable: <reason>"),
+// CodeTimeout, CodeOverloaded (more than MaxInFlight calls),
+// CodeBadEnvelope, CodeMethodNotFound (unknown op), CodeInvalidParams,
+// CodeUnavailable (shutting down) or CodeWorkerLost (cancelled by
+// shutdown). A call cancelled by its edge is answered CodeInternal
+// ("cancelled"); the edge has stopped waiting by then.
+//
+// # KV buckets
+//
+//	switchyard_upstreams  watched: the catalog of upstream specs (owned by tenancy-svc)
+//	switchyard_tools      written: key <upstream> = proto.ToolSet, only when its hash changes
+//	                      (the bucket is created, history 1, if missing)
+//
+// # Upstream sessions
+//
+// Each served upstream has an actor (internal/upstream). HTTP upstreams
+// (streamable, SSE) use a shared pool session for stateless calls and the
+// catalog, and one dedicated upstream session per client session, opened
+// on its first call and closed on session_closed or after
+// SessionIdleTimeout.
+//
+// Stdio upstreams run spec.Processes processes, each one session shared by
+// all the client sessions placed on it (hash of edge and session id;
+// stateless calls go round-robin). Per-session features of a stdio
+// upstream (logging level, resource subscriptions, roots) are therefore
+// shared by the client sessions placed on the same process.
+//
+// Results are never decoded: the raw `result` bytes are captured off the
+// wire (internal/capture) and the SDK's typed decoder sees a stub.
+package worker

@@ -1,0 +1,75 @@
+package worker
+
+import (
+	"context"
+	"maps"
+	"slices"
+	"time"
+
+	"github.com/switchyard-mcp/switchyard/proto"
+)
+
+// kickHeartbeat asks for a heartbeat now (state change, presence query).
+// It never blocks.
+func (s *Service) kickHeartbeat() {
+	select {
+	case s.hbKick <- struct{}{}:
+	default:
+	}
+}
+
+// heartbeats publishes a heartbeat every HeartbeatInterval and on every
+// kick, until ctx ends.
+func (s *Service) heartbeats(ctx context.Context) {
+	t := time.NewTicker(s.cfg.HeartbeatInterval)
+	defer t.Stop()
+	s.publishHeartbeat(false)
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		case <-s.hbKick:
+		}
+		s.publishHeartbeat(false)
+	}
+}
+
+// publishHeartbeat publishes a proto.Heartbeat on
+// switchyard.v1.evt.worker.<id>.
+func (s *Service) publishHeartbeat(bye bool) {
+	data, err := proto.Marshal(s.heartbeat(bye))
+	if err == nil {
+		err = s.nc.Publish(s.hbSubj, data)
+	}
+	if err != nil {
+		s.log.Warn("heartbeat failed", proto.LogErr, err)
+	}
+}
+
+// heartbeat lists every upstream the worker is configured to serve (or,
+// serving all, every one in the catalog); Up only once connected and
+// catalogued.
+func (s *Service) heartbeat(bye bool) *proto.Heartbeat {
+	actors := s.mgr.all()
+	names := s.cfg.Upstreams
+	if len(names) == 0 {
+		names = slices.Sorted(maps.Keys(actors))
+	}
+	hb := &proto.Heartbeat{
+		Worker:     s.cfg.ID,
+		Boot:       s.boot,
+		IntervalMs: int32(s.cfg.HeartbeatInterval.Milliseconds()),
+		InFlight:   int32(len(s.sem)),
+		Upstreams:  make([]proto.UpstreamState, 0, len(names)),
+		Bye:        bye,
+	}
+	for _, n := range names {
+		if u := actors[n]; u != nil {
+			hb.Upstreams = append(hb.Upstreams, u.State())
+		} else {
+			hb.Upstreams = append(hb.Upstreams, proto.UpstreamState{Name: n, Err: "not in the catalog"})
+		}
+	}
+	return hb
+}

@@ -1,0 +1,248 @@
+package worker
+
+import (
+	"context"
+	"slices"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/switchyard-mcp/switchyard/internal/bus"
+	"github.com/switchyard-mcp/switchyard/proto"
+	"github.com/switchyard-mcp/switchyard/upstream-worker/internal/upstream"
+)
+
+// callKey identifies a call for cancellation: the edge's id of it.
+type callKey struct {
+	edge string
+	id   uint64
+}
+
+type callEntry struct{ cancel context.CancelFunc }
+
+// subscribe sets up the worker's own subscriptions: pinned calls, presence
+// queries and session_closed events. Pool subjects are subscribed per
+// upstream by the manager.
+func (s *Service) subscribe() error {
+	for _, sub := range []struct {
+		subj string
+		cb   nats.MsgHandler
+	}{
+		{s.wkSubj, func(m *nats.Msg) { s.onMsg(m, "") }},
+		{proto.SubjEvtPresence, func(*nats.Msg) { s.kickHeartbeat() }},
+		{proto.SubjEvtSessionClosedAll, s.onSessionClosed},
+	} {
+		ns, err := s.nc.Subscribe(sub.subj, sub.cb)
+		if err != nil {
+			return err
+		}
+		s.subs = append(s.subs, ns)
+	}
+	return nil
+}
+
+// subscribePool subscribes the pool subject of one upstream, in its queue
+// group.
+func (s *Service) subscribePool(name string) (*nats.Subscription, error) {
+	subj, err := proto.PoolSubjectAll(name)
+	if err != nil {
+		return nil, err
+	}
+	return s.nc.QueueSubscribe(subj, proto.PoolQueue(name), func(m *nats.Msg) { s.onMsg(m, name) })
+}
+
+func (s *Service) unsubscribe() {
+	for _, sub := range s.subs {
+		_ = sub.Unsubscribe()
+	}
+	s.subs = nil
+}
+
+// stopIntake drains every subscription (pending messages are still
+// handled), waits for the drains until deadline, then closes admission:
+// a message handled after that is answered proto.CodeUnavailable.
+func (s *Service) stopIntake(deadline time.Time) {
+	s.live.Store(false)
+	subs := slices.Concat(s.subs, s.mgr.poolSubs())
+	var closed []<-chan nats.SubStatus
+	for _, sub := range subs {
+		closed = append(closed, sub.StatusChanged(nats.SubscriptionClosed))
+		_ = sub.Drain()
+	}
+	t := time.NewTimer(time.Until(deadline))
+	defer t.Stop()
+wait:
+	for _, c := range closed {
+		select {
+		case <-c:
+		case <-t.C:
+			break wait
+		}
+	}
+	s.unsubscribe()
+	s.intakeMu.Lock()
+	s.intakeOpen = false
+	s.intakeMu.Unlock()
+}
+
+// onMsg is the NATS callback of the worker and pool subjects: it decodes,
+// admits and hands the work to a goroutine, never blocking. pool is the
+// upstream of a pool subject ("" for the worker subject).
+func (s *Service) onMsg(m *nats.Msg, pool string) {
+	switch op := proto.LastToken(m.Subject); op {
+	case proto.OpToolsCall, proto.OpCatalog:
+		s.onRequest(m, op, pool)
+	case proto.OpCancel:
+		s.onCancel(m)
+	default:
+		s.respond(m, &proto.Reply{Error: proto.Errorf(proto.CodeMethodNotFound, "worker %s: unknown op %q", s.cfg.ID, op)})
+	}
+}
+
+func (s *Service) onRequest(m *nats.Msg, op, pool string) {
+	var req proto.Request
+	if err := proto.Unmarshal(m.Data, &req); err != nil {
+		s.badEnvelope(m, err)
+		return
+	}
+	name := req.Upstream
+	if name == "" {
+		name = pool
+	}
+	u := s.mgr.get(name)
+	if u == nil {
+		s.respond(m, &proto.Reply{Error: proto.Errorf(proto.CodeUpstreamUnavailable,
+			"upstream %s unavailable: not served by worker %s", name, s.cfg.ID)})
+		return
+	}
+	ctx, cancel := context.WithDeadline(s.callBase, s.deadline(&req, u))
+	work := func(ctx context.Context) *proto.Reply {
+		res, perr := u.Call(ctx, &req)
+		return &proto.Reply{Result: res, Error: perr}
+	}
+	if op == proto.OpCatalog {
+		work = func(ctx context.Context) *proto.Reply { return &proto.Reply{Error: u.RefreshCatalog(ctx)} }
+	}
+	s.dispatch(m, callKey{req.Edge, req.ID}, ctx, cancel, work)
+}
+
+// deadline is the earliest of the request's deadline and now plus the
+// upstream's (or the worker's) call timeout.
+func (s *Service) deadline(req *proto.Request, u *upstream.Upstream) time.Time {
+	d := time.Now().Add(u.CallTimeout(s.cfg.CallTimeout))
+	if req.DeadlineUnixMs > 0 {
+		if rd := time.UnixMilli(req.DeadlineUnixMs); rd.Before(d) {
+			d = rd
+		}
+	}
+	return d
+}
+
+// dispatch admits the work (or answers Overloaded / Unavailable at once)
+// and runs it on its own goroutine, cancellable under key.
+func (s *Service) dispatch(m *nats.Msg, key callKey, ctx context.Context, cancel context.CancelFunc, work func(context.Context) *proto.Reply) {
+	if perr := s.admit(); perr != nil {
+		cancel()
+		s.respond(m, &proto.Reply{Error: perr})
+		return
+	}
+	e := s.track(key, cancel)
+	go func() {
+		defer s.inflight.Done()
+		defer func() { <-s.sem }()
+		defer s.untrack(key, e)
+		defer cancel()
+		r := work(ctx)
+		if r.Error != nil && s.callBase.Err() != nil {
+			r.Error = proto.Errorf(proto.CodeWorkerLost, "worker %s shut down during the call", s.cfg.ID)
+		}
+		s.respond(m, r)
+	}()
+}
+
+// admit takes an in-flight token.
+func (s *Service) admit() *proto.Error {
+	s.intakeMu.RLock()
+	defer s.intakeMu.RUnlock()
+	if !s.intakeOpen {
+		return proto.Errorf(proto.CodeUnavailable, "worker %s is shutting down", s.cfg.ID)
+	}
+	select {
+	case s.sem <- struct{}{}:
+	default:
+		return proto.Errorf(proto.CodeOverloaded, "worker %s: %d calls in flight", s.cfg.ID, cap(s.sem))
+	}
+	s.inflight.Add(1)
+	return nil
+}
+
+// track registers cancel under key (calls without an id are not
+// cancellable).
+func (s *Service) track(key callKey, cancel context.CancelFunc) *callEntry {
+	if key.id == 0 {
+		return nil
+	}
+	e := &callEntry{cancel: cancel}
+	s.callsMu.Lock()
+	s.calls[key] = e
+	s.callsMu.Unlock()
+	return e
+}
+
+func (s *Service) untrack(key callKey, e *callEntry) {
+	if e == nil {
+		return
+	}
+	s.callsMu.Lock()
+	if s.calls[key] == e {
+		delete(s.calls, key)
+	}
+	s.callsMu.Unlock()
+}
+
+// onCancel cancels the in-flight call (Cancel.Edge, Cancel.ID); the SDK
+// then sends notifications/cancelled upstream and the call's handler
+// returns at once, even if the upstream ignores the cancellation.
+func (s *Service) onCancel(m *nats.Msg) {
+	var c proto.Cancel
+	if err := proto.Unmarshal(m.Data, &c); err != nil {
+		s.badEnvelope(m, err)
+		return
+	}
+	s.callsMu.Lock()
+	e := s.calls[callKey{c.Edge, c.ID}]
+	s.callsMu.Unlock()
+	if e != nil {
+		e.cancel()
+	}
+	s.respond(m, &proto.Reply{})
+}
+
+// onSessionClosed closes the upstream sessions dedicated to a client
+// session that ended.
+func (s *Service) onSessionClosed(m *nats.Msg) {
+	var ev proto.SessionClosed
+	if err := proto.Unmarshal(m.Data, &ev); err != nil {
+		s.log.Warn("bad session_closed event", proto.LogSubject, m.Subject, proto.LogErr, err)
+		return
+	}
+	for _, u := range s.mgr.all() {
+		u.SessionClosed(ev.Edge, ev.Session)
+	}
+}
+
+func (s *Service) badEnvelope(m *nats.Msg, err error) {
+	s.log.Warn("bad envelope", proto.LogSubject, m.Subject, proto.LogErr, err)
+	s.respond(m, &proto.Reply{Error: proto.Errorf(proto.CodeBadEnvelope, "worker %s: cannot decode message: %v", s.cfg.ID, err)})
+}
+
+// respond answers m (if it has a reply subject), chunking big replies.
+func (s *Service) respond(m *nats.Msg, r *proto.Reply) {
+	if m.Reply == "" {
+		return
+	}
+	r.Worker = s.cfg.ID
+	if err := bus.RespondReply(s.nc, m.Reply, r); err != nil {
+		s.log.Warn("reply failed", proto.LogSubject, m.Subject, proto.LogErr, err)
+	}
+}
