@@ -9,8 +9,8 @@ import (
 
 // FromFile takes the worker's settings from the shared configuration file:
 // worker.id (a random "worker-…" id when empty), worker.upstreams,
-// worker.heartbeat_interval and call_timeout. The other fields keep their
-// defaults.
+// worker.heartbeat_interval, call_timeout and max_result_bytes. The other
+// fields keep their defaults.
 func FromFile(f *config.File) Config {
 	id := f.Worker.ID
 	if id == "" {
@@ -21,5 +21,6 @@ func FromFile(f *config.File) Config {
 		Upstreams:         f.Worker.Upstreams,
 		HeartbeatInterval: time.Duration(f.Worker.HeartbeatInterval),
 		CallTimeout:       time.Duration(f.CallTimeout),
+		MaxResultBytes:    int(f.MaxResultBytes),
 	}
 }

@@ -105,9 +105,9 @@ func (s *Service) onRequest(m *nats.Msg, op, pool string) {
 		s.badEnvelope(m, err)
 		return
 	}
-	name := req.Upstream
+	name := pool // a pool subject names the upstream
 	if name == "" {
-		name = pool
+		name = req.Upstream
 	}
 	u := s.mgr.get(name)
 	if u == nil {
@@ -120,10 +120,12 @@ func (s *Service) onRequest(m *nats.Msg, op, pool string) {
 		res, perr := u.Call(ctx, &req)
 		return &proto.Reply{Result: res, Error: perr}
 	}
+	key := callKey{req.Edge, req.ID}
 	if op == proto.OpCatalog {
 		work = func(ctx context.Context) *proto.Reply { return &proto.Reply{Error: u.RefreshCatalog(ctx)} }
+		key = callKey{} // not cancellable
 	}
-	s.dispatch(m, callKey{req.Edge, req.ID}, ctx, cancel, work)
+	s.dispatch(m, key, ctx, cancel, work)
 }
 
 // deadline is the earliest of the request's deadline and now plus the
@@ -236,13 +238,24 @@ func (s *Service) badEnvelope(m *nats.Msg, err error) {
 	s.respond(m, &proto.Reply{Error: proto.Errorf(proto.CodeBadEnvelope, "worker %s: cannot decode message: %v", s.cfg.ID, err)})
 }
 
+// replyTo is where m is answered: the edge's subject that a router puts in
+// proto.HdrReplyTo (the message's own reply subject is then the router's,
+// for no-responders), else m.Reply.
+func replyTo(m *nats.Msg) string {
+	if to := m.Header.Get(proto.HdrReplyTo); to != "" {
+		return to
+	}
+	return m.Reply
+}
+
 // respond answers m (if it has a reply subject), chunking big replies.
 func (s *Service) respond(m *nats.Msg, r *proto.Reply) {
-	if m.Reply == "" {
+	to := replyTo(m)
+	if to == "" {
 		return
 	}
 	r.Worker = s.cfg.ID
-	if err := bus.RespondReply(s.nc, m.Reply, r); err != nil {
+	if err := bus.RespondReply(s.nc, to, r); err != nil {
 		s.log.Warn("reply failed", proto.LogSubject, m.Subject, proto.LogErr, err)
 	}
 }

@@ -86,7 +86,7 @@ func (m *manager) Delete(name string) {
 // Synced marks the catalog loaded.
 func (m *manager) Synced() {
 	if !m.s.synced.Swap(true) {
-		m.s.log.Info("upstream catalog loaded", "upstreams", len(m.all()))
+		m.s.log.Info("upstream catalog loaded")
 	}
 }
 
@@ -94,8 +94,9 @@ func (m *manager) start(spec proto.UpstreamSpec) (*actor, error) {
 	o := upstream.Options{
 		Spec: spec, Worker: m.s.cfg.ID, HTTPClient: m.s.cfg.HTTPClient,
 		Tools: m.tools, Closer: m.s.closer, Log: m.s.log,
-		OnState:     m.s.kickHeartbeat,
-		IdleTimeout: m.s.cfg.SessionIdleTimeout,
+		OnState:        m.s.kickHeartbeat,
+		IdleTimeout:    m.s.cfg.SessionIdleTimeout,
+		MaxResultBytes: m.s.cfg.MaxResultBytes,
 	}
 	if m.s.tune != nil {
 		m.s.tune(&o)

@@ -26,6 +26,7 @@ const (
 	DefaultShutdownGrace      = 5 * time.Second
 	DefaultMaxInFlight        = 1024
 	DefaultSessionIdleTimeout = 30 * time.Minute
+	DefaultMaxResultBytes     = 64 << 20
 	// DefaultMaxIdleConnsPerHost is set on the default HTTP transport: every
 	// streamable call is its own POST.
 	DefaultMaxIdleConnsPerHost = 256
@@ -60,6 +61,10 @@ type Config struct {
 	// SessionIdleTimeout closes an upstream session dedicated to one client
 	// session after this long without a call. Default 30m.
 	SessionIdleTimeout time.Duration
+	// MaxResultBytes bounds one upstream response message the worker
+	// buffers to capture a raw result (and one legacy-SSE event); a bigger
+	// result fails the call as unavailable. Default 64 MiB.
+	MaxResultBytes int
 }
 
 // Validate reports every problem in c, joined.
@@ -82,8 +87,8 @@ func (c *Config) Validate() error {
 	if c.HeartbeatInterval < 0 || c.CallTimeout < 0 || c.ShutdownGrace < 0 || c.SessionIdleTimeout < 0 {
 		bad("durations must not be negative")
 	}
-	if c.MaxInFlight < 0 {
-		bad("max_in_flight must not be negative")
+	if c.MaxInFlight < 0 || c.MaxResultBytes < 0 {
+		bad("max_in_flight and max_result_bytes must not be negative")
 	}
 	return errors.Join(errs...)
 }
@@ -100,6 +105,9 @@ func (c *Config) fillDefaults() {
 	def(&c.SessionIdleTimeout, DefaultSessionIdleTimeout)
 	if c.MaxInFlight == 0 {
 		c.MaxInFlight = DefaultMaxInFlight
+	}
+	if c.MaxResultBytes == 0 {
+		c.MaxResultBytes = DefaultMaxResultBytes
 	}
 	if c.HTTPClient == nil {
 		t := http.DefaultTransport.(*http.Transport).Clone()
@@ -258,7 +266,7 @@ func (s *Service) waitInFlight(deadline time.Time) {
 	select {
 	case <-done:
 	case <-t.C:
-		s.log.Warn("shutdown grace over, cancelling in-flight calls", "in_flight", len(s.sem))
+		s.log.Warn("shutdown grace over, cancelling in-flight calls")
 		s.killCalls()
 		<-done
 	}

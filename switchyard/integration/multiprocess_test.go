@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -71,9 +70,10 @@ upstreams:
 	}
 	defer nc.Close()
 	var served [2]atomic.Int64
+	var observers [2]*nats.Subscription
 	for i, w := range []string{"worker-1", "worker-2"} {
 		subj, _ := proto.AppendWorkerSubject(nil, w, proto.OpToolsCall)
-		if _, err := nc.Subscribe(string(subj), func(*nats.Msg) { served[i].Add(1) }); err != nil {
+		if observers[i], err = nc.Subscribe(string(subj), func(*nats.Msg) { served[i].Add(1) }); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -132,6 +132,11 @@ upstreams:
 	})
 
 	t.Run("kill a worker", func(t *testing.T) {
+		// The observer is interest in worker-1's subject: without it, NATS
+		// reports no responders for calls still sent there.
+		if err := observers[0].Unsubscribe(); err != nil || nc.Flush() != nil {
+			t.Fatal(err)
+		}
 		w1.kill()
 		before := served[1].Load()
 		for round := range 3 {
@@ -147,5 +152,4 @@ upstreams:
 			t.Fatal("worker-2 served nothing after worker-1 died")
 		}
 	})
-	_ = strings.Contains
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/switchyard-mcp/switchyard/internal/bus"
 	"github.com/switchyard-mcp/switchyard/proto"
 )
 
@@ -57,12 +58,9 @@ func (s *KV) open(ctx context.Context) (jetstream.KeyValue, error) {
 	if s.kv != nil {
 		return s.kv, nil
 	}
-	kv, err := s.js.KeyValue(ctx, s.bucket)
-	if errors.Is(err, jetstream.ErrBucketNotFound) {
-		kv, err = s.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: s.bucket, History: 1})
-	}
+	kv, err := bus.Bucket(ctx, s.js, s.bucket) // created (history 1) if missing
 	if err != nil {
-		return nil, fmt.Errorf("open bucket %s: %w", s.bucket, err)
+		return nil, err
 	}
 	s.kv = kv
 	return kv, nil

@@ -81,13 +81,29 @@ func (u *Upstream) callParams(req *proto.Request) (*mcp.CallToolParams, *proto.E
 		args = json.RawMessage("{}")
 	}
 	out := &mcp.CallToolParams{Name: name, Arguments: args, InputResponses: p.InputResponses, RequestState: p.RequestState}
-	if len(p.Meta) > 0 {
-		out.Meta = make(mcp.Meta, len(p.Meta))
-		for k, v := range p.Meta {
-			out.Meta[k] = v
+	for k, v := range p.Meta {
+		if hopMeta[k] {
+			continue
 		}
+		if out.Meta == nil {
+			out.Meta = make(mcp.Meta, len(p.Meta))
+		}
+		out.Meta[k] = v
 	}
 	return out, nil
+}
+
+// hopMeta are the SEP-2575 per-request _meta keys. They describe the
+// client's hop to the edge (its protocol version, identity, capabilities),
+// not the worker's session to the upstream, which the SDK describes itself:
+// forwarded, a 2026 client's protocolVersion would make a 2025 upstream
+// reject the call.
+var hopMeta = map[string]bool{
+	mcp.MetaKeyProtocolVersion:    true,
+	mcp.MetaKeyClientInfo:         true,
+	mcp.MetaKeyClientCapabilities: true,
+	mcp.MetaKeyLogLevel:           true,
+	mcp.MetaKeySubscriptionID:     true,
 }
 
 // pick chooses the session for req; l is the lazy it came from (nil for a
@@ -99,6 +115,9 @@ func (u *Upstream) pick(ctx context.Context, req *proto.Request) (*session, *laz
 	}
 	if !u.isHTTP() {
 		n := uint64(len(snap.procs))
+		if n == 0 {
+			return nil, nil, u.unavailable("no process")
+		}
 		i := u.rr.Add(1) % n
 		if req.Session != "" {
 			i = placement(req.Edge, req.Session) % n
@@ -164,8 +183,7 @@ func (u *Upstream) callError(ctx context.Context, err error, l *lazy) *proto.Err
 		}
 		return proto.Errorf(proto.CodeInternal, "call to upstream %s cancelled", u.name)
 	}
-	var werr *jsonrpc.Error
-	if errors.As(err, &werr) {
+	if werr := upstreamError(err); werr != nil {
 		code := werr.Code
 		if code < math.MinInt32 || code > math.MaxInt32 {
 			code = int64(proto.CodeInternal)
@@ -181,4 +199,29 @@ func (u *Upstream) callError(ctx context.Context, err error, l *lazy) *proto.Err
 		}
 	}
 	return u.unavailable(err.Error())
+}
+
+// localErrors are the SDK's own jsonrpc errors (jsonrpc2.ErrRejected,
+// ErrClientClosing, ErrServerClosing): they report the transport, not the
+// upstream, and are matched by code and message since the sentinels are
+// internal to the SDK.
+var localErrors = map[int64]string{
+	-32005: "rejected by transport",
+	-32003: "client is closing",
+	-32004: "server is closing",
+}
+
+// upstreamError returns the JSON-RPC error the upstream answered with, or
+// nil when err did not come from the upstream. (When an HTTP error body
+// carries a JSON-RPC error, the SDK wraps it before ErrRejected, so
+// errors.As finds the upstream's.)
+func upstreamError(err error) *jsonrpc.Error {
+	var werr *jsonrpc.Error
+	if !errors.As(err, &werr) {
+		return nil
+	}
+	if msg, ok := localErrors[werr.Code]; ok && werr.Message == msg {
+		return nil
+	}
+	return werr
 }

@@ -62,7 +62,7 @@ func (u *Upstream) refreshCatalog(ctx context.Context, procs []*session) error {
 	if err := u.opts.Tools.Store(ctx, set); err != nil {
 		return fmt.Errorf("store tool set: %w", err)
 	}
-	u.log.Debug("tool list stored", "tools", len(tools))
+	u.log.Debug("tool list stored")
 	return nil
 }
 

@@ -88,6 +88,6 @@ func (u *Upstream) sweepOnce(now time.Time) {
 		l.kill()
 	}
 	if len(idle) > 0 {
-		u.log.Debug("idle upstream sessions closed", "sessions", len(idle))
+		u.log.Debug("idle upstream sessions closed")
 	}
 }

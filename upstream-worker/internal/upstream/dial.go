@@ -70,7 +70,7 @@ func (u *Upstream) transport(life context.Context) (mcp.Transport, error) {
 		return &mcp.StreamableClientTransport{Endpoint: sp.URL, HTTPClient: u.httpClient(rt)}, nil
 	case proto.TransportSSE:
 		hc := u.httpClient(&abortRT{base: u.baseTransport(), life: life})
-		return capture.WrapTransport(&mcp.SSEClientTransport{Endpoint: sp.URL, HTTPClient: hc}), nil
+		return capture.WrapTransport(&mcp.SSEClientTransport{Endpoint: sp.URL, HTTPClient: hc, MaxEventSize: u.opts.MaxResultBytes}), nil
 	case proto.TransportStdio:
 		if len(sp.Command) == 0 {
 			return nil, errors.New("stdio upstream without a command")
@@ -81,7 +81,7 @@ func (u *Upstream) transport(life context.Context) (mcp.Transport, error) {
 		for k, v := range sp.Env {
 			cmd.Env = append(cmd.Env, k+"="+v)
 		}
-		cmd.Stderr = io.Discard
+		cmd.Stderr = &lineLog{log: u.log}
 		cmd.WaitDelay = stdioTerminate
 		return capture.WrapTransport(&mcp.CommandTransport{Command: cmd, TerminateDuration: stdioTerminate}), nil
 	}

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/switchyard-mcp/switchyard/proto"
 )
 
 // Run supervises the upstream until ctx ends: connect, fetch the catalog,
@@ -22,14 +24,7 @@ func (u *Upstream) Run(ctx context.Context) {
 	for {
 		g, err := u.connect(ctx)
 		if err == nil {
-			err = u.refreshCatalog(ctx, g.procs)
-			if err == nil {
-				u.setState(&snapshot{up: true, procs: g.procs})
-				delay = u.opts.BackoffMin
-				err = u.watch(ctx, g)
-			} else {
-				err = fmt.Errorf("list tools: %w", err)
-			}
+			err = u.serve(ctx, g, &delay)
 		}
 		if ctx.Err() != nil {
 			u.release(g)
@@ -44,6 +39,17 @@ func (u *Upstream) Run(ctx context.Context) {
 	}
 	u.stop()
 	wg.Wait()
+}
+
+// serve catalogues a connected generation, reports it up (resetting the
+// backoff) and watches it; it returns why it stopped serving.
+func (u *Upstream) serve(ctx context.Context, g *generation, delay *time.Duration) error {
+	if err := u.refreshCatalog(ctx, g.procs); err != nil {
+		return fmt.Errorf("list tools: %w", err)
+	}
+	u.setState(&snapshot{up: true, procs: g.procs})
+	*delay = u.opts.BackoffMin
+	return u.watch(ctx, g)
 }
 
 // generation is what one successful connect produced.
@@ -122,13 +128,13 @@ func (u *Upstream) watch(ctx context.Context, g *generation) error {
 			}
 		case <-u.kick:
 			if err := u.refreshCatalog(ctx, g.procs); err != nil && ctx.Err() == nil {
-				u.log.Warn("tool list refresh failed", "err", err)
+				u.log.Warn("tool list refresh failed", proto.LogErr, err)
 			}
 		}
 	}
 }
 
-// ping pings the pool session (HTTP), reopening it once if the server
+// ping probes the pool session (HTTP), reopening it once if the server
 // forgot it.
 func (u *Upstream) ping(ctx context.Context) error {
 	if !u.isHTTP() {
@@ -140,9 +146,13 @@ func (u *Upstream) ping(ctx context.Context) error {
 			return err
 		}
 		pctx, cancel := context.WithTimeout(ctx, u.opts.PingTimeout)
-		err = s.cs.Ping(pctx, nil)
+		err = u.probe(pctx, s)
 		cancel()
-		if err == nil || ctx.Err() != nil {
+		if err == nil {
+			u.pings.Add(1)
+			return nil
+		}
+		if ctx.Err() != nil {
 			return nil
 		}
 		u.pool.drop(s)
@@ -150,6 +160,30 @@ func (u *Upstream) ping(ctx context.Context) error {
 			return fmt.Errorf("ping: %w", err)
 		}
 	}
+}
+
+// probe checks that the upstream answers on s. Protocol 2026-07-28 has no
+// ping (a 2026 server answers "method not found"), so a sessionless pool
+// is probed with server/discover: a throwaway client session whose Connect
+// is that one request (no handlers, so no subscriptions/listen stream).
+func (u *Upstream) probe(ctx context.Context, s *session) error {
+	if ir := s.cs.InitializeResult(); ir == nil || ir.ProtocolVersion < protocol2026 {
+		return s.cs.Ping(ctx, nil)
+	}
+	t := &mcp.StreamableClientTransport{
+		Endpoint:             u.opts.Spec.URL,
+		HTTPClient:           u.httpClient(u.baseTransport()),
+		DisableStandaloneSSE: true,
+		MaxRetries:           -1,
+	}
+	cs, err := u.prober.Connect(ctx, t, nil)
+	if err != nil {
+		return err
+	}
+	// A 2026 session holds nothing; one that fell back to initialize has a
+	// server session to delete.
+	u.closer.close(&session{cs: cs, end: func() {}})
+	return nil
 }
 
 func orEOF(err error) error {

@@ -12,6 +12,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/switchyard-mcp/switchyard/proto"
+	"github.com/switchyard-mcp/switchyard/upstream-worker/internal/capture"
 )
 
 // ToolStore receives an upstream's complete tool set after every fetch
@@ -36,6 +37,8 @@ const (
 	stdioTerminate = 2 * time.Second
 	// legacyProtocol is what dedicated (per client session) sessions ask for.
 	legacyProtocol = "2025-11-25"
+	// protocol2026 is the first sessionless protocol version (SEP-2575).
+	protocol2026 = "2026-07-28"
 )
 
 // Options configures an [Upstream]. Spec, Tools and Closer are required.
@@ -58,8 +61,8 @@ type Options struct {
 	BackoffMin, BackoffMax      time.Duration
 	ConnectTimeout, IdleTimeout time.Duration
 	CatalogTimeout              time.Duration
-	// MaxResultBytes bounds one captured HTTP response message; 0 means
-	// capture.DefaultMaxMessageBytes.
+	// MaxResultBytes bounds one captured HTTP response message and one
+	// legacy-SSE event; 0 means capture.DefaultMaxMessageBytes.
 	MaxResultBytes int
 }
 
@@ -85,6 +88,9 @@ func (o *Options) fill() {
 	if o.OnState == nil {
 		o.OnState = func() {}
 	}
+	if o.MaxResultBytes <= 0 {
+		o.MaxResultBytes = capture.DefaultMaxMessageBytes
+	}
 	if o.Spec.Processes <= 0 {
 		o.Spec.Processes = 1
 	}
@@ -99,11 +105,13 @@ type Upstream struct {
 	name   string
 	log    *slog.Logger
 	client *mcp.Client
+	prober *mcp.Client // no handlers: its sessions open no streams
 	closer *Closer
 
 	kick  chan struct{} // cap 1: refetch the catalog (list_changed)
 	check chan struct{} // cap 1: ping now (a call saw a transport error)
 	rr    atomic.Uint64 // stdio round-robin
+	pings atomic.Uint64 // successful pings of the pool session
 	snap  atomic.Pointer[snapshot]
 	pool  *lazy // HTTP pool session
 
@@ -144,6 +152,11 @@ func New(o Options) *Upstream {
 		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { signal(u.kick) },
 		MultiRoundTrip:         &mcp.MultiRoundTripOptions{Disabled: true}, // results pass through raw
 	})
+	u.prober = mcp.NewClient(&mcp.Implementation{Name: "switchyard-worker-probe", Version: "v1"}, &mcp.ClientOptions{
+		Logger:         u.log,
+		Capabilities:   &mcp.ClientCapabilities{},
+		MultiRoundTrip: &mcp.MultiRoundTripOptions{Disabled: true},
+	})
 	u.pool = u.newLazy(false)
 	u.snap.Store(&snapshot{err: "connecting"})
 	return u
@@ -154,6 +167,10 @@ func (u *Upstream) Name() string { return u.name }
 
 // Spec is the spec the actor was built from (Processes defaulted).
 func (u *Upstream) Spec() proto.UpstreamSpec { return u.opts.Spec }
+
+// Pings returns the number of successful pool pings (for tests and
+// metrics).
+func (u *Upstream) Pings() uint64 { return u.pings.Load() }
 
 // CallTimeout is the spec's call timeout, or def when it has none.
 func (u *Upstream) CallTimeout(def time.Duration) time.Duration {

@@ -1,0 +1,54 @@
+package toolstore
+
+import (
+	"testing"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/switchyard-mcp/switchyard/proto"
+	"github.com/switchyard-mcp/switchyard/testutil/natstest"
+)
+
+// TestToolstoreSkipsSameHash: the first Store creates the bucket (history
+// 1) and writes; the same hash writes nothing; a new hash writes.
+func TestToolstoreSkipsSameHash(t *testing.T) {
+	nc := natstest.Connect(t, natstest.Start(t))
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := New(js)
+	set := &proto.ToolSet{Upstream: "up", Tools: [][]byte{[]byte(`{"name":"a"}`)}, Hash: 1}
+	rev := func() uint64 {
+		kv, err := js.KeyValue(t.Context(), proto.BucketTools)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e, err := kv.Get(t.Context(), "up")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return e.Revision()
+	}
+	for i, want := range []struct {
+		hash  uint64
+		write bool
+	}{{1, true}, {1, false}, {2, true}} {
+		before := uint64(0)
+		if i > 0 {
+			before = rev()
+		}
+		set.Hash = want.hash
+		if err := s.Store(t.Context(), set); err != nil {
+			t.Fatal(err)
+		}
+		if wrote := rev() != before; wrote != want.write {
+			t.Fatalf("step %d: wrote=%v, want %v", i, wrote, want.write)
+		}
+	}
+	kv, _ := js.KeyValue(t.Context(), proto.BucketTools)
+	st, err := kv.Status(t.Context())
+	if err != nil || st.History() != 1 {
+		t.Fatalf("bucket history %v, %v", st, err)
+	}
+}

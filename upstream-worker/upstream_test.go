@@ -1,0 +1,243 @@
+package worker
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/signal"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// The test upstream: an in-process go-sdk server with tools that exercise
+// the worker. Raw results are served by a receiving middleware returning
+// stored bytes (they must be compact JSON without HTML characters, since
+// encoding/json compacts a Marshaler's output).
+
+// stdioEnv makes the test binary act as a stdio MCP server (see TestMain).
+const stdioEnv = "SWITCHYARD_WORKER_TEST_STDIO_SERVER"
+
+// stdioHangEnv makes that stdio server refuse to exit.
+const stdioHangEnv = "SWITCHYARD_WORKER_TEST_STDIO_HANG"
+
+const (
+	holoRaw = `{"content":[{"type":"hologram","frames":[1.000000000000000001,3e400]}],"_meta":{"n":12345678901234567890}}`
+	failRaw = `{"content":[{"type":"text","text":"boom"}],"isError":true}`
+)
+
+// bigRaw is a tools/call result of a little over 8 MiB: with natstest's
+// 8 MiB max payload, its reply must travel in chunks.
+var bigRaw = sync.OnceValue(func() []byte {
+	return []byte(`{"content":[{"type":"text","text":"` + strings.Repeat("a", 8<<20) + `"}]}`)
+})
+
+func TestMain(m *testing.M) {
+	if os.Getenv(stdioEnv) == "1" {
+		// The helper process's main, not a test: serve MCP on stdin/stdout.
+		if os.Getenv(stdioHangEnv) == "1" {
+			signal.Ignore(syscall.SIGTERM)
+		}
+		_ = newUpstream(0).srv.Run(context.TODO(), &mcp.StdioTransport{})
+		if os.Getenv(stdioHangEnv) == "1" {
+			select {} // ignore stdin EOF and SIGTERM: only SIGKILL ends it
+		}
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// upstreamServer is one test upstream.
+type upstreamServer struct {
+	srv       *mcp.Server
+	blocked   chan struct{} // a "block" call started
+	cancelled chan struct{} // a "block" call saw its ctx end
+	inits     atomic.Int32  // sessions initialized
+}
+
+type rawResult struct {
+	mcp.ResultBase
+	raw []byte
+}
+
+func (r *rawResult) MarshalJSON() ([]byte, error) { return r.raw, nil }
+
+var objSchema = json.RawMessage(`{"type":"object"}`)
+
+// newUpstream builds the server: the fixed tools plus extra tools "x-NN"
+// (served one per page).
+func newUpstream(extra int) *upstreamServer {
+	u := &upstreamServer{blocked: make(chan struct{}, 16), cancelled: make(chan struct{}, 16)}
+	u.srv = mcp.NewServer(&mcp.Implementation{Name: "test-upstream", Version: "1"}, &mcp.ServerOptions{
+		PageSize:           1,
+		InitializedHandler: func(context.Context, *mcp.InitializedRequest) { u.inits.Add(1) },
+	})
+	raws := map[string][]byte{"hologram": []byte(holoRaw), "fail": []byte(failRaw)}
+	u.srv.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			if p, ok := req.GetParams().(*mcp.CallToolParamsRaw); ok && method == "tools/call" {
+				if raw, ok := raws[p.Name]; ok {
+					return &rawResult{raw: raw}, nil
+				}
+				if p.Name == "big" {
+					return &rawResult{raw: bigRaw()}, nil
+				}
+			}
+			return next(ctx, method, req)
+		}
+	})
+	add := func(name string, h mcp.ToolHandler) {
+		u.srv.AddTool(&mcp.Tool{Name: name, InputSchema: objSchema}, h)
+	}
+	for _, n := range []string{"hologram", "fail", "big"} {
+		add(n, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return nil, fmt.Errorf("unreachable")
+		})
+	}
+	add("echo", func(_ context.Context, r *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		var a struct{ Text string }
+		_ = json.Unmarshal(r.Params.Arguments, &a)
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: a.Text}}}, nil
+	})
+	add("meta", func(_ context.Context, r *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		keys := []string{}
+		for k := range r.Params.Meta {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		b, _ := json.Marshal(map[string]any{"keys": keys, "custom": r.Params.Meta["custom"]})
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: string(b)}}}, nil
+	})
+	add("pid", func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: strconv.Itoa(os.Getpid())}}}, nil
+	})
+	add("block", func(ctx context.Context, _ *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		u.blocked <- struct{}{}
+		<-ctx.Done()
+		u.cancelled <- struct{}{}
+		return nil, ctx.Err()
+	})
+	add("exit", func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		if os.Getenv(stdioEnv) != "1" {
+			return nil, fmt.Errorf("exit only works in the stdio helper")
+		}
+		os.Exit(3)
+		return nil, nil
+	})
+	add("badparams", func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "bad widget", Data: json.RawMessage(`{"field":"w"}`)}
+	})
+	for i := 1; i <= extra; i++ {
+		u.addTool(fmt.Sprintf("x-%02d", i))
+	}
+	return u
+}
+
+// fixedTools is the number of tools besides the extras.
+const fixedTools = 9
+
+// httpUpstream serves u over HTTP: streamable (SSE or JSON responses) or
+// legacy SSE. It can expire sessions (404) and counts DELETEs.
+type httpUpstream struct {
+	*upstreamServer
+	ts      *httptest.Server
+	mu      sync.Mutex
+	seen    map[string]bool // session ids seen
+	expired map[string]bool
+	deletes atomic.Int32
+}
+
+func serveHTTP(t *testing.T, u *upstreamServer, kind string) *httpUpstream {
+	t.Helper()
+	return serveHTTPOn(t, u, kind, nil)
+}
+
+// serveHTTPAt serves u (streamable) on a fixed address, e.g. one a killed
+// server used.
+func serveHTTPAt(t *testing.T, u *upstreamServer, addr string) *httpUpstream {
+	t.Helper()
+	var ln net.Listener
+	var err error
+	eventually(t, 5*time.Second, "listen on "+addr, func() bool {
+		ln, err = net.Listen("tcp", addr)
+		return err == nil
+	})
+	return serveHTTPOn(t, u, "streamable", ln)
+}
+
+func serveHTTPOn(t *testing.T, u *upstreamServer, kind string, ln net.Listener) *httpUpstream {
+	t.Helper()
+	h := &httpUpstream{upstreamServer: u, seen: map[string]bool{}, expired: map[string]bool{}}
+	get := func(*http.Request) *mcp.Server { return u.srv }
+	var inner http.Handler
+	switch kind {
+	case "sse":
+		inner = mcp.NewSSEHandler(get, nil)
+	case "json":
+		inner = mcp.NewStreamableHTTPHandler(get, &mcp.StreamableHTTPOptions{JSONResponse: true})
+	case "stateless":
+		inner = mcp.NewStreamableHTTPHandler(get, &mcp.StreamableHTTPOptions{Stateless: true})
+	default:
+		inner = mcp.NewStreamableHTTPHandler(get, nil)
+	}
+	h.ts = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id := r.Header.Get("Mcp-Session-Id")
+		h.mu.Lock()
+		gone := h.expired[id]
+		if id != "" && !gone {
+			h.seen[id] = true
+		}
+		h.mu.Unlock()
+		if gone {
+			http.Error(w, "session not found", http.StatusNotFound)
+			return
+		}
+		if r.Method == http.MethodDelete {
+			h.deletes.Add(1)
+		}
+		inner.ServeHTTP(w, r)
+	}))
+	if ln != nil {
+		h.ts.Listener.Close()
+		h.ts.Listener = ln
+	}
+	h.ts.Start()
+	t.Cleanup(h.kill)
+	return h
+}
+
+// expireAll makes the server forget every session it has seen (404).
+func (h *httpUpstream) expireAll() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for id := range h.seen {
+		h.expired[id] = true
+	}
+	h.seen = map[string]bool{}
+}
+
+// kill stops the server, cutting its open streams.
+func (h *httpUpstream) kill() {
+	h.ts.CloseClientConnections()
+	h.ts.Close()
+}
+
+// addTool adds a tool that returns an empty result (the server then sends
+// notifications/tools/list_changed to its sessions).
+func (u *upstreamServer) addTool(name string) {
+	u.srv.AddTool(&mcp.Tool{Name: name, InputSchema: objSchema}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return &mcp.CallToolResult{}, nil
+	})
+}

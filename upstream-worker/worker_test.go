@@ -1,0 +1,508 @@
+package worker
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/switchyard-mcp/switchyard/proto"
+)
+
+func streamableSpec(name, url string) proto.UpstreamSpec {
+	return proto.UpstreamSpec{Name: name, Transport: proto.TransportStreamable, URL: url}
+}
+
+func stdioSpec(name string, procs int) proto.UpstreamSpec {
+	return proto.UpstreamSpec{
+		Name: name, Transport: proto.TransportStdio, Processes: procs,
+		Command: []string{os.Args[0]},
+		// A -race child sleeps 1s at exit by default (atexit_sleep_ms).
+		Env: map[string]string{stdioEnv: "1", "GORACE": "atexit_sleep_ms=0"},
+	}
+}
+
+// TestWorkerCallTransports runs the same calls over every transport: raw
+// results (unknown content type, big numbers) pass intact, an isError
+// result passes as a result, an upstream -32602 passes unchanged.
+func TestWorkerCallTransports(t *testing.T) {
+	cases := []struct {
+		name string
+		spec func(t *testing.T) proto.UpstreamSpec
+	}{
+		{"streamable-sse", func(t *testing.T) proto.UpstreamSpec {
+			return streamableSpec("up", serveHTTP(t, newUpstream(0), "streamable").ts.URL)
+		}},
+		{"streamable-json", func(t *testing.T) proto.UpstreamSpec {
+			return streamableSpec("up", serveHTTP(t, newUpstream(0), "json").ts.URL)
+		}},
+		{"streamable-stateless", func(t *testing.T) proto.UpstreamSpec {
+			return streamableSpec("up", serveHTTP(t, newUpstream(0), "stateless").ts.URL)
+		}},
+		{"legacy-sse", func(t *testing.T) proto.UpstreamSpec {
+			return proto.UpstreamSpec{Name: "up", Transport: proto.TransportSSE, URL: serveHTTP(t, newUpstream(0), "sse").ts.URL}
+		}},
+		{"stdio", func(*testing.T) proto.UpstreamSpec { return stdioSpec("up", 1) }},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			e := startWorker(t, Config{}, tc.spec(t))
+			e.waitUp("up")
+			if tc.name != "stdio" {
+				e.waitPings("up", 3)
+			}
+			for _, session := range []string{"", "sess-1"} {
+				call := func(tool, args string) *proto.Reply {
+					req := toolCall("up", tool, args)
+					req.Session = session
+					return e.call(req)
+				}
+				wantText(t, call("echo", `{"text":"hi"}`), "hi")
+				wantResult(t, call("hologram", `{}`), holoRaw)
+				wantResult(t, call("fail", `null`), failRaw)
+				r := call("badparams", `{}`)
+				wantError(t, r, proto.CodeInvalidParams, "bad widget")
+				if string(r.Error.Data) != `{"field":"w"}` {
+					t.Errorf("error data = %s", r.Error.Data)
+				}
+				wantError(t, call("nope", `{}`), proto.CodeInvalidParams, "unknown tool")
+			}
+		})
+	}
+}
+
+// TestWorkerBigResult: an 8 MiB result exceeds the 8 MiB max payload and
+// arrives intact in chunks, from the SSE and the JSON response paths.
+func TestWorkerBigResult(t *testing.T) {
+	for _, kind := range []string{"streamable", "json"} {
+		t.Run(kind, func(t *testing.T) {
+			h := serveHTTP(t, newUpstream(0), kind)
+			e := startWorker(t, Config{}, streamableSpec("up", h.ts.URL))
+			e.waitUp("up")
+			r := e.call(toolCall("up", "big", `{}`))
+			if r.Error != nil {
+				t.Fatalf("big: %v", r.Error)
+			}
+			if !bytes.Equal(r.Result, bigRaw()) {
+				t.Fatalf("big result: %d bytes, want %d identical bytes", len(r.Result), len(bigRaw()))
+			}
+			if len(r.Result) <= 8<<20 {
+				t.Fatalf("test broken: result of %d bytes would not need chunking", len(r.Result))
+			}
+		})
+	}
+}
+
+// TestWorkerStdioProcesses: a client session sticks to one process,
+// stateless calls spread over all of them.
+func TestWorkerStdioProcesses(t *testing.T) {
+	e := startWorker(t, Config{}, stdioSpec("up", 2))
+	e.waitUp("up")
+	pid := func(session string) string {
+		req := toolCall("up", "pid", `{}`)
+		req.Session = session
+		r := e.call(req)
+		if r.Error != nil {
+			t.Fatalf("pid: %v", r.Error)
+		}
+		var res struct{ Content []struct{ Text string } }
+		if err := json.Unmarshal(r.Result, &res); err != nil || len(res.Content) != 1 {
+			t.Fatalf("pid result %s: %v", r.Result, err)
+		}
+		return res.Content[0].Text
+	}
+	first := pid("sticky")
+	for range 5 {
+		if p := pid("sticky"); p != first {
+			t.Fatalf("session moved from process %s to %s", first, p)
+		}
+	}
+	seen := map[string]bool{}
+	for range 4 {
+		seen[pid("")] = true
+	}
+	if len(seen) != 2 {
+		t.Fatalf("stateless calls reached %d processes, want 2", len(seen))
+	}
+}
+
+// TestWorkerBadEnvelope: undecodable messages and unknown ops get an error
+// reply, and the worker keeps serving.
+func TestWorkerBadEnvelope(t *testing.T) {
+	h := serveHTTP(t, newUpstream(0), "streamable")
+	e := startWorker(t, Config{}, streamableSpec("up", h.ts.URL))
+	for _, op := range []string{proto.OpToolsCall, proto.OpCancel, proto.OpCatalog} {
+		r, err := e.request(t.Context(), op, []byte{0xc1, 0xff, 0x00})
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantError(t, r, proto.CodeBadEnvelope, "decode")
+	}
+	r, err := e.callErr(t.Context(), "tools_frobnicate", toolCall("up", "echo", `{}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantError(t, r, proto.CodeMethodNotFound, "tools_frobnicate")
+	r, err = e.callErr(t.Context(), proto.OpToolsCall, toolCall("other", "echo", `{}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantError(t, r, proto.CodeUpstreamUnavailable, "other")
+	e.waitUp("up")
+	wantText(t, e.call(toolCall("up", "echo", `{"text":"still"}`)), "still")
+}
+
+// TestWorkerToolSet: the tool set lands in KV with every tool across pages
+// (one tool per page), in order, before the upstream is reported up; a
+// catalog request on the pool subject refreshes it.
+func TestWorkerToolSet(t *testing.T) {
+	const extra = 5
+	u := newUpstream(extra)
+	h := serveHTTP(t, u, "streamable")
+	e := startWorker(t, Config{}, streamableSpec("up", h.ts.URL))
+	e.waitUp("up")
+	set := e.toolSet("up")
+	if set.Upstream != "up" || len(set.Tools) != fixedTools+extra {
+		t.Fatalf("tool set of %q has %d tools, want %d", set.Upstream, len(set.Tools), fixedTools+extra)
+	}
+	var names []string
+	for _, raw := range set.Tools {
+		var tl struct{ Name string }
+		if err := json.Unmarshal(raw, &tl); err != nil {
+			t.Fatalf("tool %s: %v", raw, err)
+		}
+		names = append(names, tl.Name)
+	}
+	if got := strings.Join(names[fixedTools:], ","); got != "x-01,x-02,x-03,x-04,x-05" {
+		t.Errorf("extra tools in order: %s", got)
+	}
+	rev := e.toolSetRevision("up")
+
+	// Same tools: a refresh writes nothing.
+	e.poolCatalog("up")
+	if r := e.toolSetRevision("up"); r != rev {
+		t.Errorf("unchanged tool set rewritten (revision %d -> %d)", rev, r)
+	}
+	// A new tool: list_changed reaches the worker, which rewrites the set.
+	u.addTool("late")
+	eventually(t, 10*time.Second, "tool set with the late tool", func() bool {
+		return len(e.toolSet("up").Tools) == fixedTools+extra+1
+	})
+}
+
+// TestWorkerUpstreamKilled: once the upstream dies, calls fail as
+// unavailable naming it and heartbeats report it down.
+func TestWorkerUpstreamKilled(t *testing.T) {
+	h := serveHTTP(t, newUpstream(0), "streamable")
+	e := startWorker(t, Config{}, streamableSpec("up", h.ts.URL))
+	e.waitUp("up")
+	wantResult(t, e.call(toolCall("up", "echo", `{"text":"a"}`)), `{"content":[{"type":"text","text":"a"}]}`)
+	h.kill()
+	wantError(t, e.call(toolCall("up", "echo", `{}`)), proto.CodeUpstreamUnavailable, "upstream up unavailable")
+	wantError(t, e.call(toolCall("up", "echo", `{}`)), proto.CodeUpstreamUnavailable, "upstream up unavailable")
+	eventually(t, 10*time.Second, "heartbeat with the upstream down", func() bool {
+		s, ok := e.state("up")
+		return ok && !s.Up && s.Err != ""
+	})
+	s, _ := e.state("up")
+	wantError(t, e.call(toolCall("up", "echo", `{}`)), proto.CodeUpstreamUnavailable, s.Err)
+}
+
+// TestWorkerCancel: a cancel stops a blocked call, the upstream hears of
+// it, and the in-flight slot is freed even though the call never returned
+// a result.
+func TestWorkerCancel(t *testing.T) {
+	u := newUpstream(0)
+	h := serveHTTP(t, u, "streamable")
+	e := startWorker(t, Config{MaxInFlight: 1}, streamableSpec("up", h.ts.URL))
+	e.waitUp("up")
+	req := toolCall("up", "block", `{}`)
+	req.ID = 42
+	replies := make(chan *proto.Reply, 1)
+	go func() {
+		r, err := e.callErr(t.Context(), proto.OpToolsCall, req)
+		if err != nil {
+			t.Errorf("blocked call: %v", err)
+		}
+		replies <- r
+	}()
+	recv(t, u.blocked, 10*time.Second, "the upstream to start the call")
+	// MaxInFlight 1: a second call is refused at once.
+	wantError(t, e.call(toolCall("up", "echo", `{}`)), proto.CodeOverloaded, "in flight")
+
+	data, _ := proto.Marshal(&proto.Cancel{Edge: "e1", ID: 42})
+	if _, err := e.request(t.Context(), proto.OpCancel, data); err != nil {
+		t.Fatal(err)
+	}
+	r := recv(t, replies, 10*time.Second, "the cancelled call's reply")
+	if r == nil || r.Error == nil {
+		t.Fatalf("cancelled call replied %+v", r)
+	}
+	recv(t, u.cancelled, 10*time.Second, "the upstream handler to see the cancellation")
+	eventually(t, 5*time.Second, "the in-flight slot to be freed", func() bool { return len(e.svc.sem) == 0 })
+	wantResult(t, e.call(toolCall("up", "echo", `{"text":"b"}`)), `{"content":[{"type":"text","text":"b"}]}`)
+}
+
+// TestWorkerDeadline: a call whose deadline passes answers CodeTimeout
+// naming the upstream.
+func TestWorkerDeadline(t *testing.T) {
+	h := serveHTTP(t, newUpstream(0), "streamable")
+	e := startWorker(t, Config{}, streamableSpec("up", h.ts.URL))
+	e.waitUp("up")
+	req := toolCall("up", "block", `{}`)
+	req.DeadlineUnixMs = time.Now().Add(300 * time.Millisecond).UnixMilli()
+	wantError(t, e.call(req), proto.CodeTimeout, "upstream up")
+}
+
+// TestWorkerSessionExpiry: when the upstream forgets a session (404), the
+// worker opens a new one and the call succeeds; a closed client session
+// closes its dedicated upstream session.
+func TestWorkerSessionExpiry(t *testing.T) {
+	u := newUpstream(0)
+	h := serveHTTP(t, u, "streamable")
+	e := startWorker(t, Config{}, streamableSpec("up", h.ts.URL))
+	e.waitUp("up")
+	for _, session := range []string{"", "sess-1"} {
+		req := toolCall("up", "echo", `{"text":"x"}`)
+		req.Session = session
+		wantResult(t, e.call(req), `{"content":[{"type":"text","text":"x"}]}`)
+		before := u.inits.Load()
+		h.expireAll()
+		wantResult(t, e.call(req), `{"content":[{"type":"text","text":"x"}]}`)
+		if u.inits.Load() <= before {
+			t.Errorf("session %q: no new upstream session after expiry", session)
+		}
+	}
+	up := e.svc.mgr.get("up")
+	if n := up.Dedicated(); n != 1 {
+		t.Fatalf("%d dedicated sessions, want 1", n)
+	}
+	deletes := h.deletes.Load()
+	subj, _ := proto.EvtSessionClosedSubject("e1")
+	data, _ := proto.Marshal(&proto.SessionClosed{Edge: "e1", Session: "sess-1"})
+	if err := e.nc.Publish(subj, data); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 5*time.Second, "the dedicated session to close", func() bool {
+		return up.Dedicated() == 0 && h.deletes.Load() > deletes
+	})
+}
+
+// TestWorkerCatalogChanges: deleting a spec stops serving it, a changed spec
+// restarts it, and heartbeats follow (also on a presence query).
+func TestWorkerCatalogChanges(t *testing.T) {
+	h1 := serveHTTP(t, newUpstream(0), "streamable")
+	h2 := serveHTTP(t, newUpstream(0), "streamable")
+	e := startWorker(t, Config{Upstreams: []string{"up", "later"}}, streamableSpec("up", h1.ts.URL), streamableSpec("ignored", h1.ts.URL))
+	e.waitUp("up")
+	if s, ok := e.state("later"); !ok || s.Up {
+		t.Fatalf("unknown configured upstream: %+v %v", s, ok)
+	}
+	if _, ok := e.state("ignored"); ok {
+		t.Fatal("heartbeat lists an upstream the worker does not serve")
+	}
+	e.putSpec(streamableSpec("up", h2.ts.URL))
+	eventually(t, 10*time.Second, "up again on the new URL", func() bool {
+		u := e.svc.mgr.get("up")
+		return u.Spec().URL == h2.ts.URL && u.State().Up
+	})
+	wantResult(t, e.call(toolCall("up", "echo", `{"text":"2"}`)), `{"content":[{"type":"text","text":"2"}]}`)
+
+	if err := e.specs.Delete(t.Context(), "up"); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 10*time.Second, "the deleted upstream to be dropped", func() bool {
+		s, ok := e.state("up")
+		return ok && !s.Up && e.svc.mgr.get("up") == nil
+	})
+	wantError(t, e.call(toolCall("up", "echo", `{}`)), proto.CodeUpstreamUnavailable, "not served")
+
+	e.mu.Lock()
+	e.hb = nil
+	e.mu.Unlock()
+	if err := e.nc.Publish(proto.SubjEvtPresence, nil); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 5*time.Second, "a heartbeat after the presence query", func() bool { return e.lastHeartbeat() != nil })
+}
+
+// TestWorkerRunStops: Run returns promptly after ctx ends, with a goodbye
+// heartbeat, while HTTP and stdio sessions are open.
+func TestWorkerRunStops(t *testing.T) {
+	h := serveHTTP(t, newUpstream(0), "streamable")
+	e := startWorker(t, Config{}, streamableSpec("up", h.ts.URL), stdioSpec("io", 2))
+	e.waitUp("up")
+	e.waitUp("io")
+	req := toolCall("up", "echo", `{}`)
+	req.Session = "s"
+	e.call(req)
+	start := time.Now()
+	e.stop()
+	select {
+	case err := <-e.done:
+		if err != nil {
+			t.Fatalf("Run: %v", err)
+		}
+		e.done <- nil // for the cleanup
+	case <-time.After(4 * time.Second):
+		t.Fatal("Run did not return within 4s of cancel")
+	}
+	t.Logf("Run returned %v after cancel", time.Since(start))
+	if e.svc.Ready() {
+		t.Error("Ready after Run returned")
+	}
+	eventually(t, 2*time.Second, "the goodbye heartbeat", func() bool {
+		hb := e.lastHeartbeat()
+		return hb != nil && hb.Bye
+	})
+}
+
+// TestWorkerStdioRestart: a stdio process that exits marks the upstream
+// down; the worker starts a new process and serves again.
+func TestWorkerStdioRestart(t *testing.T) {
+	e := startWorker(t, Config{}, stdioSpec("io", 1))
+	e.waitUp("io")
+	before := e.call(toolCall("io", "pid", `{}`)).Result
+	r := e.call(toolCall("io", "exit", `{}`))
+	wantError(t, r, proto.CodeUpstreamUnavailable, "upstream io unavailable")
+	eventually(t, 10*time.Second, "the upstream down after the exit", func() bool {
+		s, ok := e.state("io")
+		return ok && !s.Up && strings.Contains(s.Err, "exited")
+	})
+	e.waitUp("io")
+	after := e.call(toolCall("io", "pid", `{}`))
+	if after.Error != nil || bytes.Equal(after.Result, before) {
+		t.Fatalf("after restart: %s %v (before: %s)", after.Result, after.Error, before)
+	}
+}
+
+// TestWorkerHTTPRecovers: an HTTP upstream that comes back on its address
+// is reconnected, re-catalogued and reported up.
+func TestWorkerHTTPRecovers(t *testing.T) {
+	h := serveHTTP(t, newUpstream(0), "streamable")
+	addr := h.ts.Listener.Addr().String()
+	e := startWorker(t, Config{}, streamableSpec("up", h.ts.URL))
+	e.waitUp("up")
+	h.kill()
+	eventually(t, 10*time.Second, "the upstream down", func() bool {
+		s, ok := e.state("up")
+		return ok && !s.Up
+	})
+	h2 := serveHTTPAt(t, newUpstream(0), addr)
+	e.waitUp("up")
+	wantText(t, e.call(toolCall("up", "echo", `{"text":"back"}`)), "back")
+	if h2.inits.Load() == 0 {
+		t.Error("no session on the restarted upstream")
+	}
+}
+
+// TestWorkerIdleSession: a dedicated upstream session is closed after
+// SessionIdleTimeout without calls.
+func TestWorkerIdleSession(t *testing.T) {
+	h := serveHTTP(t, newUpstream(0), "streamable")
+	e := startWorker(t, Config{SessionIdleTimeout: 200 * time.Millisecond}, streamableSpec("up", h.ts.URL))
+	e.waitUp("up")
+	req := toolCall("up", "echo", `{"text":"i"}`)
+	req.Session = "idle"
+	wantText(t, e.call(req), "i")
+	up := e.svc.mgr.get("up")
+	eventually(t, 5*time.Second, "the idle session to close", func() bool {
+		return up.Dedicated() == 0 && h.deletes.Load() > 0
+	})
+}
+
+// TestWorkerPoolCall: a tools_call on the pool subject (queue group) is
+// served like a pinned one.
+func TestWorkerPoolCall(t *testing.T) {
+	h := serveHTTP(t, newUpstream(0), "streamable")
+	e := startWorker(t, Config{}, streamableSpec("up", h.ts.URL))
+	e.waitUp("up")
+	subj, _ := proto.AppendPoolSubject(nil, "up", proto.OpToolsCall)
+	req := toolCall("up", "hologram", `{}`)
+	req.Upstream = "" // the pool subject names it
+	data, _ := proto.Marshal(&req)
+	raw, err := e.caller.Request(t.Context(), string(subj), data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r proto.Reply
+	if err := proto.Unmarshal(raw, &r); err != nil {
+		t.Fatal(err)
+	}
+	wantResult(t, &r, holoRaw)
+}
+
+// TestWorkerShutdownKillsHungProcess: a stdio server that ignores stdin
+// EOF and SIGTERM does not hold Run beyond the grace.
+func TestWorkerShutdownKillsHungProcess(t *testing.T) {
+	sp := stdioSpec("io", 1)
+	sp.Env[stdioHangEnv] = "1"
+	e := startWorker(t, Config{ShutdownGrace: 300 * time.Millisecond}, sp)
+	e.waitUp("io")
+	start := time.Now()
+	e.stop()
+	select {
+	case <-e.done:
+		e.done <- nil
+	case <-time.After(3 * time.Second):
+		t.Fatal("Run did not return within 3s with a 300ms grace")
+	}
+	t.Logf("Run returned %v after cancel", time.Since(start))
+}
+
+// TestWorkerReplyToHeader: a call forwarded by a router is answered on the
+// edge's subject from proto.HdrReplyTo, not on the message's reply subject
+// (the router's, for no-responders).
+func TestWorkerReplyToHeader(t *testing.T) {
+	h := serveHTTP(t, newUpstream(0), "streamable")
+	e := startWorker(t, Config{}, streamableSpec("up", h.ts.URL))
+	e.waitUp("up")
+	routerInbox, err := e.nc.SubscribeSync(e.nc.NewInbox())
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := e.caller.New()
+	defer k.Close()
+	data, _ := proto.Marshal(&proto.Request{Method: "tools/call", Upstream: "up", Name: "hologram", Params: []byte(`{}`)})
+	subj, _ := proto.AppendWorkerSubject(nil, "w1", proto.OpToolsCall)
+	m := &nats.Msg{Subject: string(subj), Reply: routerInbox.Subject, Data: data, Header: nats.Header{proto.HdrReplyTo: []string{k.Reply()}}}
+	if err := e.nc.PublishMsg(m); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := k.Wait(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r proto.Reply
+	if err := proto.Unmarshal(raw, &r); err != nil {
+		t.Fatal(err)
+	}
+	wantResult(t, &r, holoRaw)
+	if m, err := routerInbox.NextMsg(50 * time.Millisecond); err == nil {
+		t.Fatalf("the router's inbox got %q", m.Data)
+	}
+}
+
+// TestWorkerMetaPassThrough: the client's own _meta (progress token, custom
+// keys, big numbers) reaches the upstream byte for byte; the client's
+// SEP-2575 per-request keys (its hop's protocol version) do not, so a 2026
+// client can call a 2025-only upstream.
+func TestWorkerMetaPassThrough(t *testing.T) {
+	h := serveHTTP(t, newUpstream(0), "streamable") // stateful: 2025 only
+	e := startWorker(t, Config{}, streamableSpec("up", h.ts.URL))
+	e.waitUp("up")
+	for _, session := range []string{"", "s1"} {
+		req := toolCall("up", "meta", `{}`)
+		req.Session = session
+		req.Params = []byte(`{"name":"up__meta","arguments":{},"_meta":{` +
+			`"io.modelcontextprotocol/protocolVersion":"2026-07-28",` +
+			`"io.modelcontextprotocol/clientCapabilities":{},` +
+			`"io.modelcontextprotocol/clientInfo":{"name":"c","version":"1"},` +
+			`"progressToken":7,"custom":{"n":1}}}`)
+		wantText(t, e.call(req), `{"custom":{"n":1},"keys":["custom","progressToken"]}`)
+	}
+}
