@@ -8,6 +8,8 @@ replace github.com/switchyard-mcp/switchyard/internal => ../internal
 
 replace github.com/switchyard-mcp/switchyard/testutil => ../testutil
 
+require github.com/switchyard-mcp/switchyard/testutil v0.0.0-00010101000000-000000000000
+
 require (
 	github.com/nats-io/nats.go v1.55.0
 	github.com/switchyard-mcp/switchyard/internal v0.0.0-00010101000000-000000000000

@@ -25,7 +25,9 @@ type Duration time.Duration
 // UnmarshalYAML parses a Go duration string.
 func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
 	var s string
-	if err := n.Decode(&s); err != nil {
+	// A bare number ("30", "0") is not a duration: yaml would hand it over
+	// as a string, so check the resolved tag, not just Decode.
+	if n.Kind != yaml.ScalarNode || n.ShortTag() != "!!str" || n.Decode(&s) != nil {
 		return fmt.Errorf("line %d: duration must be a string like \"5s\"", n.Line)
 	}
 	v, err := time.ParseDuration(s)
