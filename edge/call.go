@@ -88,7 +88,9 @@ func (s *Service) forward(ctx context.Context, view, method, op, name string, re
 		deadline = d
 	}
 	preq.DeadlineUnixMs = deadline.UnixMilli()
-	ctx, cancel := context.WithDeadline(ctx, deadline)
+	// The worker gives up at the deadline and answers with an error naming
+	// the upstream; the edge waits a little longer so that answer wins.
+	ctx, cancel := context.WithDeadline(ctx, deadline.Add(timeoutGrace))
 	defer cancel()
 
 	for attempt := 1; ; attempt++ {
@@ -110,11 +112,15 @@ func (s *Service) forward(ctx context.Context, view, method, op, name string, re
 			return nil, context.Cause(ctx)
 		}
 		if errors.Is(err, proto.ErrTimeout) {
-			err = proto.Errorf(proto.CodeTimeout, "%s timed out after %s", method, s.cfg.CallTimeout)
+			err = proto.Errorf(proto.CodeTimeout, "%s %s: no answer within %s", method, name, s.cfg.CallTimeout)
 		}
 		return nil, s.toJSONRPC(err, method)
 	}
 }
+
+// timeoutGrace is how long the edge waits past a call's deadline for the
+// worker's own timeout answer.
+const timeoutGrace = 500 * time.Millisecond
 
 // maxAttempts bounds how often a call that reached no worker is placed again.
 const maxAttempts = 4

@@ -32,6 +32,7 @@ upstreams:
     command: [%q]
   - name: fixture
     url: %s
+    call_timeout: 2s
 `, evURL, bins.Everything(t), fxURL))
 	g := startGateway(t, cfg)
 
@@ -89,6 +90,17 @@ upstreams:
 		res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "fixture__fail", Arguments: map[string]any{"reason": "on purpose"}})
 		if err != nil || !res.IsError || text(res) != fixture.FailurePrefix+"on purpose" {
 			t.Fatalf("got %v %+v", err, res)
+		}
+	})
+	t.Run("slow upstream times out naming it", func(t *testing.T) {
+		start := time.Now()
+		_, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "fixture__slow", Arguments: map[string]any{"ms": 20000}})
+		var je *jsonrpc.Error
+		if !errors.As(err, &je) || je.Code != int64(proto.CodeTimeout) || !strings.Contains(je.Message, "fixture") {
+			t.Fatalf("want a timeout naming the upstream, got %v", err)
+		}
+		if d := time.Since(start); d > 10*time.Second {
+			t.Fatalf("timeout of 2s took %s", d)
 		}
 	})
 	t.Run("8 MiB result intact", func(t *testing.T) {
