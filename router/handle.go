@@ -6,6 +6,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/switchyard-mcp/switchyard/internal/bus"
+	"github.com/switchyard-mcp/switchyard/internal/hop"
 	"github.com/switchyard-mcp/switchyard/proto"
 	"github.com/switchyard-mcp/switchyard/router/internal/catalog"
 )
@@ -15,6 +16,9 @@ import (
 func (s *Service) onCall(m *nats.Msg) {
 	if m.Reply == "" {
 		return // nobody to answer; a call without a reply subject is dropped
+	}
+	if hop.Traced(m.Header) {
+		hop.Set(m.Header, hop.RouterIn)
 	}
 	tenant, op, ok := proto.RouteTokens(m.Subject)
 	if !ok {
@@ -131,6 +135,10 @@ func (s *Service) forward(m *nats.Msg, req *proto.Request, worker string) error 
 		Reply:   s.fwdPrefix + worker + "." + m.Reply,
 		Header:  nats.Header{proto.HdrReplyTo: []string{m.Reply}},
 		Data:    data,
+	}
+	if hop.Traced(m.Header) {
+		hop.Copy(fwd.Header, m.Header)
+		hop.Set(fwd.Header, hop.RouterOut)
 	}
 	return s.nc.PublishMsg(fwd)
 }

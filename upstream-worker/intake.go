@@ -8,6 +8,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/switchyard-mcp/switchyard/internal/bus"
+	"github.com/switchyard-mcp/switchyard/internal/hop"
 	"github.com/switchyard-mcp/switchyard/proto"
 	"github.com/switchyard-mcp/switchyard/upstream-worker/internal/upstream"
 )
@@ -116,6 +117,10 @@ func (s *Service) onRequest(m *nats.Msg, op, pool string) {
 		return
 	}
 	ctx, cancel := context.WithDeadline(s.callBase, s.deadline(&req, u))
+	if hop.Traced(m.Header) {
+		m = traced(m)
+		ctx = hop.With(ctx, hop.NewTrace(m.Header))
+	}
 	work := func(ctx context.Context) *proto.Reply {
 		res, perr := u.Call(ctx, &req)
 		return &proto.Reply{Result: res, Error: perr}
@@ -248,6 +253,17 @@ func replyTo(m *nats.Msg) string {
 	return m.Reply
 }
 
+// traced returns a copy of m with its own header, stamped worker_in, into
+// which the call adds its upstream stamps; respond returns them.
+func traced(m *nats.Msg) *nats.Msg {
+	c := &nats.Msg{Subject: m.Subject, Reply: m.Reply, Data: m.Data, Header: nats.Header{}}
+	for k, v := range m.Header {
+		c.Header[k] = v
+	}
+	hop.Set(c.Header, hop.WorkerIn)
+	return c
+}
+
 // respond answers m (if it has a reply subject), chunking big replies.
 func (s *Service) respond(m *nats.Msg, r *proto.Reply) {
 	to := replyTo(m)
@@ -255,7 +271,13 @@ func (s *Service) respond(m *nats.Msg, r *proto.Reply) {
 		return
 	}
 	r.Worker = s.cfg.ID
-	if err := bus.RespondReply(s.nc, to, r); err != nil {
+	var hdr nats.Header
+	if hop.Traced(m.Header) {
+		hdr = nats.Header{}
+		hop.Copy(hdr, m.Header)
+		hop.Set(hdr, hop.WorkerOut)
+	}
+	if err := bus.RespondReplyHeader(s.nc, to, r, hdr); err != nil {
 		s.log.Warn("reply failed", proto.LogSubject, m.Subject, proto.LogErr, err)
 	}
 }

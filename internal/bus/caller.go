@@ -223,7 +223,12 @@ func (k *Call) chunk(h string, data []byte) {
 		return
 	}
 	if k.data == nil {
-		k.data = make([]byte, 0, min(len(data)*n, k.c.maxResult))
+		// n comes off the wire: len(data)*n may overflow, so compare by division.
+		size := k.c.maxResult
+		if len(data) == 0 || n <= size/len(data) {
+			size = len(data) * n
+		}
+		k.data = make([]byte, 0, size)
 	}
 	k.data = append(k.data, data...)
 	k.parts++

@@ -165,8 +165,9 @@ func (p *Presence) apply(m *nats.Msg) {
 		gone = hb.Worker // restarted: its old sessions and calls are gone
 	}
 	if old == nil || gone != "" || !sameUpstreams(old.info, info) {
-		p.publish(gone)
-		p.gone.Delete(hb.Worker) // restarted, not gone: new calls may land on it
+		// Restarted, not gone: new calls may land on it, so it is never
+		// marked in p.gone (not even while OnGone runs).
+		p.notify(gone)
 	} else {
 		p.publishQuiet()
 	}
@@ -204,6 +205,12 @@ func (p *Presence) publish(gone string) {
 	if gone != "" {
 		p.gone.Store(gone, time.Now())
 	}
+	p.notify(gone)
+}
+
+// notify stores a new snapshot and runs the callbacks; OnGone(gone) if
+// gone is set.
+func (p *Presence) notify(gone string) {
 	v := p.build()
 	p.view.Store(v)
 	if gone != "" && p.OnGone != nil {

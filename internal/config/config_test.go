@@ -55,7 +55,7 @@ func TestConfigLoadDefaults(t *testing.T) {
 	tests := []struct {
 		name string
 		body string
-		none bool   // load with an empty path
+		none bool // load with an empty path
 		want func() File
 	}{
 		{
@@ -178,12 +178,12 @@ func TestConfigLoadRejects(t *testing.T) {
 		{
 			name: "url and command",
 			body: "upstreams:\n  - name: a\n    url: http://a\n    command: [x]\n",
-			want: []string{"upstreams[0] (a): command: not allowed with url"},
+			want: []string{"upstreams[0] (a): url: not allowed with command"},
 		},
 		{
-			name: "url with stdio transport",
-			body: "upstreams:\n  - name: a\n    transport: stdio\n    url: http://a\n    command: [x]\n",
-			want: []string{"upstreams[0] (a): url: not allowed with command"},
+			name: "url and command with http transport",
+			body: "upstreams:\n  - name: a\n    transport: streamable\n    url: http://a\n    command: [x]\n",
+			want: []string{"upstreams[0] (a): command: not allowed with url"},
 		},
 		{
 			name: "neither url nor command",
@@ -270,7 +270,7 @@ upstreams:
 			want: []string{
 				"page_size:", "name_separator:", "edge.id:", "worker.upstreams:",
 				"upstreams[0] (x y): name:", "upstreams[2] (dup): name: duplicate",
-				"upstreams[3] (both): command:", "upstreams[4] (neither): url: required",
+				"upstreams[3] (both): url: not allowed", "upstreams[4] (neither): url: required",
 				"upstreams[5] (tx): transport:",
 			},
 		},

@@ -1,6 +1,8 @@
 package upstream
 
 import (
+	"github.com/switchyard-mcp/switchyard/internal/hop"
+
 	"bytes"
 	"context"
 	"encoding/json"
@@ -161,7 +163,9 @@ func (u *Upstream) callOn(ctx context.Context, s *session, l *lazy, p *mcp.CallT
 			p2.Meta[k] = v
 		}
 	}
+	hop.Mark(ctx, hop.UpSent)
 	res, err := s.cs.CallTool(capture.With(ctx, slot), &p2)
+	hop.Mark(ctx, hop.UpRecv)
 	if err != nil {
 		return nil, err
 	}
