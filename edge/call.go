@@ -8,8 +8,10 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/nats-io/nats.go"
 
 	"github.com/switchyard-mcp/switchyard/internal/bus"
+	"github.com/switchyard-mcp/switchyard/internal/hop"
 	"github.com/switchyard-mcp/switchyard/proto"
 )
 
@@ -18,12 +20,20 @@ import (
 // 2026-era clients) is merged into the result's _meta.
 type rawResult struct {
 	mcp.ResultBase
-	raw json.RawMessage
+	raw    json.RawMessage
+	timing nats.Header // per-hop stamps of a traced call
 }
 
 // MarshalJSON returns the stored bytes, with any SDK-added _meta keys the
 // upstream did not set itself.
 func (r *rawResult) MarshalJSON() ([]byte, error) {
+	if r.timing != nil {
+		hop.Set(r.timing, hop.EdgeOut)
+		if r.Meta == nil {
+			r.Meta = mcp.Meta{}
+		}
+		r.Meta[hop.MetaKey] = hop.Relative(hop.Stamps(r.timing))
+	}
 	if len(r.Meta) == 0 {
 		return r.raw, nil
 	}
@@ -71,6 +81,11 @@ func (s *Service) middleware(view string) mcp.Middleware {
 // are *jsonrpc.Error built by toJSONRPC, or the ctx's error when the client
 // went away (the SDK then sends nothing).
 func (s *Service) forward(ctx context.Context, view, method, op, name string, req mcp.Request) (mcp.Result, error) {
+	var stamps nats.Header
+	if op == proto.OpToolsCall && wantsTiming(req.GetParams()) {
+		stamps = nats.Header{hop.Header: []string{"1"}}
+		hop.Set(stamps, hop.EdgeIn)
+	}
 	params, err := json.Marshal(req.GetParams())
 	if err != nil {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "invalid params"}
@@ -94,7 +109,7 @@ func (s *Service) forward(ctx context.Context, view, method, op, name string, re
 	defer cancel()
 
 	for attempt := 1; ; attempt++ {
-		res, err := s.send(ctx, &preq, op)
+		res, err := s.send(ctx, &preq, op, stamps)
 		var pe *proto.Error
 		if errors.As(err, &pe) && pe.Code == proto.CodeNotDelivered && attempt < maxAttempts {
 			// It ran nowhere, so placing it again is safe; the pause lets the
@@ -126,7 +141,7 @@ const timeoutGrace = 500 * time.Millisecond
 const maxAttempts = 4
 
 // send publishes one attempt of a call and waits for its reply.
-func (s *Service) send(ctx context.Context, preq *proto.Request, op string) (mcp.Result, error) {
+func (s *Service) send(ctx context.Context, preq *proto.Request, op string, stamps nats.Header) (mcp.Result, error) {
 	k := s.caller.New()
 	defer k.Close()
 	preq.ID = k.ID
@@ -137,7 +152,13 @@ func (s *Service) send(ctx context.Context, preq *proto.Request, op string) (mcp
 	if len(data) > int(s.nc.MaxPayload()) {
 		return nil, proto.Errorf(proto.CodePayloadTooLarge, "request of %d bytes exceeds the bus limit of %d bytes", len(data), s.nc.MaxPayload())
 	}
-	if err := s.nc.PublishRequest(s.routeSub[op], k.Reply(), data); err != nil {
+	msg := &nats.Msg{Subject: s.routeSub[op], Reply: k.Reply(), Data: data}
+	if stamps != nil {
+		msg.Header = nats.Header{}
+		hop.Copy(msg.Header, stamps)
+		hop.Set(msg.Header, hop.EdgePub)
+	}
+	if err := s.nc.PublishMsg(msg); err != nil {
 		return nil, err
 	}
 	out, err := k.Wait(ctx)
@@ -154,7 +175,26 @@ func (s *Service) send(ctx context.Context, preq *proto.Request, op string) (mcp
 	if rep.Error != nil {
 		return nil, rep.Error
 	}
-	return &rawResult{raw: rep.Result}, nil
+	res := &rawResult{raw: rep.Result}
+	if stamps != nil {
+		h := k.Header()
+		if h == nil {
+			h = nats.Header{}
+		}
+		hop.Set(h, hop.EdgeRecv)
+		res.timing = h
+	}
+	return res, nil
+}
+
+// wantsTiming reports whether the client asked for per-hop timings with
+// _meta["dev.switchyard/timing"]: true.
+func wantsTiming(p mcp.Params) bool {
+	if p == nil {
+		return false
+	}
+	v, _ := p.GetMeta()[hop.MetaKey].(bool)
+	return v
 }
 
 // cancelAtWorker tells the worker that owns k to stop it; the worker then

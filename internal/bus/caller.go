@@ -9,6 +9,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/switchyard-mcp/switchyard/internal/hop"
 	"github.com/switchyard-mcp/switchyard/proto"
 )
 
@@ -81,6 +82,7 @@ type Call struct {
 
 	mu     sync.Mutex
 	worker string // guarded by mu: from the placement note
+	hdr    nats.Header // guarded by mu: headers of a traced reply
 	data   []byte
 	err    *proto.Error
 	parts  int // chunks received
@@ -104,6 +106,14 @@ func (k *Call) Worker() string {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	return k.worker
+}
+
+// Header returns the headers of a traced reply (nil otherwise). Call it
+// after Wait returned.
+func (k *Call) Header() nats.Header {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.hdr
 }
 
 // Close unregisters the call; later messages for it are dropped.
@@ -184,6 +194,11 @@ func (c *Caller) onMsg(m *nats.Msg) {
 		return
 	}
 	if m.Header != nil {
+		if hop.Traced(m.Header) {
+			k.mu.Lock()
+			k.hdr = m.Header // the stamps ride on the final (or last) message
+			k.mu.Unlock()
+		}
 		if w := m.Header.Get(proto.HdrPlaced); w != "" {
 			k.placed(w)
 			return

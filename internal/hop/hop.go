@@ -5,7 +5,8 @@
 // `_meta: {"dev.switchyard/timing": true}` on tools/call; the edge then sets
 // [Header] and every hop adds its stamps (Unix nanoseconds, decimal) to the
 // message it passes on; the worker returns all of them on its reply, and the
-// edge puts the set in the result's `_meta["dev.switchyard/timing"]`.
+// edge puts the set in the result's `_meta["dev.switchyard/timing"]`, as
+// nanoseconds since edge_in.
 // Calls without the flag carry no extra headers and pay nothing.
 package hop
 
@@ -73,6 +74,19 @@ func Stamps(h nats.Header) map[string]int64 {
 		}
 	}
 	return out
+}
+
+// Relative rewrites stamps as nanoseconds since edge_in (which becomes 0),
+// so they survive JSON clients that decode numbers as float64.
+func Relative(st map[string]int64) map[string]int64 {
+	base, ok := st[EdgeIn]
+	if !ok {
+		return st
+	}
+	for k, v := range st {
+		st[k] = v - base
+	}
+	return st
 }
 
 // Trace collects stamps made deeper in a call (the worker's upstream

@@ -12,6 +12,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/switchyard-mcp/switchyard/bench/fixture"
+	"github.com/switchyard-mcp/switchyard/internal/hop"
 	"github.com/switchyard-mcp/switchyard/proto"
 	"github.com/switchyard-mcp/switchyard/testutil/bins"
 )
@@ -77,6 +78,22 @@ upstreams:
 		res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "fixture__echo", Arguments: map[string]any{"text": "hi"}})
 		if err != nil || text(res) != "hi" {
 			t.Fatalf("fixture__echo: %v %+v", err, res)
+		}
+	})
+	t.Run("per-hop timing stamps", func(t *testing.T) {
+		res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "fixture__echo", Arguments: map[string]any{"text": "t"},
+			Meta: mcp.Meta{hop.MetaKey: true}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		stamps, _ := res.Meta[hop.MetaKey].(map[string]any)
+		var last float64
+		for _, name := range hop.Order {
+			v, ok := stamps[name].(float64)
+			if !ok || v < last {
+				t.Fatalf("stamp %s missing or out of order in %v", name, stamps)
+			}
+			last = v
 		}
 	})
 	t.Run("unknown tool is -32602", func(t *testing.T) {
