@@ -81,7 +81,7 @@ type Call struct {
 	once  sync.Once
 
 	mu     sync.Mutex
-	worker string // guarded by mu: from the placement note
+	worker string      // guarded by mu: from the placement note
 	hdr    nats.Header // guarded by mu: headers of a traced reply
 	data   []byte
 	err    *proto.Error
