@@ -10,7 +10,7 @@ MODULES := proto internal testutil edge router upstream-worker tenancy-svc bench
 TEST_FLAGS ?= -race -count=1 -shuffle=on -timeout 25m
 ROLES := edge router upstream-worker tenancy-svc
 
-.PHONY: all build dev test vet fmt-check lint fuzz bench tidy check-mods upstreams clean
+.PHONY: all build dev test vet fmt-check lint fuzz bench bench-gate bench-micro loadtest tidy check-mods upstreams clean
 
 all: build
 
@@ -54,9 +54,27 @@ fuzz:
 	cd proto && $(GO) test -run '^$$' -fuzz FuzzUnmarshalRequest -fuzztime 15s .
 	cd proto && $(GO) test -run '^$$' -fuzz FuzzRouteTokens -fuzztime 10s .
 
-## bench: Go benchmarks of the hot paths
-bench:
+## bench: the latency gate (tools/call direct vs through an embedded gateway,
+## both protocol eras; exit 1 if added p50 > 5 ms), then the Go benchmarks
+bench: build
+	@set -e; for p in 2025-11-25 2026-07-28; do \
+	  $(BIN)/bench latency -start-embedded -switchyard $(BIN)/switchyard -protocol $$p -n 2000 -warmup 200 -max-added-p50 5ms -out results; \
+	done
+	@$(MAKE) --no-print-directory bench-micro
+
+## bench-gate: the latency gate alone (what CI runs)
+bench-gate: build
+	@set -e; for p in 2025-11-25 2026-07-28; do \
+	  $(BIN)/bench latency -start-embedded -switchyard $(BIN)/switchyard -protocol $$p -n 2000 -warmup 200 -max-added-p50 5ms -out results; \
+	done
+
+## bench-micro: Go benchmarks of the hot paths
+bench-micro:
 	@for m in proto router; do (cd $$m && $(GO) test -run '^$$' -bench . -benchmem ./...); done
+
+## loadtest: concurrency and federation sweep into results/sweep-<timestamp>/
+loadtest: build
+	$(BIN)/bench sweep -start-embedded -switchyard $(BIN)/switchyard -conns 8,64,256 -duration 10s -warmup 2s -federation 1x1,5x20,20x50
 
 tidy:
 	@for m in $(MODULES); do (cd $$m && GOWORK=off $(GO) mod tidy); done

@@ -3,8 +3,10 @@
 // Usage:
 //
 //	bench fixture [flags]   serve the fixture upstream MCP server
+//	bench latency [flags]   the latency gate: tools/call direct vs through the gateway
+//	bench sweep [flags]     concurrency and federation sweep, with tables and plots
 //
-// Run "bench fixture -h" for the fixture's flags.
+// Run "bench <command> -h" for a command's flags.
 package main
 
 import (
@@ -16,6 +18,8 @@ const usage = `usage: bench <command> [flags]
 
 commands:
   fixture   serve the fixture upstream MCP server (stdio or streamable HTTP)
+  latency   the latency gate: added p50 of tools/call through the gateway
+  sweep     throughput and latency vs connections, direct and through the gateway
 `
 
 func main() {
@@ -26,6 +30,10 @@ func main() {
 	switch cmd, args := os.Args[1], os.Args[2:]; cmd {
 	case "fixture":
 		os.Exit(runFixture(args))
+	case "latency":
+		os.Exit(runLatency(args))
+	case "sweep":
+		os.Exit(runSweep(args))
 	case "-h", "-help", "--help", "help":
 		fmt.Fprint(os.Stderr, usage)
 	default:

@@ -1,0 +1,109 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/switchyard-mcp/switchyard/bench/internal/latency"
+	"github.com/switchyard-mcp/switchyard/bench/internal/report"
+)
+
+// runLatency implements "bench latency" and returns the exit code: 0 when
+// the gate passes, 1 when it fails or the run fails, 2 on bad usage.
+func runLatency(args []string) int {
+	fs := flag.NewFlagSet("bench latency", flag.ContinueOnError)
+	var f endpointFlags
+	f.register(fs)
+	warmup := fs.Int("warmup", 200, "warmup calls per side, discarded")
+	n := fs.Int("n", 2000, "measured calls per side")
+	maxAdded := fs.Duration("max-added-p50", 5*time.Millisecond, "fail if gateway p50 - direct p50 exceeds this (0 disables)")
+	out := fs.String("out", "results", "directory for the JSON and Markdown results")
+	timeout := fs.Duration("timeout", 10*time.Minute, "give up on the whole run after this long")
+	if err := fs.Parse(args); err != nil {
+		return usageExit(err)
+	}
+	callArgs, err := f.check()
+	if err == nil && (*n < 1 || *warmup < 0) {
+		err = errors.New("need -n >= 1 and -warmup >= 0")
+	}
+	if err != nil || fs.NArg() > 0 {
+		fmt.Fprintf(os.Stderr, "bench latency: %v\n", errors.Join(err, extraArgs(fs)))
+		return 2
+	}
+	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer cancel()
+	ctx, cancelTimeout := context.WithTimeout(ctx, *timeout)
+	defer cancelTimeout()
+
+	cfg := latency.Config{
+		Direct:  latency.Target{URL: f.direct, Tool: f.tool},
+		Gateway: latency.Target{URL: f.gateway, Tool: f.gwTool},
+		Args:    callArgs, Warmup: *warmup, N: *n, Protocol: f.protocol, Mode: f.mode, Log: os.Stderr,
+	}
+	var gogc string
+	if f.startEmbedded {
+		e, err := f.launchEmbedded(ctx, 1, 0)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "bench latency: %v\n", err)
+			return 1
+		}
+		defer func() { _ = stop(e) }()
+		cfg.Direct.URL, cfg.Gateway.URL, cfg.GatewayPID, gogc = e.FixtureURLs[0], e.Gateway.URL, e.Gateway.PID(), e.Gateway.GOGC
+	}
+	r, err := latency.Run(ctx, cfg)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "bench latency: %v\n", err)
+		return 1
+	}
+	r.GOGC = gogc
+	return latencyReport(r, *out, *maxAdded)
+}
+
+// latencyReport prints r, writes its files and applies the gate.
+func latencyReport(r *latency.Result, out string, maxAdded time.Duration) int {
+	code := 0
+	if err := r.WriteText(os.Stdout); err != nil {
+		code = 1
+	}
+	fmt.Println(r.BenchLine())
+	base := fmt.Sprintf("latency-%s-%s-%s", r.Mode, r.Protocol, report.Stamp(r.Start))
+	if p, err := report.WriteJSON(out, base+".json", r); err != nil {
+		fmt.Fprintf(os.Stderr, "bench latency: write results: %v\n", err)
+		code = 1
+	} else {
+		fmt.Fprintf(os.Stderr, "wrote %s\n", p)
+	}
+	if p, err := report.WriteFile(out, base+".md", []byte(r.Markdown())); err != nil {
+		fmt.Fprintf(os.Stderr, "bench latency: write results: %v\n", err)
+		code = 1
+	} else {
+		fmt.Fprintf(os.Stderr, "wrote %s\n", p)
+	}
+	if err := r.Check(maxAdded); err != nil {
+		fmt.Fprintf(os.Stderr, "bench latency: FAIL: %v\n", err)
+		return 1
+	}
+	fmt.Fprintf(os.Stderr, "bench latency: PASS (added p50 %v, limit %v)\n", r.AddedP50.Round(time.Microsecond), maxAdded)
+	return code
+}
+
+// usageExit maps a flag parsing error to an exit code: 0 for -h, else 2.
+func usageExit(err error) int {
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	return 2
+}
+
+func extraArgs(fs *flag.FlagSet) error {
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	return nil
+}

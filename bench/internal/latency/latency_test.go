@@ -1,0 +1,209 @@
+package latency_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/switchyard-mcp/switchyard/bench/fixture"
+	"github.com/switchyard-mcp/switchyard/bench/internal/latency"
+	"github.com/switchyard-mcp/switchyard/bench/internal/session"
+	"github.com/switchyard-mcp/switchyard/bench/internal/stats"
+)
+
+const us = time.Microsecond
+
+func sample() *latency.Result {
+	return &latency.Result{
+		Mode: "embedded", Protocol: session.Protocol2025, N: 2000, Warmup: 200,
+		Start: time.Date(2026, 11, 30, 5, 0, 0, 0, time.UTC),
+		Direct: latency.Side{
+			Target:   latency.Target{URL: "http://d/mcp", Tool: "echo"},
+			Protocol: session.Protocol2025,
+			Summary:  stats.Summary{N: 2000, Min: 90 * us, Mean: 150 * us, P50: 143*us + 999, P90: 180 * us, P99: 410 * us, P999: 900 * us, Max: 1200 * us},
+		},
+		Gateway: latency.Side{
+			Target:   latency.Target{URL: "http://g/mcp", Tool: "fixture__echo"},
+			Protocol: session.Protocol2025,
+			Summary:  stats.Summary{N: 1990, Min: 200 * us, Mean: 320 * us, P50: 301 * us, P90: 377 * us, P99: 1650 * us, P999: 4000 * us, Max: 5000 * us},
+			Errors:   10,
+		},
+		AddedP50: 157*us + 1, AddedP99: 1240 * us,
+	}
+}
+
+func TestLatencyBenchLine(t *testing.T) {
+	want := "BENCH_RESULT mode=embedded protocol=2025-11-25 n=2000 direct_p50_us=143 direct_p99_us=410 " +
+		"gw_p50_us=301 gw_p90_us=377 gw_p99_us=1650 added_p50_us=157 added_p99_us=1240"
+	if got := sample().BenchLine(); got != want {
+		t.Errorf("BenchLine() =\n%s\nwant\n%s", got, want)
+	}
+	r := sample()
+	r.AddedP50 = -12 * us
+	if got := r.BenchLine(); !strings.Contains(got, " added_p50_us=-12 ") {
+		t.Errorf("negative added p50 not kept: %s", got)
+	}
+}
+
+func TestLatencyMarkdown(t *testing.T) {
+	want := "" +
+		"| side    | tool          | protocol   | p50 µs | p90 µs | p99 µs | p99.9 µs | max µs | mean µs | errors |\n" +
+		"| ------- | ------------- | ---------- | -----: | -----: | -----: | -------: | -----: | ------: | -----: |\n" +
+		"| direct  | echo          | 2025-11-25 |    143 |    180 |    410 |      900 |   1200 |     150 |      0 |\n" +
+		"| gateway | fixture__echo | 2025-11-25 |    301 |    377 |   1650 |     4000 |   5000 |     320 |     10 |\n" +
+		"| added   |               |            |    157 |        |   1240 |          |        |         |        |\n"
+	got := sample().Markdown()
+	if !strings.Contains(got, want) {
+		t.Errorf("Markdown() =\n%s\nwant it to contain\n%s", got, want)
+	}
+	if !strings.HasPrefix(got, "## Latency gate: mode=embedded protocol=2025-11-25\n") {
+		t.Errorf("Markdown() heading: %q", strings.SplitN(got, "\n", 2)[0])
+	}
+}
+
+func TestLatencyCheck(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		edit    func(*latency.Result)
+		max     time.Duration
+		wantErr []string
+	}{
+		{name: "pass", max: 5 * time.Millisecond},
+		{name: "limit disabled", edit: func(r *latency.Result) { r.AddedP50 = time.Hour }},
+		{name: "added p50 too high", max: 100 * us, wantErr: []string{"added p50"}},
+		{name: "errors at 1% pass", edit: func(r *latency.Result) { r.Gateway.Errors = 20 }},
+		{name: "errors above 1%", edit: func(r *latency.Result) { r.Direct.Errors = 21 }, wantErr: []string{"direct: 21 of 2000"}},
+		{name: "protocol mismatch", edit: func(r *latency.Result) { r.Direct.Protocol = session.Protocol2026 }, wantErr: []string{"different protocols"}},
+		{
+			name: "several", max: 100 * us,
+			edit:    func(r *latency.Result) { r.Gateway.Errors = 2000 },
+			wantErr: []string{"gateway: 2000 of 2000", "added p50"},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := sample()
+			if tc.edit != nil {
+				tc.edit(r)
+			}
+			err := r.Check(tc.max)
+			if len(tc.wantErr) == 0 {
+				if err != nil {
+					t.Fatalf("Check = %v, want nil", err)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatalf("Check = nil, want errors %q", tc.wantErr)
+			}
+			for _, w := range tc.wantErr {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("Check = %q, want it to contain %q", err, w)
+				}
+			}
+		})
+	}
+}
+
+// serveFixture serves a fixture over streamable HTTP for the test.
+func serveFixture(t *testing.T, o fixture.Options, stateless bool) string {
+	t.Helper()
+	s := fixture.NewServer(o)
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, &mcp.StreamableHTTPOptions{Stateless: stateless})
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	return srv.URL + "/mcp"
+}
+
+func TestLatencyRunEndToEnd(t *testing.T) {
+	for _, tc := range []struct {
+		protocol  string
+		stateless bool
+	}{
+		{session.Protocol2025, false},
+		{session.Protocol2026, true},
+	} {
+		t.Run("protocol="+tc.protocol, func(t *testing.T) {
+			direct := serveFixture(t, fixture.Options{}, tc.stateless)
+			// The "gateway" has the tool under another name, as a gateway
+			// would: the gateway side must call -gw-tool.
+			gateway := serveFixture(t, fixture.Options{ExtraTools: 1}, tc.stateless)
+			r, err := latency.Run(t.Context(), latency.Config{
+				Direct:   latency.Target{URL: direct, Tool: "echo"},
+				Gateway:  latency.Target{URL: gateway, Tool: fixture.ExtraToolName(1)},
+				Args:     json.RawMessage(`{"text":"hi"}`),
+				Warmup:   5,
+				N:        20,
+				Protocol: tc.protocol,
+				Mode:     "test",
+			})
+			if err != nil {
+				t.Fatalf("Run: %v", err)
+			}
+			if r.Mode != "test" || r.Protocol != tc.protocol || r.N != 20 || r.Warmup != 5 || r.Start.IsZero() || r.Elapsed <= 0 {
+				t.Errorf("run fields not populated: %+v", r)
+			}
+			checkSide(t, "direct", r.Direct, direct, "echo", tc.protocol)
+			checkSide(t, "gateway", r.Gateway, gateway, "tool-0001", tc.protocol)
+			if r.AddedP50 != r.Gateway.Summary.P50-r.Direct.Summary.P50 || r.AddedP99 != r.Gateway.Summary.P99-r.Direct.Summary.P99 {
+				t.Errorf("added = %v/%v, inconsistent with the summaries", r.AddedP50, r.AddedP99)
+			}
+			if r.GatewayCPUPerCall != nil {
+				t.Errorf("GatewayCPUPerCall = %v without a GatewayPID", *r.GatewayCPUPerCall)
+			}
+			if err := r.Check(0); err != nil {
+				t.Errorf("Check(0) = %v", err)
+			}
+			if !strings.HasPrefix(r.BenchLine(), "BENCH_RESULT mode=test protocol="+tc.protocol+" n=20 ") {
+				t.Errorf("BenchLine = %q", r.BenchLine())
+			}
+		})
+	}
+}
+
+func checkSide(t *testing.T, name string, s latency.Side, url, tool, protocol string) {
+	t.Helper()
+	if s.URL != url || s.Tool != tool || s.Protocol != protocol {
+		t.Errorf("%s: target %q %q protocol %q, want %q %q %q", name, s.URL, s.Tool, s.Protocol, url, tool, protocol)
+	}
+	if s.Errors != 0 || s.WarmupErrors != 0 {
+		t.Errorf("%s: %d errors, %d warmup errors", name, s.Errors, s.WarmupErrors)
+	}
+	m := s.Summary
+	if m.N != 20 || len(s.Samples) != 20 {
+		t.Errorf("%s: summary of %d, %d samples, want 20", name, m.N, len(s.Samples))
+	}
+	if m.Min <= 0 || m.P50 < m.Min || m.P90 < m.P50 || m.P99 < m.P90 || m.Max < m.P99 || m.Mean <= 0 {
+		t.Errorf("%s: summary not populated or not ordered: %+v", name, m)
+	}
+}
+
+func TestLatencyRunCountsErrors(t *testing.T) {
+	direct := serveFixture(t, fixture.Options{}, false)
+	var log bytes.Buffer
+	r, err := latency.Run(t.Context(), latency.Config{
+		Direct:   latency.Target{URL: direct, Tool: "echo"},
+		Gateway:  latency.Target{URL: direct, Tool: "fail"}, // IsError results
+		Warmup:   1,
+		N:        3,
+		Protocol: session.Protocol2025,
+		Log:      &log,
+	})
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if r.Gateway.Errors != 3 || r.Gateway.WarmupErrors != 1 || r.Gateway.Summary.N != 0 || r.Direct.Errors != 0 {
+		t.Errorf("errors: gateway %d (+%d warmup, %d ok), direct %d", r.Gateway.Errors, r.Gateway.WarmupErrors, r.Gateway.Summary.N, r.Direct.Errors)
+	}
+	if !strings.Contains(log.String(), "gateway: call fail:") {
+		t.Errorf("errors not logged: %q", log.String())
+	}
+	if err := r.Check(0); err == nil || !strings.Contains(err.Error(), "gateway: 3 of 3") {
+		t.Errorf("Check = %v, want the gateway's error rate", err)
+	}
+}

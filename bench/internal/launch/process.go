@@ -1,0 +1,174 @@
+package launch
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os/exec"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// StopTimeout is how long Stop waits after SIGTERM before killing.
+const StopTimeout = 15 * time.Second
+
+// tailBytes is how much of a child's stderr is kept for error messages.
+const tailBytes = 64 << 10
+
+// Process is a child process. Its methods are safe for concurrent use.
+type Process struct {
+	// Name labels the process in messages.
+	Name string
+	cmd  *exec.Cmd
+	out  *lineWatcher
+	done chan struct{} // closed once the process has exited
+	err  error         // Wait's result, set before done is closed
+	stop sync.Once
+}
+
+// start runs cmd, capturing its stderr through w.
+func start(name string, cmd *exec.Cmd, w *lineWatcher) (*Process, error) {
+	cmd.Stdout = w
+	cmd.Stderr = w
+	cmd.SysProcAttr = sysProcAttr()
+	cmd.WaitDelay = 5 * time.Second
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start %s: %w", name, err)
+	}
+	p := &Process{Name: name, cmd: cmd, out: w, done: make(chan struct{})}
+	go func() {
+		p.err = cmd.Wait()
+		close(p.done)
+	}()
+	return p, nil
+}
+
+// PID returns the process id.
+func (p *Process) PID() int { return p.cmd.Process.Pid }
+
+// Exited is closed when the process has exited.
+func (p *Process) Exited() <-chan struct{} { return p.done }
+
+// Output returns the last 64 KiB the process wrote to stdout and stderr.
+func (p *Process) Output() string { return p.out.tail() }
+
+// exitError describes an early exit, with the process's last output.
+func (p *Process) exitError() error {
+	return fmt.Errorf("%s exited early (%v); its output:\n%s", p.Name, p.err, indent(p.Output()))
+}
+
+// Stop sends SIGTERM, waits up to [StopTimeout], then kills. It returns nil
+// if the process exited by itself or on SIGTERM; calling it again returns
+// the same result without signalling.
+func (p *Process) Stop() error {
+	var err error
+	p.stop.Do(func() {
+		select {
+		case <-p.done:
+			return // already gone: an early exit is reported where it matters
+		default:
+		}
+		_ = p.cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-p.done:
+		case <-time.After(StopTimeout):
+			_ = p.cmd.Process.Kill()
+			<-p.done
+			err = fmt.Errorf("%s did not stop within %v of SIGTERM; killed", p.Name, StopTimeout)
+		}
+	})
+	return err
+}
+
+// lineWatcher keeps the tail of a child's output and reports the first
+// line that starts with prefix.
+type lineWatcher struct {
+	prefix string
+	found  chan string // receives the rest of the first matching line
+
+	mu      sync.Mutex // guards the fields below
+	buf     []byte     // output tail, at most tailBytes
+	partial []byte     // current incomplete line
+	matched bool
+}
+
+func newLineWatcher(prefix string) *lineWatcher {
+	return &lineWatcher{prefix: prefix, found: make(chan string, 1)}
+}
+
+// Write implements io.Writer; it never fails.
+func (w *lineWatcher) Write(b []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.buf = append(w.buf, b...)
+	if len(w.buf) > tailBytes {
+		w.buf = append(w.buf[:0], w.buf[len(w.buf)-tailBytes:]...)
+	}
+	if w.matched || w.prefix == "" {
+		return len(b), nil
+	}
+	w.partial = append(w.partial, b...)
+	for {
+		i := bytes.IndexByte(w.partial, '\n')
+		if i < 0 {
+			break
+		}
+		line := strings.TrimRight(string(w.partial[:i]), "\r")
+		w.partial = w.partial[i+1:]
+		if rest, ok := strings.CutPrefix(line, w.prefix); ok {
+			w.matched = true
+			w.partial = nil
+			w.found <- strings.TrimSpace(rest)
+			break
+		}
+	}
+	if len(w.partial) > tailBytes { // a runaway line never matches
+		w.partial = w.partial[:0]
+	}
+	return len(b), nil
+}
+
+func (w *lineWatcher) tail() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return string(w.buf)
+}
+
+// waitLine waits for the watched line, the process's exit or ctx.
+func (p *Process) waitLine(ctx context.Context) (string, error) {
+	select {
+	case s := <-p.out.found:
+		return s, nil
+	case <-p.done:
+		select { // the line and the exit may race
+		case s := <-p.out.found:
+			return s, nil
+		default:
+		}
+		return "", p.exitError()
+	case <-ctx.Done():
+		return "", fmt.Errorf("%s: waiting for %q: %w", p.Name, p.out.prefix, context.Cause(ctx))
+	}
+}
+
+func indent(s string) string {
+	s = strings.TrimRight(s, "\n")
+	if s == "" {
+		return "  (no output)"
+	}
+	return "  " + strings.ReplaceAll(s, "\n", "\n  ")
+}
+
+// stopAll stops ps in order and joins their errors.
+func stopAll(ps ...*Process) error {
+	var errs []error
+	for _, p := range ps {
+		if p != nil {
+			errs = append(errs, p.Stop())
+		}
+	}
+	return errors.Join(errs...)
+}

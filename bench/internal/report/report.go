@@ -1,0 +1,92 @@
+// Package report holds what every bench result file shares: a description
+// of the machine that produced it and the helpers that write result files.
+package report
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"time"
+)
+
+// Host describes the machine and toolchain a result was measured on.
+type Host struct {
+	GoVersion string `json:"go_version"`
+	GOOS      string `json:"goos"`
+	GOARCH    string `json:"goarch"`
+	NumCPU    int    `json:"num_cpu"`
+	// CPUModel is the first "model name" in /proc/cpuinfo; empty elsewhere.
+	CPUModel string `json:"cpu_model,omitempty"`
+	// LoadAvg is /proc/loadavg's 1, 5 and 15 minute load averages when the
+	// run started: other work on the machine skews the results.
+	LoadAvg string `json:"loadavg,omitempty"`
+}
+
+// HostInfo describes the running machine.
+func HostInfo() Host {
+	return Host{
+		GoVersion: runtime.Version(), GOOS: runtime.GOOS, GOARCH: runtime.GOARCH,
+		NumCPU: runtime.NumCPU(), CPUModel: cpuModel(), LoadAvg: loadAvg(),
+	}
+}
+
+// String returns a one-line description for Markdown reports.
+func (h Host) String() string {
+	cpu := h.CPUModel
+	if cpu == "" {
+		cpu = "unknown CPU"
+	}
+	s := fmt.Sprintf("%s, %d CPUs, %s/%s, %s", cpu, h.NumCPU, h.GOOS, h.GOARCH, h.GoVersion)
+	if h.LoadAvg != "" {
+		s += ", load average " + h.LoadAvg + " at start"
+	}
+	return s
+}
+
+func loadAvg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if f := strings.Fields(string(b)); err == nil && len(f) >= 3 {
+		return strings.Join(f[:3], " ")
+	}
+	return ""
+}
+
+func cpuModel() string {
+	b, err := os.ReadFile("/proc/cpuinfo")
+	if err != nil {
+		return ""
+	}
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	for sc.Scan() {
+		if k, v, ok := strings.Cut(sc.Text(), ":"); ok && strings.TrimSpace(k) == "model name" {
+			return strings.TrimSpace(v)
+		}
+	}
+	return ""
+}
+
+// Stamp formats t for file and directory names: 20261130-052320 (UTC).
+func Stamp(t time.Time) string { return t.UTC().Format("20060102-150405") }
+
+// WriteFile writes data to dir/name, creating dir, and returns the path.
+func WriteFile(dir, name string, data []byte) (string, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	path := filepath.Join(dir, name)
+	return path, os.WriteFile(path, data, 0o644)
+}
+
+// WriteJSON writes v, indented, to dir/name and returns the path.
+func WriteJSON(dir, name string, v any) (string, error) {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return "", err
+	}
+	return WriteFile(dir, name, append(b, '\n'))
+}

@@ -1,0 +1,236 @@
+package sweep
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/switchyard-mcp/switchyard/bench/internal/session"
+	"github.com/switchyard-mcp/switchyard/bench/internal/stats"
+)
+
+// Methods the sweep can measure.
+const (
+	MethodCall = "tools/call"
+	MethodList = "tools/list"
+)
+
+// Sides of a comparison.
+const (
+	SideDirect  = "direct"
+	SideGateway = "gateway"
+)
+
+const (
+	// stopGrace is how long calls still running at the end of a stage may
+	// take before they are cancelled (and counted as errors).
+	stopGrace = 30 * time.Second
+	// dialParallel bounds the sessions opened or closed at once.
+	dialParallel = 16
+	// rateBudget sizes the per-connection latency slices: they hold twice
+	// the samples of a stage running at this many requests per second in
+	// total; past that they grow.
+	rateBudget = 50_000
+)
+
+// Stage is one measurement: Conns sessions to URL running Method for
+// Warmup (discarded) and then Duration.
+type Stage struct {
+	Method string `json:"method"`
+	Side   string `json:"side"`
+	// Shape is the federation shape ("5x20"); empty in the plain sweep.
+	Shape    string          `json:"shape,omitempty"`
+	Conns    int             `json:"conns"`
+	URL      string          `json:"url"`
+	Tool     string          `json:"tool,omitempty"`
+	Args     json.RawMessage `json:"args,omitempty"`
+	Protocol string          `json:"protocol"`
+	Warmup   time.Duration   `json:"warmup_ns"`
+	Duration time.Duration   `json:"duration_ns"`
+}
+
+// Procs are the process ids whose CPU time a stage reports; zero values
+// mean unknown.
+type Procs struct {
+	Gateway   int
+	Upstreams []int
+}
+
+// StageResult is the outcome of one stage. CPU figures are microseconds
+// of CPU time per successful measured request, nil when unknown.
+type StageResult struct {
+	Stage
+	// NegotiatedProtocol is what the first session negotiated.
+	NegotiatedProtocol string `json:"negotiated_protocol"`
+	// Requests counts the successful requests that completed in the
+	// measured window, Errors the failed ones; FirstError is the first
+	// failure's text.
+	Requests   int    `json:"requests"`
+	Errors     int    `json:"errors"`
+	FirstError string `json:"first_error,omitempty"`
+	// ReqPerSec is Requests divided by the window's length.
+	ReqPerSec float64       `json:"req_per_sec"`
+	Latency   stats.Summary `json:"latency"`
+
+	GatewayCPUPerCall  *float64 `json:"gw_cpu_us_per_call,omitempty"`
+	UpstreamCPUPerCall *float64 `json:"upstream_cpu_us_per_call,omitempty"`
+	DriverCPUPerCall   *float64 `json:"driver_cpu_us_per_call,omitempty"`
+}
+
+// RunStage runs st, reporting progress to progress (nil for none). It
+// fails if a session cannot be opened or ctx ends; request errors are
+// counted in the result.
+func RunStage(ctx context.Context, st Stage, procs Procs, progress io.Writer) (StageResult, error) {
+	res := StageResult{Stage: st}
+	if st.Conns < 1 || st.Duration <= 0 {
+		return res, fmt.Errorf("sweep: need conns >= 1 and duration > 0, got %d and %v", st.Conns, st.Duration)
+	}
+	sessions, err := dialAll(ctx, st)
+	if err != nil {
+		return res, err
+	}
+	defer closeAll(sessions)
+	res.NegotiatedProtocol = sessions[0].Protocol()
+	workers := makeWorkers(st, sessions)
+
+	// Calls still running stopGrace after the end are cancelled.
+	from := time.Now().Add(st.Warmup)
+	until := from.Add(st.Duration)
+	stageCtx, cancel := context.WithDeadline(ctx, until.Add(stopGrace))
+	defer cancel()
+	var c counters
+	var wg sync.WaitGroup
+	for _, w := range workers {
+		wg.Go(func() { w.run(stageCtx, from, until, &c) })
+	}
+	cpu := watch(stageCtx, st, procs, from, until, &c, progress)
+	wg.Wait()
+	if err := ctx.Err(); err != nil {
+		return res, fmt.Errorf("sweep: %s %s conns=%d: %w", st.Method, st.Side, st.Conns, err)
+	}
+	merge(&res, workers)
+	cpu.apply(&res, st)
+	return res, nil
+}
+
+// counters are what the progress line shows.
+type counters struct{ done, failed atomic.Int64 }
+
+// worker drives one session.
+type worker struct {
+	op       session.Op
+	lat      []time.Duration
+	errs     int
+	firstErr error
+}
+
+func makeWorkers(st Stage, sessions []*session.Session) []*worker {
+	per := int(2 * rateBudget * st.Duration.Seconds() / float64(st.Conns))
+	per = min(max(per, 1024), 1<<20)
+	ws := make([]*worker, len(sessions))
+	for i, s := range sessions {
+		op := session.ListTools(s.ClientSession)
+		if st.Method == MethodCall {
+			op = session.CallTool(s.ClientSession, st.Tool, st.Args)
+		}
+		ws[i] = &worker{op: op, lat: make([]time.Duration, 0, per)}
+	}
+	return ws
+}
+
+// run makes requests back to back, starting none at or after until. A
+// request is recorded if it completed inside [from, until): counting
+// completions keeps the rate right even when a request takes longer than
+// the warmup or the window.
+func (w *worker) run(ctx context.Context, from, until time.Time, c *counters) {
+	for ctx.Err() == nil {
+		start := time.Now()
+		if !start.Before(until) {
+			return
+		}
+		err := w.op(ctx)
+		end := time.Now()
+		switch {
+		case end.Before(from) || !end.Before(until):
+		case err != nil:
+			w.errs++
+			if w.firstErr == nil {
+				w.firstErr = err
+			}
+			c.failed.Add(1)
+		default:
+			w.lat = append(w.lat, end.Sub(start))
+			c.done.Add(1)
+		}
+	}
+}
+
+// merge folds the workers' records into res.
+func merge(res *StageResult, workers []*worker) {
+	n := 0
+	for _, w := range workers {
+		n += len(w.lat)
+	}
+	all := make([]time.Duration, 0, n)
+	for _, w := range workers {
+		all = append(all, w.lat...)
+		res.Errors += w.errs
+		if w.firstErr != nil && res.FirstError == "" {
+			res.FirstError = w.firstErr.Error()
+		}
+	}
+	res.Requests = n
+	res.ReqPerSec = float64(n) / res.Duration.Seconds()
+	res.Latency = stats.Summarize(all)
+}
+
+// dialAll opens st.Conns sessions, a few at a time.
+func dialAll(ctx context.Context, st Stage) ([]*session.Session, error) {
+	sessions := make([]*session.Session, st.Conns)
+	errs := make([]error, st.Conns)
+	sem := make(chan struct{}, dialParallel)
+	var wg sync.WaitGroup
+	for i := range sessions {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			sessions[i], errs[i] = session.Dial(ctx, st.URL, st.Protocol)
+		})
+	}
+	wg.Wait()
+	failed := 0
+	var first error
+	for _, err := range errs {
+		if err != nil {
+			failed++
+			first = cmp.Or(first, err)
+		}
+	}
+	if failed > 0 {
+		closeAll(sessions)
+		return nil, fmt.Errorf("sweep: %s %s: %d of %d sessions failed to open, first: %w", st.Method, st.Side, failed, st.Conns, first)
+	}
+	return sessions, nil
+}
+
+// closeAll closes the non-nil sessions, a few at a time.
+func closeAll(sessions []*session.Session) {
+	sem := make(chan struct{}, dialParallel)
+	var wg sync.WaitGroup
+	for _, s := range sessions {
+		if s == nil {
+			continue
+		}
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			_ = s.Close()
+		})
+	}
+	wg.Wait()
+}

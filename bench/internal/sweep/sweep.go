@@ -1,0 +1,234 @@
+package sweep
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/switchyard-mcp/switchyard/bench/internal/report"
+)
+
+// Endpoint is one side of a comparison.
+type Endpoint struct {
+	// URL is the streamable HTTP MCP endpoint.
+	URL string `json:"url"`
+	// Tool is the tool tools/call stages call there.
+	Tool string `json:"tool"`
+}
+
+// Env is a pair of endpoints to compare and the processes behind them.
+type Env struct {
+	Direct, Gateway Endpoint
+	Procs           Procs
+}
+
+// Shape is a federation shape: Upstreams fixture upstreams with Tools extra
+// tools each.
+type Shape struct {
+	Upstreams int `json:"upstreams"`
+	Tools     int `json:"tools"`
+}
+
+// String formats s as "UxT".
+func (s Shape) String() string { return fmt.Sprintf("%dx%d", s.Upstreams, s.Tools) }
+
+// ParseShapes parses a comma-separated list of "UxT" shapes; "" and "none"
+// give none.
+func ParseShapes(s string) ([]Shape, error) {
+	if s == "" || s == "none" {
+		return nil, nil
+	}
+	var out []Shape
+	for _, f := range strings.Split(s, ",") {
+		u, t, ok := strings.Cut(strings.TrimSpace(f), "x")
+		nu, err1 := strconv.Atoi(u)
+		nt, err2 := strconv.Atoi(t)
+		if !ok || err1 != nil || err2 != nil || nu < 1 || nt < 0 {
+			return nil, fmt.Errorf("bad federation shape %q: want UPSTREAMSxTOOLS, e.g. 5x20", f)
+		}
+		out = append(out, Shape{Upstreams: nu, Tools: nt})
+	}
+	return out, nil
+}
+
+// ParseConns parses a comma-separated list of positive connection counts.
+func ParseConns(s string) ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 1 {
+			return nil, fmt.Errorf("bad connection count %q", f)
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+// Launcher starts the environment of one federation shape and returns it
+// with a function that stops it.
+type Launcher func(ctx context.Context, s Shape) (Env, func() error, error)
+
+// Config configures [Run].
+type Config struct {
+	// Env is measured with every method in Methods. If its gateway URL is
+	// empty, Run starts it with Launch(Shape{1, 0}) and stops it before
+	// the federation shapes.
+	Env Env
+	// Methods are MethodCall and/or MethodList.
+	Methods []string
+	// Shapes are federation shapes, each measured with tools/list in an
+	// environment started by Launch.
+	Shapes []Shape
+	Launch Launcher
+	// Conns are the connection counts of the stages.
+	Conns []int
+	// Warmup and Duration are per stage.
+	Warmup, Duration time.Duration
+	// Args are tools/call's arguments, a JSON object; nil means {}.
+	Args json.RawMessage
+	// Protocol is the protocol version the sessions ask for.
+	Protocol string
+	// Mode labels the report.
+	Mode string
+	// Progress receives the progress line and one summary line per stage;
+	// nil for none.
+	Progress io.Writer
+}
+
+// Report is the outcome of [Run].
+type Report struct {
+	Mode     string          `json:"mode"`
+	Protocol string          `json:"protocol"`
+	Start    time.Time       `json:"start"`
+	Host     report.Host     `json:"host"`
+	Conns    []int           `json:"conns"`
+	Warmup   time.Duration   `json:"warmup_ns"`
+	Duration time.Duration   `json:"duration_ns"`
+	Args     json.RawMessage `json:"args,omitempty"`
+	// GOGC is the gateway's GOGC when the driver started it.
+	GOGC   string        `json:"gateway_gogc,omitempty"`
+	Stages []StageResult `json:"stages"`
+}
+
+// Run measures every method, then every federation shape, at each
+// connection count: a direct stage, then a gateway stage. On error it
+// returns the stages measured so far with the error.
+func Run(ctx context.Context, cfg Config) (*Report, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	r := &Report{
+		Mode: cfg.Mode, Protocol: cfg.Protocol, Start: time.Now(), Host: report.HostInfo(),
+		Conns: cfg.Conns, Warmup: cfg.Warmup, Duration: cfg.Duration, Args: cfg.Args,
+	}
+	if err := cfg.methods(ctx, r); err != nil {
+		return r, err
+	}
+	for _, s := range cfg.Shapes {
+		if err := cfg.federation(ctx, r, s); err != nil {
+			return r, err
+		}
+	}
+	return r, nil
+}
+
+func (cfg *Config) validate() error {
+	var errs []error
+	for _, m := range cfg.Methods {
+		if m != MethodCall && m != MethodList {
+			errs = append(errs, fmt.Errorf("unknown method %q (want %s or %s)", m, MethodCall, MethodList))
+		}
+	}
+	if len(cfg.Conns) == 0 || slices.ContainsFunc(cfg.Conns, func(n int) bool { return n < 1 }) {
+		errs = append(errs, fmt.Errorf("need connection counts >= 1, got %v", cfg.Conns))
+	}
+	if cfg.Duration <= 0 || cfg.Warmup < 0 {
+		errs = append(errs, fmt.Errorf("need duration > 0 and warmup >= 0, got %v and %v", cfg.Duration, cfg.Warmup))
+	}
+	if cfg.Launch == nil && (len(cfg.Shapes) > 0 || len(cfg.Methods) > 0 && cfg.Env.Gateway.URL == "") {
+		errs = append(errs, errors.New("federation shapes, and methods without an environment, need a launcher"))
+	}
+	return errors.Join(errs...)
+}
+
+// methods measures every method in Env, starting it first if needed.
+func (cfg *Config) methods(ctx context.Context, r *Report) (err error) {
+	if len(cfg.Methods) == 0 {
+		return nil
+	}
+	env := cfg.Env
+	if env.Gateway.URL == "" {
+		var stop func() error
+		if env, stop, err = cfg.Launch(ctx, Shape{Upstreams: 1}); err != nil {
+			return fmt.Errorf("sweep: start: %w", err)
+		}
+		defer func() { err = errors.Join(err, stop()) }()
+	}
+	for _, m := range cfg.Methods {
+		if err := cfg.pairs(ctx, r, env, m, ""); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// federation starts shape s, measures tools/list in it and stops it.
+func (cfg *Config) federation(ctx context.Context, r *Report, s Shape) (err error) {
+	env, stop, err := cfg.Launch(ctx, s)
+	if err != nil {
+		return fmt.Errorf("sweep: start federation %s: %w", s, err)
+	}
+	defer func() { err = errors.Join(err, stop()) }()
+	return cfg.pairs(ctx, r, env, MethodList, s.String())
+}
+
+// pairs runs a direct and a gateway stage of method at each connection
+// count, appending the results to r.
+func (cfg *Config) pairs(ctx context.Context, r *Report, env Env, method, shape string) error {
+	for _, n := range cfg.Conns {
+		for _, side := range []string{SideDirect, SideGateway} {
+			ep := env.Direct
+			if side == SideGateway {
+				ep = env.Gateway
+			}
+			st := Stage{
+				Method: method, Side: side, Shape: shape, Conns: n, URL: ep.URL, Protocol: cfg.Protocol,
+				Warmup: cfg.Warmup, Duration: cfg.Duration,
+			}
+			if method == MethodCall {
+				st.Tool, st.Args = ep.Tool, cfg.Args
+			}
+			res, err := RunStage(ctx, st, env.Procs, cfg.Progress)
+			if err != nil {
+				return err
+			}
+			r.Stages = append(r.Stages, res)
+			if cfg.Progress != nil {
+				fmt.Fprintln(cfg.Progress, res.Line())
+			}
+		}
+	}
+	return nil
+}
+
+// Line returns a one-line summary of the stage for the console.
+func (res *StageResult) Line() string {
+	s := fmt.Sprintf("%s %8.0f req/s  p50 %s  p99 %s  errors %d", stageLabel(res.Stage), res.ReqPerSec,
+		fmtMicros(float64(res.Latency.P50.Microseconds())), fmtMicros(float64(res.Latency.P99.Microseconds())), res.Errors)
+	if v := res.GatewayCPUPerCall; v != nil {
+		s += fmt.Sprintf("  gw CPU %.0fµs/req", *v)
+	}
+	if v := res.UpstreamCPUPerCall; v != nil {
+		s += fmt.Sprintf("  upstream CPU %.0fµs/req", *v)
+	}
+	if res.FirstError != "" {
+		s += "  first error: " + res.FirstError
+	}
+	return s
+}

@@ -1,0 +1,245 @@
+package sweep_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"encoding/xml"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/switchyard-mcp/switchyard/bench/fixture"
+	"github.com/switchyard-mcp/switchyard/bench/internal/session"
+	"github.com/switchyard-mcp/switchyard/bench/internal/sweep"
+)
+
+func serveFixture(t *testing.T, o fixture.Options) string {
+	t.Helper()
+	s := fixture.NewServer(o)
+	srv := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, nil))
+	t.Cleanup(srv.Close)
+	return srv.URL + "/mcp"
+}
+
+func TestSweepParse(t *testing.T) {
+	for _, tc := range []struct {
+		in      string
+		want    []sweep.Shape
+		wantErr bool
+	}{
+		{"", nil, false},
+		{"none", nil, false},
+		{"1x1,5x20, 20x50", []sweep.Shape{{1, 1}, {5, 20}, {20, 50}}, false},
+		{"3x0", []sweep.Shape{{3, 0}}, false},
+		{"0x5", nil, true},
+		{"5", nil, true},
+		{"ax2", nil, true},
+	} {
+		got, err := sweep.ParseShapes(tc.in)
+		if (err != nil) != tc.wantErr || !slices.Equal(got, tc.want) {
+			t.Errorf("ParseShapes(%q) = %v, %v; want %v, error %v", tc.in, got, err, tc.want, tc.wantErr)
+		}
+	}
+	for _, tc := range []struct {
+		in      string
+		want    []int
+		wantErr bool
+	}{
+		{"8,64,256", []int{8, 64, 256}, false},
+		{"1", []int{1}, false},
+		{"0", nil, true},
+		{"8,,64", nil, true},
+	} {
+		got, err := sweep.ParseConns(tc.in)
+		if (err != nil) != tc.wantErr || !slices.Equal(got, tc.want) {
+			t.Errorf("ParseConns(%q) = %v, %v; want %v, error %v", tc.in, got, err, tc.want, tc.wantErr)
+		}
+	}
+	if s := (sweep.Shape{Upstreams: 5, Tools: 20}).String(); s != "5x20" {
+		t.Errorf("Shape.String = %q", s)
+	}
+}
+
+// TestSweepRunEndToEnd runs a tiny sweep against in-process fixtures, with
+// one federation shape whose launcher serves another fixture, and checks
+// that every field of the report is filled (not the timings).
+func TestSweepRunEndToEnd(t *testing.T) {
+	direct := serveFixture(t, fixture.Options{})
+	gateway := serveFixture(t, fixture.Options{ExtraTools: 1})
+	launched, stopped := 0, 0
+	var progress bytes.Buffer
+	cfg := sweep.Config{
+		Env: sweep.Env{
+			Direct:  sweep.Endpoint{URL: direct, Tool: "echo"},
+			Gateway: sweep.Endpoint{URL: gateway, Tool: fixture.ExtraToolName(1)},
+			Procs:   sweep.Procs{Gateway: os.Getpid(), Upstreams: []int{os.Getpid()}},
+		},
+		Methods: []string{sweep.MethodCall, sweep.MethodList},
+		Shapes:  []sweep.Shape{{Upstreams: 2, Tools: 3}},
+		Launch: func(ctx context.Context, s sweep.Shape) (sweep.Env, func() error, error) {
+			launched++
+			u := serveFixture(t, fixture.Options{ExtraTools: s.Tools})
+			return sweep.Env{Direct: sweep.Endpoint{URL: u}, Gateway: sweep.Endpoint{URL: u}},
+				func() error { stopped++; return nil }, nil
+		},
+		Conns:    []int{1, 3},
+		Warmup:   50 * time.Millisecond,
+		Duration: 200 * time.Millisecond,
+		Args:     json.RawMessage(`{"text":"hi"}`),
+		Protocol: session.Protocol2025,
+		Mode:     "test",
+		Progress: &progress,
+	}
+	r, err := sweep.Run(t.Context(), cfg)
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if launched != 1 || stopped != 1 {
+		t.Errorf("launcher started %d and stopped %d environments, want 1 and 1", launched, stopped)
+	}
+	// 3 groups (call, list, federation) x 2 conns x 2 sides.
+	if len(r.Stages) != 12 {
+		t.Fatalf("%d stages, want 12", len(r.Stages))
+	}
+	for _, st := range r.Stages {
+		checkStage(t, st)
+	}
+	groups := r.Groups()
+	var slugs []string
+	for _, g := range groups {
+		slugs = append(slugs, g.Slug())
+		if len(g.Rows) != 2 || g.Rows[0].Conns != 1 || g.Rows[1].Conns != 3 {
+			t.Errorf("group %s rows = %+v", g.Slug(), g.Rows)
+		}
+		for _, c := range g.Rows {
+			if c.Direct == nil || c.Gateway == nil || c.Retention() <= 0 {
+				t.Errorf("group %s c=%d: incomplete comparison %+v", g.Slug(), c.Conns, c)
+			}
+		}
+	}
+	if want := []string{"tools_call", "tools_list", "federation-2x3"}; !slices.Equal(slugs, want) {
+		t.Errorf("groups = %v, want %v", slugs, want)
+	}
+	if !strings.Contains(progress.String(), "[tools/call direct c=1]") {
+		t.Errorf("no progress for the first stage: %q", progress.String())
+	}
+	md := r.Markdown()
+	for _, want := range []string{"## tools/call\n", "## tools/list\n", "## tools/list, federation 2x3\n", "(tools_call-latency.svg)", "| conns |"} {
+		if !strings.Contains(md, want) {
+			t.Errorf("Markdown lacks %q:\n%s", want, md)
+		}
+	}
+	checkPlots(t, r)
+}
+
+func checkStage(t *testing.T, st sweep.StageResult) {
+	t.Helper()
+	name := st.Method + " " + st.Shape + " " + st.Side
+	if st.Requests == 0 || st.Errors != 0 || st.FirstError != "" || st.ReqPerSec <= 0 {
+		t.Errorf("%s c=%d: requests %d, errors %d (%s), req/s %v", name, st.Conns, st.Requests, st.Errors, st.FirstError, st.ReqPerSec)
+	}
+	if st.Latency.N != st.Requests || st.Latency.P50 <= 0 || st.Latency.P99 < st.Latency.P50 {
+		t.Errorf("%s c=%d: latency %+v", name, st.Conns, st.Latency)
+	}
+	if st.NegotiatedProtocol != session.Protocol2025 || st.URL == "" {
+		t.Errorf("%s: protocol %q url %q", name, st.NegotiatedProtocol, st.URL)
+	}
+	if (st.Method == sweep.MethodCall) != (st.Tool != "") {
+		t.Errorf("%s: tool %q", name, st.Tool)
+	}
+	if st.DriverCPUPerCall == nil {
+		t.Errorf("%s: no driver CPU", name)
+	}
+	// This process stands in for both the gateway and the upstream of the
+	// plain sweep; the federation launcher reports no processes.
+	wantCPU := st.Shape == ""
+	if (st.UpstreamCPUPerCall != nil) != wantCPU || (st.GatewayCPUPerCall != nil) != (wantCPU && st.Side == sweep.SideGateway) {
+		t.Errorf("%s: gateway CPU %v, upstream CPU %v", name, st.GatewayCPUPerCall, st.UpstreamCPUPerCall)
+	}
+}
+
+// checkPlots decodes every plot and checks its series.
+func checkPlots(t *testing.T, r *sweep.Report) {
+	t.Helper()
+	plots := r.Plots()
+	if len(plots) != 6 {
+		t.Fatalf("%d plots, want 6", len(plots))
+	}
+	for _, p := range plots {
+		b, err := p.SVG()
+		if err != nil {
+			t.Fatalf("%s: %v", p.Name, err)
+		}
+		var doc struct {
+			Groups []struct {
+				Class   string     `xml:"class,attr"`
+				Name    string     `xml:"data-name,attr"`
+				Circles []struct{} `xml:"circle"`
+			} `xml:"g"`
+		}
+		if err := xml.Unmarshal(b, &doc); err != nil {
+			t.Fatalf("%s: %v", p.Name, err)
+		}
+		var names []string
+		for _, g := range doc.Groups {
+			if g.Class == "series" {
+				names = append(names, g.Name)
+				if len(g.Circles) != 2 {
+					t.Errorf("%s %s: %d points, want 2", p.Name, g.Name, len(g.Circles))
+				}
+			}
+		}
+		want := []string{"direct", "gateway"}
+		if strings.HasSuffix(p.Name, "-latency.svg") {
+			want = []string{"direct p50", "direct p99", "gateway p50", "gateway p99"}
+		}
+		if !slices.Equal(names, want) {
+			t.Errorf("%s: series %v, want %v", p.Name, names, want)
+		}
+	}
+}
+
+func TestSweepStageCountsErrors(t *testing.T) {
+	u := serveFixture(t, fixture.Options{})
+	res, err := sweep.RunStage(t.Context(), sweep.Stage{
+		Method: sweep.MethodCall, Side: sweep.SideGateway, Conns: 2, URL: u, Tool: "fail",
+		Protocol: session.Protocol2025, Duration: 100 * time.Millisecond,
+	}, sweep.Procs{}, nil)
+	if err != nil {
+		t.Fatalf("RunStage: %v", err)
+	}
+	if res.Requests != 0 || res.Errors == 0 || !strings.Contains(res.FirstError, "requested failure") {
+		t.Errorf("requests %d, errors %d, first %q", res.Requests, res.Errors, res.FirstError)
+	}
+	if res.GatewayCPUPerCall != nil || res.UpstreamCPUPerCall != nil {
+		t.Errorf("CPU reported without processes or requests")
+	}
+}
+
+func TestSweepStageDialError(t *testing.T) {
+	_, err := sweep.RunStage(t.Context(), sweep.Stage{
+		Method: sweep.MethodList, Side: sweep.SideDirect, Conns: 2, URL: "http://127.0.0.1:1/mcp",
+		Protocol: session.Protocol2025, Duration: time.Second,
+	}, sweep.Procs{}, nil)
+	if err == nil || !strings.Contains(err.Error(), "2 of 2 sessions failed") {
+		t.Errorf("RunStage = %v, want a dial error", err)
+	}
+}
+
+func TestSweepConfigInvalid(t *testing.T) {
+	_, err := sweep.Run(t.Context(), sweep.Config{
+		Methods: []string{"tools/frobnicate"}, Shapes: []sweep.Shape{{1, 1}}, Conns: []int{0},
+	})
+	for _, want := range []string{"unknown method", "connection counts", "duration", "launcher"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("Run = %v, want it to mention %q", err, want)
+		}
+	}
+}
