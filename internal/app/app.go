@@ -4,11 +4,12 @@ package app
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
+	"net/http/pprof"
 	"os"
 	"os/signal"
 	"syscall"
@@ -36,6 +37,8 @@ type Flags struct {
 	LogFormat   string
 	LogLevel    string
 	CheckConfig bool
+	// PprofAddr, if set, serves net/http/pprof on that address.
+	PprofAddr string
 }
 
 // Register adds the common flags to fs.
@@ -47,6 +50,25 @@ func (f *Flags) Register(fs *flag.FlagSet) {
 	fs.StringVar(&f.LogFormat, "log-format", envOr("SWITCHYARD_LOG_FORMAT", "json"), "log format: json or text")
 	fs.StringVar(&f.LogLevel, "log-level", envOr("SWITCHYARD_LOG_LEVEL", "info"), "log level: debug, info, warn, error")
 	fs.BoolVar(&f.CheckConfig, "check-config", false, "print the effective config and exit")
+	fs.StringVar(&f.PprofAddr, "pprof", os.Getenv("SWITCHYARD_PPROF"), "serve net/http/pprof on this address (e.g. 127.0.0.1:6060); off by default")
+}
+
+// StartPprof serves the profiling endpoints when PprofAddr is set.
+func (f *Flags) StartPprof(log *slog.Logger) {
+	if f.PprofAddr == "" {
+		return
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	go func() {
+		srv := &http.Server{Addr: f.PprofAddr, Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+		if err := srv.ListenAndServe(); err != nil {
+			log.Warn("pprof listener failed", "err", err)
+		}
+	}()
 }
 
 func envOr(k, def string) string {
@@ -104,6 +126,7 @@ func Main(name string, args []string, build func(*config.File, *nats.Conn, *slog
 	if f.CheckConfig {
 		return PrintConfig(os.Stdout, cfg)
 	}
+	f.StartPprof(log)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	nc, err := Connect(cfg.NATS, name, log)
@@ -152,6 +175,3 @@ func PrintConfig(w io.Writer, cfg *config.File) int {
 	_, _ = w.Write(b)
 	return 0
 }
-
-// ErrUsage is returned for a bad command line.
-var ErrUsage = errors.New("usage")

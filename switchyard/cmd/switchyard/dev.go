@@ -37,6 +37,7 @@ func runDev(args []string) int {
 	if f.CheckConfig {
 		return app.PrintConfig(os.Stdout, cfg)
 	}
+	f.StartPprof(log)
 	store, err := os.MkdirTemp("", "switchyard-dev-")
 	if err != nil {
 		log.Error("temp store", "err", err)

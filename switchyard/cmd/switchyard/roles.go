@@ -36,6 +36,7 @@ func runRoles(args []string) int {
 	if f.CheckConfig {
 		return app.PrintConfig(os.Stdout, cfg)
 	}
+	f.StartPprof(log)
 	set, err := roles.Build(names, cfg, func(role string) (*nats.Conn, error) {
 		return app.Connect(cfg.NATS, role, log)
 	}, log)
