@@ -96,7 +96,7 @@ func (s *Service) toolsCall(m *nats.Msg, req *proto.Request) {
 		e, _ = v.Lookup(req.Name)
 	}
 	if e == nil {
-		s.fail(m, proto.Errorf(proto.CodeInvalidParams, "unknown tool %q", req.Name))
+		s.fail(m, s.unknownTool(req))
 		return
 	}
 	worker, perr := s.place(req, e.Upstream)
@@ -109,6 +109,23 @@ func (s *Service) toolsCall(m *nats.Msg, req *proto.Request) {
 		s.log.Warn("forward failed", proto.LogWorker, worker, proto.LogErr, err)
 		s.fail(m, proto.Errorf(proto.CodeInternal, "router could not forward the call"))
 	}
+}
+
+// unknownTool explains a name the view does not list: if it belongs to a
+// catalog upstream that is not up (so its tools are not known now), the
+// error names that upstream; otherwise the tool is unknown (-32602).
+func (s *Service) unknownTool(req *proto.Request) *proto.Error {
+	snap := s.snap.Load()
+	u := req.View
+	if u == "" {
+		u = snap.UpstreamOf(req.Name)
+	}
+	if u != "" && snap.Upstreams[u] && !s.presence.View().Up(u) {
+		if _, perr := s.place(req, u); perr != nil {
+			return perr
+		}
+	}
+	return proto.Errorf(proto.CodeInvalidParams, "unknown tool %q", req.Name)
 }
 
 // forward sends the placement note, then the call, both to be answered on

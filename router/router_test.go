@@ -81,6 +81,14 @@ func (g *rig) upstream(name string, tools ...string) {
 	}
 }
 
+// catalogOnly puts an upstream in the catalog without a tool set.
+func (g *rig) catalogOnly(name string) {
+	spec, _ := proto.Marshal(&proto.UpstreamSpec{Name: name, Transport: proto.TransportStreamable, URL: "http://x"})
+	if _, err := g.kv.Put(g.t.Context(), name, spec); err != nil {
+		g.t.Fatal(err)
+	}
+}
+
 // worker announces a fake worker and counts the calls it receives; it
 // answers each with its own name.
 func (g *rig) worker(id string, up map[string]bool) *nats.Subscription {
@@ -244,9 +252,11 @@ func TestRouterErrors(t *testing.T) {
 	g := newRig(t)
 	g.upstream("a", "echo")
 	g.upstream("b", "echo")
-	g.worker("w-1", map[string]bool{"a": false})
+	g.upstream("c", "echo")
+	g.catalogOnly("d") // in the catalog, never listed by any worker
+	g.worker("w-1", map[string]bool{"a": false, "c": true})
 	eventually(t, func() error {
-		if !g.r.Ready() || len(g.r.presence.View().ByUpstream["a"]) != 1 {
+		if !g.r.Ready() || len(g.r.presence.View().ByUpstream["a"]) != 1 || !g.r.snap.Load().Upstreams["d"] {
 			return errors.New("not ready")
 		}
 		return nil
@@ -257,7 +267,11 @@ func TestRouterErrors(t *testing.T) {
 		req  proto.Request
 		code int32
 	}{
-		{"unknown tool", proto.OpToolsCall, proto.Request{Method: "tools/call", Name: "a__nope"}, proto.CodeInvalidParams},
+		{"unknown tool", proto.OpToolsCall, proto.Request{Method: "tools/call", Name: "c__nope"}, proto.CodeInvalidParams},
+		{"unknown upstream prefix", proto.OpToolsCall, proto.Request{Method: "tools/call", Name: "zz__echo"}, proto.CodeInvalidParams},
+		{"tool of a down upstream, not listed", proto.OpToolsCall, proto.Request{Method: "tools/call", Name: "a__nope"}, proto.CodeUpstreamUnavailable},
+		{"never-listed upstream names it", proto.OpToolsCall, proto.Request{Method: "tools/call", Name: "d__echo"}, proto.CodeNoWorkers},
+		{"never-listed upstream, passthrough", proto.OpToolsCall, proto.Request{Method: "tools/call", View: "d", Name: "echo"}, proto.CodeNoWorkers},
 		{"unknown passthrough view", proto.OpToolsCall, proto.Request{Method: "tools/call", View: "zz", Name: "echo"}, proto.CodeInvalidParams},
 		{"upstream down", proto.OpToolsCall, proto.Request{Method: "tools/call", Name: "a__echo"}, proto.CodeUpstreamUnavailable},
 		{"no worker", proto.OpToolsCall, proto.Request{Method: "tools/call", Name: "b__echo"}, proto.CodeNoWorkers},

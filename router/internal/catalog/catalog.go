@@ -34,7 +34,26 @@ type View struct {
 type Snapshot struct {
 	Federated *View
 	Pass      map[string]*View
+	// Upstreams holds every upstream in the catalog, with or without tools.
+	Upstreams map[string]bool
+	sep       string
 }
+
+// UpstreamOf returns the catalog upstream a federated name belongs to by
+// its "<upstream><sep>" prefix (the longest match), or "".
+func (s *Snapshot) UpstreamOf(name string) string {
+	best := ""
+	for u := range s.Upstreams {
+		if len(u) > len(best) && strings.HasPrefix(name, u+s.sep) {
+			best = u
+		}
+	}
+	return best
+}
+
+// cursorTag starts every cursor, so that a cursor this router did not
+// issue is refused rather than read as a tool name.
+const cursorTag = "sy1:"
 
 // ErrBadCursor is returned by [View.Page] for a cursor it did not issue.
 var ErrBadCursor = errors.New("catalog: invalid cursor")
@@ -56,8 +75,9 @@ func (v *View) Len() int { return len(v.listed) }
 func (v *View) Page(cursor string, size int) ([]byte, error) {
 	start := 0
 	if cursor != "" {
-		last, err := base64.RawURLEncoding.DecodeString(cursor)
-		if err != nil || len(last) == 0 {
+		raw, err := base64.RawURLEncoding.DecodeString(cursor)
+		last, ok := bytes.CutPrefix(raw, []byte(cursorTag))
+		if err != nil || !ok || len(last) == 0 {
 			return nil, ErrBadCursor
 		}
 		start, _ = slices.BinarySearchFunc(v.listed, string(last), func(e *Entry, t string) int { return strings.Compare(e.Name, t) })
@@ -81,7 +101,7 @@ func (v *View) Page(cursor string, size int) ([]byte, error) {
 	b = append(b, ']')
 	if end < len(v.listed) {
 		b = append(b, `,"nextCursor":"`...)
-		b = base64.RawURLEncoding.AppendEncode(b, []byte(v.listed[end-1].Name))
+		b = base64.RawURLEncoding.AppendEncode(b, []byte(cursorTag+v.listed[end-1].Name))
 		b = append(b, '"')
 	}
 	return append(b, '}'), nil
@@ -165,7 +185,12 @@ func (s *State) Build(up func(upstream string) bool) *Snapshot {
 		}
 	}
 	fed := names.Assign(pairs, s.sep)
-	snap := &Snapshot{Federated: &View{all: make(map[string]*Entry, len(pairs))}, Pass: map[string]*View{}}
+	snap := &Snapshot{Federated: &View{all: make(map[string]*Entry, len(pairs))}, Pass: map[string]*View{},
+		Upstreams: make(map[string]bool, len(s.upstreams)), sep: s.sep}
+	for u := range s.upstreams {
+		snap.Upstreams[u] = true
+		snap.Pass[u] = &View{all: map[string]*Entry{}} // replaced below if it has tools
+	}
 	for u, ts := range s.tools {
 		if !s.upstreams[u] {
 			continue

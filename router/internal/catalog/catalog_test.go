@@ -67,8 +67,10 @@ func TestCatalogPaging(t *testing.T) {
 	if got := listAll(t, snap.Pass["a"], 1); !slices.Equal(got, []string{"x", "y.z"}) {
 		t.Fatalf("passthrough: %v", got)
 	}
-	if _, err := snap.Federated.Page("!!", 1); err != ErrBadCursor {
-		t.Fatalf("bad cursor: %v", err)
+	for _, bad := range []string{"!!", "Z2FyYmFnZQ"} { // not base64; base64 of "garbage"
+		if _, err := snap.Federated.Page(bad, 1); err != ErrBadCursor {
+			t.Fatalf("cursor %q: %v", bad, err)
+		}
 	}
 }
 
