@@ -10,7 +10,7 @@ MODULES := proto internal testutil edge router upstream-worker tenancy-svc bench
 TEST_FLAGS ?= -race -count=1 -shuffle=on -timeout 25m
 ROLES := edge router upstream-worker tenancy-svc
 
-.PHONY: all build dev test vet fmt-check lint fuzz bench bench-gate bench-micro loadtest tidy check-mods upstreams clean
+.PHONY: all build dev test vet fmt-check lint fuzz bench bench-gate bench-hops bench-micro loadtest loadtest-cluster loadtest-scale tidy check-mods upstreams clean
 
 all: build
 
@@ -58,15 +58,32 @@ fuzz:
 ## both protocol eras; exit 1 if added p50 > 5 ms), then the Go benchmarks
 bench: build
 	@set -e; for p in 2025-11-25 2026-07-28; do \
-	  $(BIN)/bench latency -start-embedded -switchyard $(BIN)/switchyard -protocol $$p -n 2000 -warmup 200 -max-added-p50 5ms -out results; \
+	  $(BIN)/bench latency -start-embedded -switchyard $(BIN)/switchyard -protocol $$p -n 2000 -warmup 200 -hops=false -max-added-p50 5ms -out results; \
 	done
 	@$(MAKE) --no-print-directory bench-micro
 
 ## bench-gate: the latency gate alone (what CI runs)
 bench-gate: build
 	@set -e; for p in 2025-11-25 2026-07-28; do \
-	  $(BIN)/bench latency -start-embedded -switchyard $(BIN)/switchyard -protocol $$p -n 2000 -warmup 200 -max-added-p50 5ms -out results; \
+	  $(BIN)/bench latency -start-embedded -switchyard $(BIN)/switchyard -protocol $$p -n 2000 -warmup 200 -hops=false -max-added-p50 5ms -out results; \
 	done
+
+EDGES ?= 1
+ROUTERS ?= 1
+WORKERS ?= 1
+
+## bench-hops: latency with per-hop attribution, embedded then multi-process (not a gate)
+bench-hops: build
+	$(BIN)/bench latency -start-embedded -switchyard $(BIN)/switchyard -n 2000 -warmup 200 -max-added-p50 0 -out results
+	$(BIN)/bench latency -start-cluster -switchyard $(BIN)/switchyard -edges $(EDGES) -routers $(ROUTERS) -workers $(WORKERS) -n 2000 -warmup 200 -max-added-p50 0 -out results
+
+## loadtest-cluster: the sweep through a multi-process gateway (EDGES, ROUTERS, WORKERS)
+loadtest-cluster: build
+	$(BIN)/bench sweep -start-cluster -switchyard $(BIN)/switchyard -edges $(EDGES) -routers $(ROUTERS) -workers $(WORKERS) -conns 8,64,256 -duration 10s -warmup 2s -federation 1x1,5x20,20x50
+
+## loadtest-scale: req/s behind 1, 2 and 4 upstream-workers (stdio fixture, 2 ms, serial)
+loadtest-scale: build
+	$(BIN)/bench scale -switchyard $(BIN)/switchyard -duration 10s -warmup 2s
 
 ## bench-micro: Go benchmarks of the hot paths
 bench-micro:

@@ -142,6 +142,10 @@ const maxAttempts = 4
 
 // send publishes one attempt of a call and waits for its reply.
 func (s *Service) send(ctx context.Context, preq *proto.Request, op string, stamps nats.Header) (mcp.Result, error) {
+	if !s.nc.IsConnected() {
+		// A publish would sit in the reconnect buffer until the deadline.
+		return nil, proto.Errorf(proto.CodeUnavailable, "gateway bus unavailable (NATS %s)", s.nc.Status())
+	}
 	k := s.caller.New()
 	defer k.Close()
 	preq.ID = k.ID

@@ -117,8 +117,9 @@ func (c *Config) fill() error {
 	return nil
 }
 
-// Ready reports whether the edge is listening and has loaded the catalog.
-func (s *Service) Ready() bool { return s.ready.Load() }
+// Ready reports whether the edge is listening, has loaded the catalog and
+// is connected to NATS.
+func (s *Service) Ready() bool { return s.ready.Load() && s.nc.IsConnected() }
 
 // Addr is the address the edge listens on, once Run has bound it ("" before).
 func (s *Service) Addr() string {

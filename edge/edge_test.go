@@ -228,6 +228,15 @@ func TestEdgeErrors(t *testing.T) {
 			t.Fatalf("got %d %s", code, body)
 		}
 	})
+	t.Run("missing session id is 400", func(t *testing.T) {
+		sid := g.sid
+		g.sid = ""
+		code, body, _ := g.post(`{"jsonrpc":"2.0","id":7,"method":"tools/list","params":{}}`)
+		g.sid = sid
+		if code != http.StatusBadRequest || !strings.Contains(body, "-32600") {
+			t.Fatalf("got %d %s", code, body)
+		}
+	})
 	t.Run("unknown passthrough upstream is 404", func(t *testing.T) {
 		resp, err := http.Post(strings.TrimSuffix(g.url, "/mcp")+"/mcp/nope", "application/json", bytes.NewReader([]byte(`{}`)))
 		if err != nil {

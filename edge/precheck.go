@@ -57,7 +57,15 @@ func (s *Service) precheck(w http.ResponseWriter, r *http.Request) bool {
 		writeRPCError(w, http.StatusBadRequest, nil, -32700, "Parse error: body is not valid JSON-RPC")
 		return false
 	}
+	stateful := r.Header.Get("Mcp-Protocol-Version") < protocol2026
 	for _, m := range msgs {
+		if stateful && m.Method != "" && m.Method != "initialize" && r.Header.Get("Mcp-Session-Id") == "" &&
+			m.Params.Meta[perRequestVersionKey] == nil {
+			// What the transport spec asks of servers that use sessions; the
+			// SDK would answer 200 with a JSON-RPC error of code 0.
+			writeRPCError(w, http.StatusBadRequest, m.ID, -32600, "Bad Request: missing Mcp-Session-Id header (initialize first)")
+			return false
+		}
 		if m.Method != "" && len(m.ID) > 0 && !clientMethods[m.Method] {
 			status := http.StatusOK
 			if r.Header.Get("Mcp-Protocol-Version") >= protocol2026 {
@@ -73,7 +81,14 @@ func (s *Service) precheck(w http.ResponseWriter, r *http.Request) bool {
 type probeMsg struct {
 	ID     json.RawMessage `json:"id"`
 	Method string          `json:"method"`
+	Params struct {
+		Meta map[string]json.RawMessage `json:"_meta"`
+	} `json:"params"`
 }
+
+// perRequestVersionKey is the _meta key of a 2026-era request that carries
+// its protocol version in the body (SEP-2575) instead of a session.
+const perRequestVersionKey = "io.modelcontextprotocol/protocolVersion"
 
 func writeRPCError(w http.ResponseWriter, status int, id json.RawMessage, code int, msg string) {
 	if len(id) == 0 {

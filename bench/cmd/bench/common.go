@@ -8,9 +8,18 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 
 	"github.com/switchyard-mcp/switchyard/bench/internal/launch"
+	"github.com/switchyard-mcp/switchyard/bench/internal/report"
 	"github.com/switchyard-mcp/switchyard/bench/internal/session"
+)
+
+// Mode labels, from how the gateway is reached.
+const (
+	modeEmbedded = "embedded" // -start-embedded: "switchyard dev"
+	modeCluster  = "cluster"  // -start-cluster: one process per role instance
+	modeURL      = "url"      // -gateway: a deployment the driver did not start
 )
 
 // endpointFlags are the flags "latency" and "sweep" share: what to measure,
@@ -22,23 +31,35 @@ type endpointFlags struct {
 	protocol        string
 	mode            string
 	startEmbedded   bool
+	startCluster    bool
 	switchyard      string
+	topo            report.Topology
+	// set holds the names of the flags given on the command line.
+	set map[string]bool
 }
 
 func (f *endpointFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&f.gateway, "gateway", "", "MCP endpoint through Switchyard, e.g. http://127.0.0.1:8080/mcp")
+	fs.StringVar(&f.gateway, "gateway", "", "MCP endpoint through an already running Switchyard, e.g. http://127.0.0.1:8080/mcp (mode url)")
+	fs.StringVar(&f.gateway, "gateway-url", "", "same as -gateway")
 	fs.StringVar(&f.direct, "direct", "", "the same upstream's MCP endpoint, directly")
 	fs.StringVar(&f.tool, "tool", "echo", "tool called on the direct side")
 	fs.StringVar(&f.gwTool, "gw-tool", "fixture__echo", "tool called through the gateway (its federated name)")
 	fs.StringVar(&f.args, "args", `{"text":"hi"}`, "tool arguments, a JSON object")
 	fs.StringVar(&f.protocol, "protocol", session.Protocol2025, "protocol version the sessions ask for: "+session.Protocol2025+" or "+session.Protocol2026)
-	fs.StringVar(&f.mode, "mode", "embedded", "label for the gateway's deployment, put in the results")
+	fs.StringVar(&f.mode, "mode", "", "label for the gateway's deployment, put in the results (default: "+modeEmbedded+", "+modeCluster+" or "+modeURL+", from the flags)")
 	fs.BoolVar(&f.startEmbedded, "start-embedded", false, "start a fixture upstream and 'switchyard dev' in front of it, measure them, stop them")
-	fs.StringVar(&f.switchyard, "switchyard", "", "switchyard binary for -start-embedded (default: switchyard next to this binary)")
+	fs.BoolVar(&f.startCluster, "start-cluster", false, "like -start-embedded, but run the gateway as separate processes: switchyard nats, tenancy-svc, and -routers routers, -workers upstream-workers, -edges edges")
+	fs.IntVar(&f.topo.Edges, "edges", 1, "with -start-cluster: number of edges (default from $EDGES, else 1)")
+	fs.IntVar(&f.topo.Routers, "routers", 1, "with -start-cluster: number of routers (default from $ROUTERS, else 1)")
+	fs.IntVar(&f.topo.Workers, "workers", 1, "with -start-cluster: number of upstream-workers (default from $WORKERS, else 1)")
+	fs.StringVar(&f.switchyard, "switchyard", "", "switchyard binary for -start-embedded and -start-cluster (default: switchyard next to this binary)")
 }
 
-// check validates the flags and returns the tool arguments.
-func (f *endpointFlags) check() (json.RawMessage, error) {
+// check validates the flags (after fs.Parse), fills in the defaults that
+// depend on other flags and on the environment, and returns the tool
+// arguments.
+func (f *endpointFlags) check(fs *flag.FlagSet) (json.RawMessage, error) {
+	f.set = visited(fs)
 	var errs []error
 	var obj map[string]any
 	if err := json.Unmarshal([]byte(f.args), &obj); err != nil || obj == nil {
@@ -47,50 +68,126 @@ func (f *endpointFlags) check() (json.RawMessage, error) {
 	if f.protocol != session.Protocol2025 && f.protocol != session.Protocol2026 {
 		errs = append(errs, fmt.Errorf("-protocol must be %s or %s, got %q", session.Protocol2025, session.Protocol2026, f.protocol))
 	}
+	urls := f.gateway != "" || f.direct != ""
 	switch {
-	case f.startEmbedded && (f.gateway != "" || f.direct != ""):
-		errs = append(errs, errors.New("use either -start-embedded or -gateway/-direct"))
-	case !f.startEmbedded && (f.gateway == "" || f.direct == ""):
-		errs = append(errs, errors.New("need -gateway and -direct, or -start-embedded"))
+	case f.startEmbedded && f.startCluster:
+		errs = append(errs, errors.New("use either -start-embedded or -start-cluster"))
+	case (f.startEmbedded || f.startCluster) && urls:
+		errs = append(errs, errors.New("use either -start-embedded/-start-cluster or -gateway/-direct"))
+	case !f.startEmbedded && !f.startCluster && (f.gateway == "" || f.direct == ""):
+		errs = append(errs, errors.New("need -gateway and -direct, or -start-embedded, or -start-cluster"))
+	}
+	if f.startCluster {
+		errs = append(errs, topologyFromEnv(&f.topo, f.set, os.Getenv))
+	} else if f.set["edges"] || f.set["routers"] || f.set["workers"] {
+		errs = append(errs, errors.New("-edges, -routers and -workers need -start-cluster"))
+	}
+	if !f.set["mode"] {
+		f.mode = f.defaultMode()
 	}
 	return json.RawMessage(f.args), errors.Join(errs...)
 }
 
-// launchOptions returns the options to start u fixtures with t extra tools
-// each behind a gateway.
-func (f *endpointFlags) launchOptions(u, t int) (launch.Options, error) {
-	self, err := os.Executable()
+// defaultMode returns the mode label the flags imply.
+func (f *endpointFlags) defaultMode() string {
+	switch {
+	case f.startCluster:
+		return modeCluster
+	case f.startEmbedded:
+		return modeEmbedded
+	}
+	return modeURL
+}
+
+// starts reports whether the driver starts the gateway itself.
+func (f *endpointFlags) starts() bool { return f.startEmbedded || f.startCluster }
+
+// visited returns the names of the flags given on fs's command line.
+func visited(fs *flag.FlagSet) map[string]bool {
+	set := map[string]bool{}
+	fs.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
+	return set
+}
+
+// topologyFromEnv fills the counts of t whose flags (-edges, -routers,
+// -workers) were not given from EDGES, ROUTERS and WORKERS when those are
+// set, then checks that every count is at least 1.
+func topologyFromEnv(t *report.Topology, set map[string]bool, getenv func(string) string) error {
+	var errs []error
+	for _, c := range []struct {
+		flag, env string
+		n         *int
+	}{{"edges", "EDGES", &t.Edges}, {"routers", "ROUTERS", &t.Routers}, {"workers", "WORKERS", &t.Workers}} {
+		if v := getenv(c.env); v != "" && !set[c.flag] {
+			n, err := strconv.Atoi(v)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("$%s: %q is not a number", c.env, v))
+				continue
+			}
+			*c.n = n
+		}
+		if *c.n < 1 || *c.n > maxPerRole {
+			errs = append(errs, fmt.Errorf("need 1 to %d %s, got %d", maxPerRole, c.flag, *c.n))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// maxPerRole bounds the processes of one role the driver starts.
+const maxPerRole = 64
+
+// binaries returns the bench binary (this one) and the switchyard binary:
+// sy, or switchyard next to this binary.
+func binaries(sy string) (self, switchyard string, err error) {
+	self, err = os.Executable()
 	if err != nil {
 		self = os.Args[0]
 	}
-	sy := f.switchyard
 	if sy == "" {
 		sy = filepath.Join(filepath.Dir(self), "switchyard")
 	}
 	if _, err := os.Stat(sy); err != nil {
-		return launch.Options{}, fmt.Errorf("switchyard binary: %w (build it with 'make build' or pass -switchyard)", err)
+		return "", "", fmt.Errorf("switchyard binary: %w (build it with 'make build' or pass -switchyard)", err)
 	}
-	return launch.Options{BenchBin: self, SwitchyardBin: sy, Upstreams: u, ExtraTools: t, Protocol: f.protocol}, nil
+	return self, sy, nil
 }
 
-// launchEmbedded starts u fixtures with t extra tools behind a gateway and
-// says so on stderr.
-func (f *endpointFlags) launchEmbedded(ctx context.Context, u, t int) (*launch.Embedded, error) {
-	o, err := f.launchOptions(u, t)
+// launchOptions returns the options to start u fixtures with t extra tools
+// each behind a gateway, embedded or (with -start-cluster) a cluster
+// logging into logDir.
+func (f *endpointFlags) launchOptions(u, t int, logDir string) (launch.Options, error) {
+	self, sy, err := binaries(f.switchyard)
+	if err != nil {
+		return launch.Options{}, err
+	}
+	o := launch.Options{BenchBin: self, SwitchyardBin: sy, Upstreams: u, ExtraTools: t, Protocol: f.protocol}
+	if f.startCluster {
+		topo := f.topo
+		o.Cluster, o.LogDir = &topo, logDir
+	}
+	return o, nil
+}
+
+// launch starts u fixtures with t extra tools behind a gateway and says
+// so on stderr.
+func (f *endpointFlags) launch(ctx context.Context, u, t int, logDir string) (*launch.Stack, error) {
+	o, err := f.launchOptions(u, t, logDir)
 	if err != nil {
 		return nil, err
 	}
-	e, err := launch.StartEmbedded(ctx, o)
+	e, err := launch.Start(ctx, o)
 	if err != nil {
 		return nil, err
 	}
-	fmt.Fprintf(os.Stderr, "started %d fixture upstream(s) (-tools %d; first %s, pid %d) behind switchyard %s (pid %d, GOGC=%s)\n",
-		u, t, e.FixtureURLs[0], e.Fixtures[0].PID(), e.Gateway.URL, e.Gateway.PID(), e.Gateway.GOGC)
+	fmt.Fprintf(os.Stderr, "started %s (-tools %d)\n", e.Describe(), t)
+	if e.Cluster != nil && len(e.Cluster.NotUp) > 0 {
+		fmt.Fprintf(os.Stderr, "warning: %v logged no upstream up within %v; measuring anyway\n", e.Cluster.NotUp, launch.WorkerUpTimeout)
+	}
 	return e, nil
 }
 
 // stop stops e, reporting a failure on stderr.
-func stop(e *launch.Embedded) error {
+func stop(e *launch.Stack) error {
 	err := e.Stop()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "stopping:", err)

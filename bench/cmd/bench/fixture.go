@@ -32,6 +32,7 @@ func runFixture(args []string) int {
 	fs.IntVar(&o.ExtraTools, "tools", 0, "number of extra echo tools (tool-0001, ...)")
 	fs.BoolVar(&o.Serial, "serial", false, "serialize all tool calls, like a single-threaded upstream")
 	fs.StringVar(&o.Name, "name", fixture.DefaultName, "server implementation name")
+	fs.StringVar(&o.Tag, "tag", os.Getenv(fixture.TagEnv), "if set, echo results carry it in _meta[\""+fixture.MetaTag+"\"] (default from $"+fixture.TagEnv+")")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0

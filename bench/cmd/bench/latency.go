@@ -7,10 +7,12 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"syscall"
 	"time"
 
 	"github.com/switchyard-mcp/switchyard/bench/internal/latency"
+	"github.com/switchyard-mcp/switchyard/bench/internal/launch"
 	"github.com/switchyard-mcp/switchyard/bench/internal/report"
 )
 
@@ -25,10 +27,11 @@ func runLatency(args []string) int {
 	maxAdded := fs.Duration("max-added-p50", 5*time.Millisecond, "fail if gateway p50 - direct p50 exceeds this (0 disables)")
 	out := fs.String("out", "results", "directory for the JSON and Markdown results")
 	timeout := fs.Duration("timeout", 10*time.Minute, "give up on the whole run after this long")
+	hopsOn := fs.Bool("hops", true, "ask the gateway for per-hop timing stamps on every call and report the median of each hop")
 	if err := fs.Parse(args); err != nil {
 		return usageExit(err)
 	}
-	callArgs, err := f.check()
+	callArgs, err := f.check(fs)
 	if err == nil && (*n < 1 || *warmup < 0) {
 		err = errors.New("need -n >= 1 and -warmup >= 0")
 	}
@@ -45,23 +48,32 @@ func runLatency(args []string) int {
 		Direct:  latency.Target{URL: f.direct, Tool: f.tool},
 		Gateway: latency.Target{URL: f.gateway, Tool: f.gwTool},
 		Args:    callArgs, Warmup: *warmup, N: *n, Protocol: f.protocol, Mode: f.mode, Log: os.Stderr,
+		Hops: *hopsOn,
 	}
-	var gogc string
-	if f.startEmbedded {
-		e, err := f.launchEmbedded(ctx, 1, 0)
-		if err != nil {
+	var e *launch.Stack
+	var logDir string
+	if f.starts() {
+		if f.startCluster {
+			logDir = filepath.Join(*out, fmt.Sprintf("latency-%s-%s-%s-logs", f.mode, f.protocol, report.Stamp(time.Now())))
+		}
+		if e, err = f.launch(ctx, 1, 0, logDir); err != nil {
 			fmt.Fprintf(os.Stderr, "bench latency: %v\n", err)
 			return 1
 		}
 		defer func() { _ = stop(e) }()
-		cfg.Direct.URL, cfg.Gateway.URL, cfg.GatewayPID, gogc = e.FixtureURLs[0], e.Gateway.URL, e.Gateway.PID(), e.Gateway.GOGC
+		cfg.Direct.URL, cfg.Gateway.URL, cfg.GatewayPIDs = e.FixtureURLs[0], e.URLs()[0], e.GatewayPIDs()
+		if urls := e.URLs(); len(urls) > 1 {
+			cfg.Gateway.URLs = urls // one session per edge, calls rotating over them
+		}
 	}
 	r, err := latency.Run(ctx, cfg)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "bench latency: %v\n", err)
 		return 1
 	}
-	r.GOGC = gogc
+	if e != nil {
+		r.GOGC, r.Topology, r.GatewayLogs = e.GOGC(), e.Topology(), logDir
+	}
 	return latencyReport(r, *out, *maxAdded)
 }
 

@@ -5,6 +5,7 @@
 //	bench fixture [flags]   serve the fixture upstream MCP server
 //	bench latency [flags]   the latency gate: tools/call direct vs through the gateway
 //	bench sweep [flags]     concurrency and federation sweep, with tables and plots
+//	bench scale [flags]     horizontal scaling: throughput vs upstream-workers in cluster mode
 //
 // Run "bench <command> -h" for a command's flags.
 package main
@@ -20,6 +21,7 @@ commands:
   fixture   serve the fixture upstream MCP server (stdio or streamable HTTP)
   latency   the latency gate: added p50 of tools/call through the gateway
   sweep     throughput and latency vs connections, direct and through the gateway
+  scale     throughput vs upstream-workers (1, 2, 4) of a multi-process gateway
 `
 
 func main() {
@@ -34,6 +36,8 @@ func main() {
 		os.Exit(runLatency(args))
 	case "sweep":
 		os.Exit(runSweep(args))
+	case "scale":
+		os.Exit(runScale(args))
 	case "-h", "-help", "--help", "help":
 		fmt.Fprint(os.Stderr, usage)
 	default:

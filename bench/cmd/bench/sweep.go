@@ -25,12 +25,12 @@ func runSweep(args []string) int {
 	duration := fs.Duration("duration", 10*time.Second, "measured time per stage")
 	warmup := fs.Duration("warmup", 2*time.Second, "warmup time per stage, discarded")
 	methods := fs.String("methods", sweep.MethodCall+","+sweep.MethodList, "methods to sweep, comma-separated (empty: none)")
-	federation := fs.String("federation", "1x1,5x20,20x50", "tools/list federation shapes UPSTREAMSxTOOLS (needs -start-embedded; empty or none: skip)")
+	federation := fs.String("federation", "1x1,5x20,20x50", "tools/list federation shapes UPSTREAMSxTOOLS (needs -start-embedded or -start-cluster; empty or none: skip)")
 	out := fs.String("out", "", "results directory (default results/sweep-<timestamp>)")
 	if err := fs.Parse(args); err != nil {
 		return usageExit(err)
 	}
-	cfg, err := sweepConfig(&f, *conns, *methods, *federation)
+	cfg, err := sweepConfig(&f, fs, *conns, *methods, *federation)
 	if err != nil || fs.NArg() > 0 {
 		fmt.Fprintf(os.Stderr, "bench sweep: %v\n", errors.Join(err, extraArgs(fs)))
 		return 2
@@ -38,10 +38,13 @@ func runSweep(args []string) int {
 	cfg.Warmup, cfg.Duration = *warmup, *duration
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer cancel()
+	if *out == "" {
+		*out = filepath.Join("results", "sweep-"+report.Stamp(time.Now()))
+	}
 
 	var gogc string
-	if f.startEmbedded {
-		cfg.Launch = sweepLauncher(&f, &gogc)
+	if f.starts() {
+		cfg.Launch = sweepLauncher(&f, &gogc, filepath.Join(*out, "logs"))
 	}
 	r, err := sweep.Run(ctx, cfg)
 	if r == nil {
@@ -49,6 +52,10 @@ func runSweep(args []string) int {
 		return 1
 	}
 	r.GOGC = gogc
+	if f.startCluster {
+		topo := f.topo
+		r.Topology = &topo
+	}
 	code := writeSweep(r, *out)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "bench sweep: %v (the stages measured so far were written)\n", err)
@@ -58,8 +65,8 @@ func runSweep(args []string) int {
 }
 
 // sweepConfig builds the sweep's configuration from the flags.
-func sweepConfig(f *endpointFlags, conns, methods, federation string) (sweep.Config, error) {
-	callArgs, err := f.check()
+func sweepConfig(f *endpointFlags, fs *flag.FlagSet, conns, methods, federation string) (sweep.Config, error) {
+	callArgs, err := f.check(fs)
 	cfg := sweep.Config{
 		Env: sweep.Env{
 			Direct:  sweep.Endpoint{URL: f.direct, Tool: f.tool},
@@ -73,26 +80,29 @@ func sweepConfig(f *endpointFlags, conns, methods, federation string) (sweep.Con
 		cfg.Methods = strings.Split(methods, ",")
 	}
 	cfg.Shapes, err3 = sweep.ParseShapes(federation)
-	if len(cfg.Shapes) > 0 && !f.startEmbedded {
-		fmt.Fprintln(os.Stderr, "bench sweep: -federation needs -start-embedded; skipping the federation shapes")
+	if len(cfg.Shapes) > 0 && !f.starts() {
+		fmt.Fprintln(os.Stderr, "bench sweep: -federation needs -start-embedded or -start-cluster; skipping the federation shapes")
 		cfg.Shapes = nil
 	}
 	return cfg, errors.Join(err, err2, err3)
 }
 
 // sweepLauncher starts each shape's fixtures and gateway, recording the
-// gateway's GOGC in gogc.
-func sweepLauncher(f *endpointFlags, gogc *string) sweep.Launcher {
+// gateway's GOGC in gogc; a cluster logs into logDir/<shape>.
+func sweepLauncher(f *endpointFlags, gogc *string, logDir string) sweep.Launcher {
 	return func(ctx context.Context, s sweep.Shape) (sweep.Env, func() error, error) {
-		e, err := f.launchEmbedded(ctx, s.Upstreams, s.Tools)
+		e, err := f.launch(ctx, s.Upstreams, s.Tools, filepath.Join(logDir, s.String()))
 		if err != nil {
 			return sweep.Env{}, nil, err
 		}
-		*gogc = e.Gateway.GOGC
+		*gogc = e.GOGC()
 		env := sweep.Env{
 			Direct:  sweep.Endpoint{URL: e.FixtureURLs[0], Tool: f.tool},
-			Gateway: sweep.Endpoint{URL: e.Gateway.URL, Tool: f.gwTool},
-			Procs:   sweep.Procs{Gateway: e.Gateway.PID(), Upstreams: e.FixturePIDs()},
+			Gateway: sweep.Endpoint{URL: e.URLs()[0], Tool: f.gwTool},
+			Procs:   sweep.Procs{Gateway: e.GatewayPIDs(), Upstreams: e.FixturePIDs()},
+		}
+		if urls := e.URLs(); len(urls) > 1 {
+			env.Gateway.URLs = urls
 		}
 		return env, func() error { return stop(e) }, nil
 	}
@@ -100,9 +110,6 @@ func sweepLauncher(f *endpointFlags, gogc *string) sweep.Launcher {
 
 // writeSweep prints the report's tables and writes its files into out.
 func writeSweep(r *sweep.Report, out string) int {
-	if out == "" {
-		out = filepath.Join("results", "sweep-"+report.Stamp(r.Start))
-	}
 	md := r.Markdown()
 	fmt.Print(md)
 	var errs []error

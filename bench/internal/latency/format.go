@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/switchyard-mcp/switchyard/bench/internal/hops"
 	"github.com/switchyard-mcp/switchyard/bench/internal/mdtable"
 	"github.com/switchyard-mcp/switchyard/bench/internal/stats"
 )
@@ -15,13 +16,33 @@ import (
 //
 //	BENCH_RESULT mode=M protocol=V n=N direct_p50_us=.. direct_p99_us=.. gw_p50_us=.. gw_p90_us=.. gw_p99_us=.. added_p50_us=.. added_p99_us=..
 //
+// When per-hop stamps were collected, extra keys follow those (which never
+// change): hops_n (calls with every stamp), hops_<segment>_p50_us for each
+// segment in path order (edge, bus1, router, bus2, worker_before,
+// upstream, worker_after, bus3, edge_after, outside) and hops_sum_p50_us,
+// the sum of those medians. That sum approximates, but does not equal, the
+// median of the per-call sums (the gateway's p50 over the same calls): a
+// median is not additive, since the calls slow in one segment are not the
+// ones slow in another.
+//
 // Values are whole microseconds, truncated toward zero.
 func (r *Result) BenchLine() string {
-	return fmt.Sprintf("BENCH_RESULT mode=%s protocol=%s n=%d direct_p50_us=%s direct_p99_us=%s gw_p50_us=%s gw_p90_us=%s gw_p99_us=%s added_p50_us=%s added_p99_us=%s",
+	line := fmt.Sprintf("BENCH_RESULT mode=%s protocol=%s n=%d direct_p50_us=%s direct_p99_us=%s gw_p50_us=%s gw_p90_us=%s gw_p99_us=%s added_p50_us=%s added_p99_us=%s",
 		r.Mode, r.Protocol, r.N,
 		us(r.Direct.Summary.P50), us(r.Direct.Summary.P99),
 		us(r.Gateway.Summary.P50), us(r.Gateway.Summary.P90), us(r.Gateway.Summary.P99),
 		us(r.AddedP50), us(r.AddedP99))
+	if h := r.Hops; h != nil && h.Complete > 0 {
+		var b strings.Builder
+		b.WriteString(line)
+		fmt.Fprintf(&b, " hops_n=%d", h.Complete)
+		for _, sg := range h.Segments {
+			fmt.Fprintf(&b, " hops_%s_p50_us=%s", sg.Key, us(sg.P50))
+		}
+		fmt.Fprintf(&b, " hops_sum_p50_us=%s", us(h.SumP50))
+		line = b.String()
+	}
+	return line
 }
 
 // WriteText writes a short human-readable report (percentiles per side and
@@ -43,6 +64,18 @@ func (r *Result) WriteText(w io.Writer) error {
 		fmt.Fprintf(&b, "  gateway CPU %.0fµs/call", *r.GatewayCPUPerCall)
 	}
 	b.WriteString("\n")
+	if h := r.Hops; h != nil {
+		if h.Complete == 0 {
+			fmt.Fprintf(&b, "  hops: none of %d gateway calls returned complete stamps (does the gateway support %s?)\n", h.Calls, hops.MetaKey)
+		} else {
+			fmt.Fprintf(&b, "  hops: medians over the %d gateway calls with every stamp (%d without)\n", h.Complete, h.Missing)
+			for _, sg := range h.Segments {
+				fmt.Fprintf(&b, "    %-34s %9s µs\n", sg.Name, us1(sg.P50))
+			}
+			fmt.Fprintf(&b, "    %-34s %9s µs  (median of the sums, i.e. gateway p50 of those calls: %s µs)\n", "sum of the medians", us1(h.SumP50), us1(h.ObservedP50))
+			fmt.Fprintf(&b, "    %-34s %9s µs\n", "direct call (for comparison)", us1(r.Direct.Summary.P50))
+		}
+	}
 	_, err := io.WriteString(w, b.String())
 	return err
 }
@@ -63,10 +96,20 @@ func (r *Result) Markdown() string {
 	t.AddRow("added", "", "", us(r.AddedP50), "", us(r.AddedP99))
 	var b strings.Builder
 	fmt.Fprintf(&b, "## Latency gate: mode=%s protocol=%s\n\n", r.Mode, r.Protocol)
-	fmt.Fprintf(&b, "%s, n=%d per side after %d warmup calls, interleaved on one session per side.\n\n",
-		r.Start.UTC().Format(time.RFC3339), r.N, r.Warmup)
+	sessions := "one session per side"
+	if n := len(r.Gateway.URLs); n > 1 {
+		sessions = fmt.Sprintf("one session on the direct side, one per edge (%d) on the gateway side, calls rotating over them", n)
+	}
+	fmt.Fprintf(&b, "%s, n=%d per side after %d warmup calls, interleaved on %s.\n\n",
+		r.Start.UTC().Format(time.RFC3339), r.N, r.Warmup, sessions)
 	b.WriteString(t.String())
 	fmt.Fprintf(&b, "\nHost: %s.", r.Host)
+	if r.Topology != nil {
+		fmt.Fprintf(&b, " Cluster: %s, one NATS server and one tenancy-svc; gateway CPU sums all of them.", r.Topology)
+		if r.GatewayLogs != "" {
+			fmt.Fprintf(&b, " Logs and configuration: `%s`.", r.GatewayLogs)
+		}
+	}
 	if r.GOGC != "" {
 		fmt.Fprintf(&b, " Gateway GOGC=%s.", r.GOGC)
 	}
@@ -74,7 +117,46 @@ func (r *Result) Markdown() string {
 		fmt.Fprintf(&b, " Gateway CPU: %.1f µs per call.", *r.GatewayCPUPerCall)
 	}
 	b.WriteString("\n")
+	if r.Hops != nil {
+		b.WriteString(r.hopsMarkdown())
+	}
 	return b.String()
+}
+
+// hopsMarkdown returns the per-hop section.
+func (r *Result) hopsMarkdown() string {
+	h := r.Hops
+	var b strings.Builder
+	b.WriteString("\n### Per-hop attribution (gateway side)\n\n")
+	if h.Complete == 0 {
+		fmt.Fprintf(&b, "None of the %d measured gateway calls returned complete stamps in `_meta[%q]`.\n", h.Calls, hops.MetaKey)
+		return b.String()
+	}
+	fmt.Fprintf(&b, "Every gateway call asked for per-hop stamps (`_meta: {%q: true}`). Medians over the %d measured calls that returned every stamp (%d did not and are left out of every segment). "+
+		"\"Outside the stamps\" is the client-observed latency minus edge_out − edge_in: the client, HTTP and the go-sdk server's work at the edge. "+
+		"The stamps come from different processes' wall clocks (one machine). "+
+		"The sum of the medians approximates, but does not equal, the median of the per-call sums (a median is not additive).\n\n", hops.MetaKey, h.Complete, h.Missing)
+	t := mdtable.Table{
+		Header: []string{"segment", "from → to", "p50 µs", "p90 µs", "p99 µs"},
+		Right:  []bool{false, false, true, true, true},
+	}
+	for _, sg := range h.Segments {
+		span := sg.From + " → " + sg.To
+		if sg.Key == hops.OutsideKey {
+			span = "observed − (edge_out − edge_in)"
+		}
+		t.AddRow(sg.Name, span, us1(sg.P50), us1(sg.P90), us1(sg.P99))
+	}
+	t.AddRow("sum of the medians", "", us1(h.SumP50))
+	t.AddRow("median of the sums", "gateway p50 of these calls", us1(h.ObservedP50))
+	t.AddRow("direct call", "the upstream without the gateway", us1(r.Direct.Summary.P50), us1(r.Direct.Summary.P90), us1(r.Direct.Summary.P99))
+	b.WriteString(t.String())
+	return b.String()
+}
+
+// us1 formats d in microseconds with one decimal.
+func us1(d time.Duration) string {
+	return strconv.FormatFloat(float64(d)/float64(time.Microsecond), 'f', 1, 64)
 }
 
 func us(d time.Duration) string { return strconv.FormatInt(d.Microseconds(), 10) }

@@ -2,6 +2,10 @@
 // directly against an upstream and through Switchyard, interleaved call by
 // call on one session per side, so that both sides see the same machine
 // state and the difference is what the gateway adds.
+//
+// With [Config.Hops], the gateway side asks for per-hop timing stamps on
+// every call and the result attributes the gateway's latency to the hops
+// of the path (see package hops).
 package latency
 
 import (
@@ -13,6 +17,9 @@ import (
 	"slices"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/switchyard-mcp/switchyard/bench/internal/hops"
 	"github.com/switchyard-mcp/switchyard/bench/internal/proccpu"
 	"github.com/switchyard-mcp/switchyard/bench/internal/report"
 	"github.com/switchyard-mcp/switchyard/bench/internal/session"
@@ -30,8 +37,20 @@ const maxPrintedErrors = 20
 type Target struct {
 	// URL is the streamable HTTP MCP endpoint.
 	URL string `json:"url"`
+	// URLs, when not empty, are several endpoints of the same target (the
+	// edges of a cluster): one session is opened to each and the calls
+	// rotate over them. URL is then ignored.
+	URLs []string `json:"urls,omitempty"`
 	// Tool is the tool called there.
 	Tool string `json:"tool"`
+}
+
+// endpoints returns the URLs the target's sessions connect to.
+func (t Target) endpoints() []string {
+	if len(t.URLs) > 0 {
+		return t.URLs
+	}
+	return []string{t.URL}
 }
 
 // Config configures [Run].
@@ -48,9 +67,13 @@ type Config struct {
 	Protocol string
 	// Mode labels the result (how the gateway was deployed).
 	Mode string
-	// GatewayPID, when not 0, is the gateway's process id: its CPU time
-	// over the measured calls is reported.
-	GatewayPID int
+	// GatewayPIDs, when not empty, are the gateway's process ids: their
+	// summed CPU time over the measured calls is reported.
+	GatewayPIDs []int
+	// Hops makes every gateway call ask for per-hop timing stamps
+	// (_meta {"dev.switchyard/timing": true}); the result then attributes
+	// the gateway's latency to the hops of the path.
+	Hops bool
 	// Log receives call errors as they happen; nil discards them.
 	Log io.Writer
 }
@@ -81,16 +104,26 @@ type Result struct {
 	Host     report.Host     `json:"host"`
 	// GOGC is the gateway's GOGC when the driver started it (set by the
 	// caller).
-	GOGC    string `json:"gateway_gogc,omitempty"`
-	Direct  Side   `json:"direct"`
-	Gateway Side   `json:"gateway"`
+	GOGC string `json:"gateway_gogc,omitempty"`
+	// Topology is the cluster's shape when the driver started one (set by
+	// the caller).
+	Topology *report.Topology `json:"topology,omitempty"`
+	// GatewayLogs is the directory of the cluster's configuration and
+	// logs (set by the caller).
+	GatewayLogs string `json:"gateway_logs,omitempty"`
+	Direct      Side   `json:"direct"`
+	Gateway     Side   `json:"gateway"`
 	// AddedP50 and AddedP99 are the gateway's percentile minus the direct
 	// one (negative if the gateway side was faster).
 	AddedP50 time.Duration `json:"added_p50_ns"`
 	AddedP99 time.Duration `json:"added_p99_ns"`
-	// GatewayCPUPerCall is the gateway process's CPU time per measured call
-	// in microseconds; nil when Config.GatewayPID was 0 or unreadable.
+	// GatewayCPUPerCall is the gateway processes' CPU time per measured
+	// call in microseconds; nil when Config.GatewayPIDs was empty or
+	// unreadable.
 	GatewayCPUPerCall *float64 `json:"gw_cpu_us_per_call,omitempty"`
+	// Hops is the per-hop attribution of the gateway's successful measured
+	// calls; nil unless Config.Hops.
+	Hops *hops.Summary `json:"hops,omitempty"`
 }
 
 // Run measures cfg.Warmup+cfg.N calls per side, alternating which side goes
@@ -100,12 +133,12 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if cfg.N <= 0 || cfg.Warmup < 0 {
 		return nil, fmt.Errorf("latency: need n > 0 and warmup >= 0, got n=%d warmup=%d", cfg.N, cfg.Warmup)
 	}
-	direct, err := newRunner(ctx, "direct", cfg.Direct, cfg)
+	direct, err := newRunner(ctx, "direct", cfg.Direct, cfg, false)
 	if err != nil {
 		return nil, err
 	}
 	defer direct.close()
-	gw, err := newRunner(ctx, "gateway", cfg.Gateway, cfg)
+	gw, err := newRunner(ctx, "gateway", cfg.Gateway, cfg, cfg.Hops)
 	if err != nil {
 		return nil, err
 	}
@@ -118,7 +151,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	var cpu cpuSpan
 	for i := range cfg.Warmup + cfg.N {
 		if i == cfg.Warmup {
-			cpu.begin(cfg.GatewayPID)
+			cpu.begin(cfg.GatewayPIDs)
 		}
 		first, second := direct, gw
 		if i%2 == 1 {
@@ -136,42 +169,63 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	r.Direct, r.Gateway = direct.side(), gw.side()
 	r.AddedP50 = r.Gateway.Summary.P50 - r.Direct.Summary.P50
 	r.AddedP99 = r.Gateway.Summary.P99 - r.Direct.Summary.P99
+	if gw.hops != nil {
+		h := gw.hops.Summary()
+		r.Hops = &h
+	}
 	return r, nil
 }
 
 // runner measures one side.
 type runner struct {
-	name    string
-	target  Target
-	sess    *session.Session
-	op      session.Op
-	samples []time.Duration
-	errs    int
-	warmErr int
-	printed int
-	log     io.Writer
+	name     string
+	target   Target
+	sessions []*session.Session
+	ops      []session.Op // one per session; calls rotate over them
+	next     int
+	samples  []time.Duration
+	errs     int
+	warmErr  int
+	printed  int
+	log      io.Writer
+	hops     *hops.Collector     // nil unless traced
+	last     *mcp.CallToolResult // the last call's result, if it succeeded
 }
 
-func newRunner(ctx context.Context, name string, t Target, cfg Config) (*runner, error) {
-	s, err := session.Dial(ctx, t.URL, cfg.Protocol)
-	if err != nil {
-		return nil, fmt.Errorf("latency: %s: %w", name, err)
-	}
+// newRunner opens a session to each of t's endpoints. With traced, every
+// call asks for per-hop stamps and the measured ones are collected.
+func newRunner(ctx context.Context, name string, t Target, cfg Config, traced bool) (*runner, error) {
 	log := cfg.Log
 	if log == nil {
 		log = io.Discard
 	}
-	return &runner{
-		name: name, target: t, sess: s, log: log,
-		op:      session.CallTool(s.ClientSession, t.Tool, cfg.Args),
-		samples: make([]time.Duration, 0, cfg.N),
-	}, nil
+	r := &runner{name: name, target: t, log: log, samples: make([]time.Duration, 0, cfg.N)}
+	var o session.CallOptions
+	if traced {
+		r.hops = hops.NewCollector(cfg.N)
+		o.Meta = hops.RequestMeta()
+		o.Result = func(res *mcp.CallToolResult) { r.last = res }
+	}
+	for _, url := range t.endpoints() {
+		s, err := session.Dial(ctx, url, cfg.Protocol)
+		if err != nil {
+			r.close()
+			return nil, fmt.Errorf("latency: %s: %w", name, err)
+		}
+		r.sessions = append(r.sessions, s)
+		r.ops = append(r.ops, session.CallToolWith(s.ClientSession, t.Tool, cfg.Args, o))
+	}
+	return r, nil
 }
 
-// call makes one timed call, recording it if measured.
+// call makes one timed call on the next session, recording it if
+// measured.
 func (r *runner) call(ctx context.Context, measured bool) {
+	op := r.ops[r.next%len(r.ops)]
+	r.next++
+	r.last = nil
 	start := time.Now()
-	err := r.op(ctx)
+	err := op(ctx)
 	d := time.Since(start)
 	switch {
 	case err != nil && measured:
@@ -182,6 +236,13 @@ func (r *runner) call(ctx context.Context, measured bool) {
 		r.report(err)
 	case measured:
 		r.samples = append(r.samples, d)
+		if r.hops != nil {
+			var meta mcp.Meta
+			if r.last != nil {
+				meta = r.last.Meta
+			}
+			r.hops.Add(meta, d)
+		}
 	}
 }
 
@@ -197,29 +258,31 @@ func (r *runner) report(err error) {
 
 func (r *runner) side() Side {
 	return Side{
-		Target: r.target, Protocol: r.sess.Protocol(),
+		Target: r.target, Protocol: r.sessions[0].Protocol(),
 		Summary: stats.Summarize(slices.Clone(r.samples)),
 		Errors:  r.errs, WarmupErrors: r.warmErr, Samples: r.samples,
 	}
 }
 
-func (r *runner) close() { _ = r.sess.Close() }
+func (r *runner) close() {
+	for _, s := range r.sessions {
+		_ = s.Close()
+	}
+}
 
-// cpuSpan measures a process's CPU time between begin and end.
+// cpuSpan measures the summed CPU time of processes between begin and end.
 type cpuSpan struct {
-	pid   int
+	pids  []int
 	start time.Duration
 	ok    bool
 }
 
-func (c *cpuSpan) begin(pid int) {
-	if pid == 0 {
+func (c *cpuSpan) begin(pids []int) {
+	if len(pids) == 0 {
 		return
 	}
-	var err error
-	c.pid = pid
-	c.start, err = proccpu.Read(pid)
-	c.ok = err == nil
+	c.pids = pids
+	c.start, c.ok = readAll(pids)
 }
 
 // end returns the CPU time per call in microseconds, or nil if unknown.
@@ -227,12 +290,26 @@ func (c *cpuSpan) end(calls int) *float64 {
 	if !c.ok || calls == 0 {
 		return nil
 	}
-	now, err := proccpu.Read(c.pid)
-	if err != nil {
+	now, ok := readAll(c.pids)
+	if !ok {
 		return nil
 	}
 	v := float64(now-c.start) / float64(time.Microsecond) / float64(calls)
 	return &v
+}
+
+// readAll returns the summed CPU time of pids, and whether every read
+// succeeded.
+func readAll(pids []int) (time.Duration, bool) {
+	var sum time.Duration
+	for _, pid := range pids {
+		d, err := proccpu.Read(pid)
+		if err != nil {
+			return 0, false
+		}
+		sum += d
+	}
+	return sum, true
 }
 
 // Check returns nil if r passes the gate: at most [MaxErrorRate] failed

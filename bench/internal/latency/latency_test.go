@@ -2,19 +2,24 @@ package latency_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/switchyard-mcp/switchyard/bench/fixture"
+	"github.com/switchyard-mcp/switchyard/bench/internal/hops"
 	"github.com/switchyard-mcp/switchyard/bench/internal/latency"
 	"github.com/switchyard-mcp/switchyard/bench/internal/session"
 	"github.com/switchyard-mcp/switchyard/bench/internal/stats"
+	"github.com/switchyard-mcp/switchyard/internal/hop"
 )
 
 const us = time.Microsecond
@@ -154,7 +159,10 @@ func TestLatencyRunEndToEnd(t *testing.T) {
 				t.Errorf("added = %v/%v, inconsistent with the summaries", r.AddedP50, r.AddedP99)
 			}
 			if r.GatewayCPUPerCall != nil {
-				t.Errorf("GatewayCPUPerCall = %v without a GatewayPID", *r.GatewayCPUPerCall)
+				t.Errorf("GatewayCPUPerCall = %v without GatewayPIDs", *r.GatewayCPUPerCall)
+			}
+			if r.Hops != nil {
+				t.Errorf("Hops = %+v without Config.Hops", r.Hops)
 			}
 			if err := r.Check(0); err != nil {
 				t.Errorf("Check(0) = %v", err)
@@ -205,5 +213,135 @@ func TestLatencyRunCountsErrors(t *testing.T) {
 	}
 	if err := r.Check(0); err == nil || !strings.Contains(err.Error(), "gateway: 3 of 3") {
 		t.Errorf("Check = %v, want the gateway's error rate", err)
+	}
+}
+
+// withHops adds a per-hop summary to r: every segment 10µs + its index,
+// outside 100µs.
+func withHops(r *latency.Result) *latency.Result {
+	h := &hops.Summary{Calls: 2000, Complete: 1990, Missing: 10}
+	for i, sg := range hops.Segments {
+		p := time.Duration(10+i) * us
+		if sg.Key == hops.OutsideKey {
+			p = 100 * us
+		}
+		h.Segments = append(h.Segments, hops.SegmentResult{Segment: sg, P50: p, P90: 2 * p, P99: 3 * p})
+		h.SumP50 += p
+	}
+	h.ObservedP50 = 300 * us
+	r.Hops = h
+	return r
+}
+
+func TestLatencyBenchLineHops(t *testing.T) {
+	base := sample().BenchLine()
+	got := withHops(sample()).BenchLine()
+	want := base + " hops_n=1990 hops_edge_p50_us=10 hops_bus1_p50_us=11 hops_router_p50_us=12 hops_bus2_p50_us=13" +
+		" hops_worker_before_p50_us=14 hops_upstream_p50_us=15 hops_worker_after_p50_us=16 hops_bus3_p50_us=17" +
+		" hops_edge_after_p50_us=18 hops_outside_p50_us=100 hops_sum_p50_us=226"
+	if got != want {
+		t.Errorf("BenchLine() =\n%s\nwant\n%s", got, want)
+	}
+	r := sample()
+	r.Hops = &hops.Summary{Calls: 5, Missing: 5}
+	if got := r.BenchLine(); got != base {
+		t.Errorf("BenchLine without complete stamps = %q, want the plain line", got)
+	}
+}
+
+func TestLatencyMarkdownHops(t *testing.T) {
+	r := withHops(sample())
+	md := r.Markdown()
+	for _, want := range []string{
+		"### Per-hop attribution (gateway side)",
+		"| edge                             | edge_in → edge_pub               |   10.0 |   20.0 |   30.0 |",
+		"| outside the stamps               | observed − (edge_out − edge_in)  |  100.0 |  200.0 |  300.0 |",
+		"| sum of the medians               |                                  |  226.0 |        |        |",
+		"| median of the sums               | gateway p50 of these calls       |  300.0 |        |        |",
+		"| direct call                      | the upstream without the gateway |  144.0 |  180.0 |  410.0 |",
+		"1990 measured calls", "(10 did not",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("Markdown lacks %q:\n%s", want, md)
+		}
+	}
+	var text bytes.Buffer
+	if err := r.WriteText(&text); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"hops: medians over the 1990 gateway calls", "upstream (incl. worker's client)", "226.0 µs", "direct call (for comparison)"} {
+		if !strings.Contains(text.String(), want) {
+			t.Errorf("text lacks %q:\n%s", want, text.String())
+		}
+	}
+}
+
+// stampingGateway serves a fixture-like server whose echo returns per-hop
+// stamps when the call asks for them, as the gateway does; every third
+// call's stamps lack up_sent. It counts the calls it got in *calls.
+func stampingGateway(t *testing.T, calls *atomic.Int64) string {
+	t.Helper()
+	s := mcp.NewServer(&mcp.Implementation{Name: "gw", Version: "v0"}, nil)
+	s.AddTool(&mcp.Tool{Name: "fixture__echo", InputSchema: json.RawMessage(`{"type":"object"}`)},
+		func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			n := calls.Add(1)
+			res := &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "hi"}}}
+			if req.Params.Meta[hops.MetaKey] != true {
+				return res, nil
+			}
+			st := map[string]int64{}
+			for i, name := range hop.Order {
+				st[name] = int64(i) * 1000
+			}
+			if n%3 == 0 {
+				delete(st, hop.UpSent)
+			}
+			res.Meta = mcp.Meta{hops.MetaKey: st}
+			return res, nil
+		})
+	srv := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, nil))
+	t.Cleanup(srv.Close)
+	return srv.URL + "/mcp"
+}
+
+func TestLatencyRunHopsAndEdges(t *testing.T) {
+	direct := serveFixture(t, fixture.Options{}, false)
+	var callsA, callsB atomic.Int64
+	edges := []string{stampingGateway(t, &callsA), stampingGateway(t, &callsB)}
+	r, err := latency.Run(t.Context(), latency.Config{
+		Direct:      latency.Target{URL: direct, Tool: "echo"},
+		Gateway:     latency.Target{URLs: edges, Tool: "fixture__echo"},
+		Warmup:      2,
+		N:           30,
+		Protocol:    session.Protocol2025,
+		Hops:        true,
+		GatewayPIDs: []int{os.Getpid()},
+	})
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if a, b := callsA.Load(), callsB.Load(); a != 16 || b != 16 {
+		t.Errorf("calls per edge %d and %d, want 16 and 16 (round robin)", a, b)
+	}
+	h := r.Hops
+	if h == nil || h.Calls != 30 || h.Complete+h.Missing != 30 || h.Missing < 9 || h.Missing > 11 {
+		t.Fatalf("hops = %+v, want 30 calls, about a third missing", h)
+	}
+	if p, ok := h.P50("bus1"); !ok || p != time.Microsecond {
+		t.Errorf("bus 1 p50 = %v, %v; want 1µs", p, ok)
+	}
+	// The fake stamps span 9µs, so every call's outside segment is its
+	// observed latency minus 9µs, and so are the medians.
+	if p, _ := h.P50(hops.OutsideKey); p != h.ObservedP50-9*time.Microsecond {
+		t.Errorf("outside p50 %v, observed p50 %v; want 9µs apart", p, h.ObservedP50)
+	}
+	if r.GatewayCPUPerCall == nil {
+		t.Error("no gateway CPU with GatewayPIDs")
+	}
+	if !strings.Contains(r.BenchLine(), " hops_n=") {
+		t.Errorf("BenchLine lacks the hop keys: %s", r.BenchLine())
+	}
+	if r.Direct.Errors != 0 || r.Gateway.Errors != 0 {
+		t.Errorf("errors %d/%d", r.Direct.Errors, r.Gateway.Errors)
 	}
 }

@@ -25,6 +25,8 @@ func TestMain(m *testing.M) {
 	switch os.Getenv(helperEnv) {
 	case "fixture":
 		os.Exit(helperFixture())
+	case "switchyard":
+		os.Exit(helperSwitchyard())
 	case "fail":
 		fmt.Fprintln(os.Stderr, "helper: failing on purpose")
 		os.Exit(3)

@@ -5,6 +5,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"os"
 	"os/exec"
 	"strings"
 	"sync"
@@ -29,18 +31,39 @@ type Process struct {
 	stop sync.Once
 }
 
-// start runs cmd, capturing its stderr through w.
+// start runs cmd, capturing its stdout and stderr through w.
 func start(name string, cmd *exec.Cmd, w *lineWatcher) (*Process, error) {
-	cmd.Stdout = w
-	cmd.Stderr = w
+	return startLogged(name, cmd, w, "")
+}
+
+// startLogged runs cmd, capturing its stdout and stderr through w and, if
+// logPath is not empty, appending them to that file too.
+func startLogged(name string, cmd *exec.Cmd, w *lineWatcher, logPath string) (*Process, error) {
+	var out io.Writer = w
+	var logFile *os.File
+	if logPath != "" {
+		f, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+		if err != nil {
+			return nil, fmt.Errorf("start %s: %w", name, err)
+		}
+		logFile, out = f, io.MultiWriter(f, w)
+	}
+	cmd.Stdout = out
+	cmd.Stderr = out
 	cmd.SysProcAttr = sysProcAttr()
 	cmd.WaitDelay = 5 * time.Second
 	if err := cmd.Start(); err != nil {
+		if logFile != nil {
+			_ = logFile.Close()
+		}
 		return nil, fmt.Errorf("start %s: %w", name, err)
 	}
 	p := &Process{Name: name, cmd: cmd, out: w, done: make(chan struct{})}
 	go func() {
 		p.err = cmd.Wait()
+		if logFile != nil {
+			_ = logFile.Close()
+		}
 		close(p.done)
 	}()
 	return p, nil
@@ -83,20 +106,37 @@ func (p *Process) Stop() error {
 	return err
 }
 
-// lineWatcher keeps the tail of a child's output and reports the first
-// line that starts with prefix.
+// lineWatcher keeps the tail of a child's output, counts the lines that
+// match and reports the first match.
 type lineWatcher struct {
-	prefix string
-	found  chan string // receives the rest of the first matching line
+	what  string                           // the awaited line, for messages
+	match func(line string) (string, bool) // nil: no line is awaited
+	found chan string                      // receives the first match's value
 
 	mu      sync.Mutex // guards the fields below
 	buf     []byte     // output tail, at most tailBytes
 	partial []byte     // current incomplete line
-	matched bool
+	matches int
 }
 
+// newLineWatcher watches for a line starting with prefix (none if prefix
+// is empty); the rest of the line, trimmed, is the match's value.
 func newLineWatcher(prefix string) *lineWatcher {
-	return &lineWatcher{prefix: prefix, found: make(chan string, 1)}
+	w := &lineWatcher{what: prefix, found: make(chan string, 1)}
+	if prefix != "" {
+		w.match = func(line string) (string, bool) {
+			rest, ok := strings.CutPrefix(line, prefix)
+			return strings.TrimSpace(rest), ok
+		}
+	}
+	return w
+}
+
+// newContainsWatcher counts the lines that contain substr.
+func newContainsWatcher(substr string) *lineWatcher {
+	return &lineWatcher{what: substr, found: make(chan string, 1), match: func(line string) (string, bool) {
+		return line, strings.Contains(line, substr)
+	}}
 }
 
 // Write implements io.Writer; it never fails.
@@ -107,7 +147,7 @@ func (w *lineWatcher) Write(b []byte) (int, error) {
 	if len(w.buf) > tailBytes {
 		w.buf = append(w.buf[:0], w.buf[len(w.buf)-tailBytes:]...)
 	}
-	if w.matched || w.prefix == "" {
+	if w.match == nil {
 		return len(b), nil
 	}
 	w.partial = append(w.partial, b...)
@@ -118,17 +158,24 @@ func (w *lineWatcher) Write(b []byte) (int, error) {
 		}
 		line := strings.TrimRight(string(w.partial[:i]), "\r")
 		w.partial = w.partial[i+1:]
-		if rest, ok := strings.CutPrefix(line, w.prefix); ok {
-			w.matched = true
-			w.partial = nil
-			w.found <- strings.TrimSpace(rest)
-			break
+		if v, ok := w.match(line); ok {
+			w.matches++
+			if w.matches == 1 {
+				w.found <- v
+			}
 		}
 	}
 	if len(w.partial) > tailBytes { // a runaway line never matches
 		w.partial = w.partial[:0]
 	}
 	return len(b), nil
+}
+
+// count returns the number of matching lines so far.
+func (w *lineWatcher) count() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.matches
 }
 
 func (w *lineWatcher) tail() string {
@@ -150,7 +197,7 @@ func (p *Process) waitLine(ctx context.Context) (string, error) {
 		}
 		return "", p.exitError()
 	case <-ctx.Done():
-		return "", fmt.Errorf("%s: waiting for %q: %w", p.Name, p.out.prefix, context.Cause(ctx))
+		return "", fmt.Errorf("%s: waiting for %q: %w", p.Name, p.out.what, context.Cause(ctx))
 	}
 }
 

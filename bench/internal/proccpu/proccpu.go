@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strconv"
 	"time"
 )
@@ -57,4 +58,24 @@ func Parse(stat []byte) (time.Duration, error) {
 		ticks += v
 	}
 	return time.Duration(ticks) * Tick, nil
+}
+
+// Children returns the process ids of pid's children, from
+// /proc/<pid>/task/<tid>/children (every thread's); nil where that is not
+// available.
+func Children(pid int) []int {
+	paths, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/children", pid))
+	var out []int
+	for _, p := range paths {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			continue
+		}
+		for _, f := range bytes.Fields(b) {
+			if c, err := strconv.Atoi(string(f)); err == nil {
+				out = append(out, c)
+			}
+		}
+	}
+	return out
 }

@@ -1,8 +1,11 @@
 package proccpu_test
 
 import (
+	"fmt"
 	"os"
+	"os/exec"
 	"runtime"
+	"slices"
 	"testing"
 	"time"
 
@@ -51,5 +54,25 @@ func TestProcCPURead(t *testing.T) {
 	}
 	if _, err := proccpu.Read(os.Getpid()); err != nil {
 		t.Fatalf("Read(pid): %v", err)
+	}
+}
+
+func TestProcCPUChildren(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("needs /proc")
+	}
+	cmd := exec.Command("sleep", "30")
+	if err := cmd.Start(); err != nil {
+		t.Skip("no sleep command:", err)
+	}
+	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	if _, err := os.Stat(fmt.Sprintf("/proc/%d/task/%d/children", os.Getpid(), os.Getpid())); err != nil {
+		t.Skip("kernel without /proc/<pid>/task/<tid>/children")
+	}
+	if got := proccpu.Children(os.Getpid()); !slices.Contains(got, cmd.Process.Pid) {
+		t.Errorf("Children = %v, want it to hold %d", got, cmd.Process.Pid)
+	}
+	if got := proccpu.Children(cmd.Process.Pid); len(got) != 0 {
+		t.Errorf("Children of sleep = %v", got)
 	}
 }

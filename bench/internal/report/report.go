@@ -31,7 +31,7 @@ type Host struct {
 func HostInfo() Host {
 	return Host{
 		GoVersion: runtime.Version(), GOOS: runtime.GOOS, GOARCH: runtime.GOARCH,
-		NumCPU: runtime.NumCPU(), CPUModel: cpuModel(), LoadAvg: loadAvg(),
+		NumCPU: runtime.NumCPU(), CPUModel: cpuModel(), LoadAvg: LoadAvg(),
 	}
 }
 
@@ -48,7 +48,9 @@ func (h Host) String() string {
 	return s
 }
 
-func loadAvg() string {
+// LoadAvg returns /proc/loadavg's 1, 5 and 15 minute load averages now,
+// "" where there is no such file.
+func LoadAvg() string {
 	b, err := os.ReadFile("/proc/loadavg")
 	if f := strings.Fields(string(b)); err == nil && len(f) >= 3 {
 		return strings.Join(f[:3], " ")
@@ -89,4 +91,25 @@ func WriteJSON(dir, name string, v any) (string, error) {
 		return "", err
 	}
 	return WriteFile(dir, name, append(b, '\n'))
+}
+
+// Topology is the shape of a multi-process gateway the driver started: how
+// many processes of each scaled role (plus one NATS server and one
+// tenancy-svc).
+type Topology struct {
+	Edges   int `json:"edges"`
+	Routers int `json:"routers"`
+	Workers int `json:"workers"`
+}
+
+// String returns "1 edge, 1 router, 4 workers".
+func (t Topology) String() string {
+	return fmt.Sprintf("%s, %s, %s", plural(t.Edges, "edge"), plural(t.Routers, "router"), plural(t.Workers, "worker"))
+}
+
+func plural(n int, what string) string {
+	if n == 1 {
+		return "1 " + what
+	}
+	return fmt.Sprintf("%d %ss", n, what)
 }

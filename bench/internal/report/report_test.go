@@ -37,3 +37,9 @@ func TestReportWrite(t *testing.T) {
 		t.Errorf("file %q: %v %v", b, v, err)
 	}
 }
+
+func TestReportTopology(t *testing.T) {
+	if s := (report.Topology{Edges: 1, Routers: 2, Workers: 4}).String(); s != "1 edge, 2 routers, 4 workers" {
+		t.Errorf("String = %q", s)
+	}
+}

@@ -81,10 +81,24 @@ type Op func(ctx context.Context) error
 // CallTool returns an Op calling tool name with args, a JSON object (nil
 // means {}). A result with IsError set fails with [ErrToolError].
 func CallTool(cs *mcp.ClientSession, name string, args json.RawMessage) Op {
+	return CallToolWith(cs, name, args, CallOptions{})
+}
+
+// CallOptions extend a [CallToolWith] op.
+type CallOptions struct {
+	// Meta is sent as the request's _meta; nil sends none.
+	Meta mcp.Meta
+	// Result, if not nil, is called with every successful result (IsError
+	// unset) before the op returns, on the op's goroutine.
+	Result func(*mcp.CallToolResult)
+}
+
+// CallToolWith is [CallTool] with options.
+func CallToolWith(cs *mcp.ClientSession, name string, args json.RawMessage, o CallOptions) Op {
 	if len(args) == 0 {
 		args = json.RawMessage("{}")
 	}
-	params := &mcp.CallToolParams{Name: name, Arguments: args}
+	params := &mcp.CallToolParams{Meta: o.Meta, Name: name, Arguments: args}
 	return func(ctx context.Context) error {
 		res, err := cs.CallTool(ctx, params)
 		if err != nil {
@@ -93,8 +107,21 @@ func CallTool(cs *mcp.ClientSession, name string, args json.RawMessage) Op {
 		if res.IsError {
 			return fmt.Errorf("%w: %s", ErrToolError, firstText(res))
 		}
+		if o.Result != nil {
+			o.Result(res)
+		}
 		return nil
 	}
+}
+
+// Spread returns the endpoint of connection i when connections are spread
+// round robin over urls (the edges of a cluster): urls[i mod len(urls)].
+// It returns "" when urls is empty.
+func Spread(urls []string, i int) string {
+	if len(urls) == 0 {
+		return ""
+	}
+	return urls[i%len(urls)]
 }
 
 // ListTools returns an Op listing every tool, following cursors to the last

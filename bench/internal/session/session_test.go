@@ -101,3 +101,50 @@ func TestSessionDialError(t *testing.T) {
 		t.Error("Dial to a closed port succeeded")
 	}
 }
+
+func TestSessionCallToolWith(t *testing.T) {
+	var seenMeta any
+	s := mcp.NewServer(&mcp.Implementation{Name: "meta", Version: "v0"}, nil)
+	s.AddTool(&mcp.Tool{Name: "m", InputSchema: json.RawMessage(`{"type":"object"}`)},
+		func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			seenMeta = req.Params.Meta["k"]
+			return &mcp.CallToolResult{Meta: mcp.Meta{"back": 7}}, nil
+		})
+	sess := dial(t, serve(t, s, false), session.Protocol2025)
+	var got *mcp.CallToolResult
+	op := session.CallToolWith(sess.ClientSession, "m", nil, session.CallOptions{
+		Meta:   mcp.Meta{"k": true},
+		Result: func(r *mcp.CallToolResult) { got = r },
+	})
+	if err := op(t.Context()); err != nil {
+		t.Fatalf("op: %v", err)
+	}
+	if seenMeta != true {
+		t.Errorf("server saw _meta k = %v, want true", seenMeta)
+	}
+	if got == nil || got.Meta["back"] != float64(7) {
+		t.Errorf("result callback got %+v", got)
+	}
+}
+
+func TestSessionSpread(t *testing.T) {
+	urls := []string{"a", "b", "c"}
+	var order []string
+	count := map[string]int{}
+	for i := range 64 {
+		u := session.Spread(urls, i)
+		if i < 6 {
+			order = append(order, u)
+		}
+		count[u]++
+	}
+	if fmt.Sprint(order) != "[a b c a b c]" {
+		t.Errorf("first connections go to %v, want a b c a b c", order)
+	}
+	if count["a"] != 22 || count["b"] != 21 || count["c"] != 21 {
+		t.Errorf("64 connections over 3 edges: %v, want 22/21/21", count)
+	}
+	if session.Spread([]string{"only"}, 5) != "only" || session.Spread(nil, 0) != "" {
+		t.Error("Spread over one or no URL")
+	}
+}

@@ -86,6 +86,9 @@ func (r *Report) Markdown() string {
 	fmt.Fprintf(&b, "%s, mode=%s, protocol=%s; per stage %v warmup + %v measured; each connection is one go-sdk client session making sequential requests; direct and gateway stages run one after the other.\n\n",
 		r.Start.UTC().Format(time.RFC3339), r.Mode, r.Protocol, r.Warmup, r.Duration)
 	fmt.Fprintf(&b, "Host: %s.", r.Host)
+	if r.Topology != nil {
+		fmt.Fprintf(&b, " Cluster: %s, one NATS server and one tenancy-svc; connections spread round robin over the edges; gateway CPU sums every gateway process, NATS included.", r.Topology)
+	}
 	if r.GOGC != "" {
 		fmt.Fprintf(&b, " Gateway GOGC=%s.", r.GOGC)
 	}

@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/switchyard-mcp/switchyard/bench/internal/session"
 	"github.com/switchyard-mcp/switchyard/bench/internal/stats"
 )
@@ -38,26 +40,44 @@ const (
 	rateBudget = 50_000
 )
 
-// Stage is one measurement: Conns sessions to URL running Method for
-// Warmup (discarded) and then Duration.
+// Stage is one measurement: Conns sessions to URL (or spread round robin
+// over URLs) running Method for Warmup (discarded) and then Duration.
 type Stage struct {
 	Method string `json:"method"`
 	Side   string `json:"side"`
 	// Shape is the federation shape ("5x20"); empty in the plain sweep.
-	Shape    string          `json:"shape,omitempty"`
-	Conns    int             `json:"conns"`
-	URL      string          `json:"url"`
-	Tool     string          `json:"tool,omitempty"`
+	Shape string `json:"shape,omitempty"`
+	Conns int    `json:"conns"`
+	URL   string `json:"url"`
+	// URLs, when not empty, are several endpoints of the same side (the
+	// edges of a cluster): connection i goes to URLs[i mod len(URLs)] and
+	// URL is ignored.
+	URLs []string `json:"urls,omitempty"`
+	Tool string   `json:"tool,omitempty"`
+	// TagKey, when not empty, makes a tools/call stage count its
+	// successful measured calls by the string value of this key in the
+	// result's _meta (see StageResult.CallsByTag).
+	TagKey   string          `json:"tag_key,omitempty"`
 	Args     json.RawMessage `json:"args,omitempty"`
 	Protocol string          `json:"protocol"`
 	Warmup   time.Duration   `json:"warmup_ns"`
 	Duration time.Duration   `json:"duration_ns"`
 }
 
-// Procs are the process ids whose CPU time a stage reports; zero values
-// mean unknown.
+// ConnURL returns the endpoint of connection i.
+func (st *Stage) ConnURL(i int) string {
+	if len(st.URLs) > 0 {
+		return session.Spread(st.URLs, i)
+	}
+	return st.URL
+}
+
+// Procs are the process ids whose CPU time a stage reports, each group
+// summed; empty means unknown.
 type Procs struct {
-	Gateway   int
+	// Gateway is every gateway process (all of a cluster's, NATS
+	// included).
+	Gateway   []int
 	Upstreams []int
 }
 
@@ -73,6 +93,13 @@ type StageResult struct {
 	Requests   int    `json:"requests"`
 	Errors     int    `json:"errors"`
 	FirstError string `json:"first_error,omitempty"`
+	// CallsByTag counts the successful measured calls by the value of
+	// Stage.TagKey in their result's _meta ("" when absent); nil without
+	// a TagKey.
+	CallsByTag map[string]int `json:"calls_by_tag,omitempty"`
+	// ConnsByTag counts the connections by the tag of their last
+	// successful call ("" when none): where the sessions were placed.
+	ConnsByTag map[string]int `json:"conns_by_tag,omitempty"`
 	// ReqPerSec is Requests divided by the window's length.
 	ReqPerSec float64       `json:"req_per_sec"`
 	Latency   stats.Summary `json:"latency"`
@@ -127,6 +154,9 @@ type worker struct {
 	lat      []time.Duration
 	errs     int
 	firstErr error
+	// With a tag key: the last successful result's tag, and the counts.
+	tag  string
+	tags map[string]int
 }
 
 func makeWorkers(st Stage, sessions []*session.Session) []*worker {
@@ -134,11 +164,17 @@ func makeWorkers(st Stage, sessions []*session.Session) []*worker {
 	per = min(max(per, 1024), 1<<20)
 	ws := make([]*worker, len(sessions))
 	for i, s := range sessions {
-		op := session.ListTools(s.ClientSession)
+		w := &worker{lat: make([]time.Duration, 0, per)}
+		w.op = session.ListTools(s.ClientSession)
 		if st.Method == MethodCall {
-			op = session.CallTool(s.ClientSession, st.Tool, st.Args)
+			var o session.CallOptions
+			if key := st.TagKey; key != "" {
+				w.tags = map[string]int{}
+				o.Result = func(res *mcp.CallToolResult) { w.tag, _ = res.Meta[key].(string) }
+			}
+			w.op = session.CallToolWith(s.ClientSession, st.Tool, st.Args, o)
 		}
-		ws[i] = &worker{op: op, lat: make([]time.Duration, 0, per)}
+		ws[i] = w
 	}
 	return ws
 }
@@ -165,6 +201,9 @@ func (w *worker) run(ctx context.Context, from, until time.Time, c *counters) {
 			c.failed.Add(1)
 		default:
 			w.lat = append(w.lat, end.Sub(start))
+			if w.tags != nil {
+				w.tags[w.tag]++
+			}
 			c.done.Add(1)
 		}
 	}
@@ -179,6 +218,15 @@ func merge(res *StageResult, workers []*worker) {
 	all := make([]time.Duration, 0, n)
 	for _, w := range workers {
 		all = append(all, w.lat...)
+		if w.tags != nil {
+			if res.CallsByTag == nil {
+				res.CallsByTag, res.ConnsByTag = map[string]int{}, map[string]int{}
+			}
+			for t, n := range w.tags {
+				res.CallsByTag[t] += n
+			}
+			res.ConnsByTag[w.tag]++
+		}
 		res.Errors += w.errs
 		if w.firstErr != nil && res.FirstError == "" {
 			res.FirstError = w.firstErr.Error()
@@ -199,7 +247,7 @@ func dialAll(ctx context.Context, st Stage) ([]*session.Session, error) {
 		sem <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-sem }()
-			sessions[i], errs[i] = session.Dial(ctx, st.URL, st.Protocol)
+			sessions[i], errs[i] = session.Dial(ctx, st.ConnURL(i), st.Protocol)
 		})
 	}
 	wg.Wait()

@@ -18,9 +18,16 @@ import (
 type Endpoint struct {
 	// URL is the streamable HTTP MCP endpoint.
 	URL string `json:"url"`
+	// URLs, when not empty, are several endpoints of the same side (the
+	// edges of a cluster) over which connections are spread round robin;
+	// URL is then ignored.
+	URLs []string `json:"urls,omitempty"`
 	// Tool is the tool tools/call stages call there.
 	Tool string `json:"tool"`
 }
+
+// set reports whether e names an endpoint.
+func (e Endpoint) set() bool { return e.URL != "" || len(e.URLs) > 0 }
 
 // Env is a pair of endpoints to compare and the processes behind them.
 type Env struct {
@@ -112,8 +119,10 @@ type Report struct {
 	Duration time.Duration   `json:"duration_ns"`
 	Args     json.RawMessage `json:"args,omitempty"`
 	// GOGC is the gateway's GOGC when the driver started it.
-	GOGC   string        `json:"gateway_gogc,omitempty"`
-	Stages []StageResult `json:"stages"`
+	GOGC string `json:"gateway_gogc,omitempty"`
+	// Topology is the cluster's shape when the driver started one.
+	Topology *report.Topology `json:"topology,omitempty"`
+	Stages   []StageResult    `json:"stages"`
 }
 
 // Run measures every method, then every federation shape, at each
@@ -151,7 +160,7 @@ func (cfg *Config) validate() error {
 	if cfg.Duration <= 0 || cfg.Warmup < 0 {
 		errs = append(errs, fmt.Errorf("need duration > 0 and warmup >= 0, got %v and %v", cfg.Duration, cfg.Warmup))
 	}
-	if cfg.Launch == nil && (len(cfg.Shapes) > 0 || len(cfg.Methods) > 0 && cfg.Env.Gateway.URL == "") {
+	if cfg.Launch == nil && (len(cfg.Shapes) > 0 || len(cfg.Methods) > 0 && !cfg.Env.Gateway.set()) {
 		errs = append(errs, errors.New("federation shapes, and methods without an environment, need a launcher"))
 	}
 	return errors.Join(errs...)
@@ -163,7 +172,7 @@ func (cfg *Config) methods(ctx context.Context, r *Report) (err error) {
 		return nil
 	}
 	env := cfg.Env
-	if env.Gateway.URL == "" {
+	if !env.Gateway.set() {
 		var stop func() error
 		if env, stop, err = cfg.Launch(ctx, Shape{Upstreams: 1}); err != nil {
 			return fmt.Errorf("sweep: start: %w", err)
@@ -198,7 +207,7 @@ func (cfg *Config) pairs(ctx context.Context, r *Report, env Env, method, shape 
 				ep = env.Gateway
 			}
 			st := Stage{
-				Method: method, Side: side, Shape: shape, Conns: n, URL: ep.URL, Protocol: cfg.Protocol,
+				Method: method, Side: side, Shape: shape, Conns: n, URL: ep.URL, URLs: ep.URLs, Protocol: cfg.Protocol,
 				Warmup: cfg.Warmup, Duration: cfg.Duration,
 			}
 			if method == MethodCall {

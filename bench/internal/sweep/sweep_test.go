@@ -79,7 +79,7 @@ func TestSweepRunEndToEnd(t *testing.T) {
 		Env: sweep.Env{
 			Direct:  sweep.Endpoint{URL: direct, Tool: "echo"},
 			Gateway: sweep.Endpoint{URL: gateway, Tool: fixture.ExtraToolName(1)},
-			Procs:   sweep.Procs{Gateway: os.Getpid(), Upstreams: []int{os.Getpid()}},
+			Procs:   sweep.Procs{Gateway: []int{os.Getpid()}, Upstreams: []int{os.Getpid()}},
 		},
 		Methods: []string{sweep.MethodCall, sweep.MethodList},
 		Shapes:  []sweep.Shape{{Upstreams: 2, Tools: 3}},
@@ -241,5 +241,36 @@ func TestSweepConfigInvalid(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("Run = %v, want it to mention %q", err, want)
 		}
+	}
+}
+
+// TestSweepStageEdgesAndTags spreads connections over two "edges" (fixtures
+// tagging their results a and b) and counts the calls and sessions by tag.
+func TestSweepStageEdgesAndTags(t *testing.T) {
+	a := serveFixture(t, fixture.Options{Tag: "a"})
+	b := serveFixture(t, fixture.Options{Tag: "b"})
+	st := sweep.Stage{
+		Method: sweep.MethodCall, Side: sweep.SideGateway, Conns: 3, URLs: []string{a, b}, Tool: "echo",
+		TagKey: fixture.MetaTag, Protocol: session.Protocol2025, Duration: 150 * time.Millisecond,
+	}
+	if st.ConnURL(0) != a || st.ConnURL(1) != b || st.ConnURL(2) != a {
+		t.Errorf("ConnURL spreads as %s %s %s", st.ConnURL(0), st.ConnURL(1), st.ConnURL(2))
+	}
+	res, err := sweep.RunStage(t.Context(), st, sweep.Procs{}, nil)
+	if err != nil {
+		t.Fatalf("RunStage: %v", err)
+	}
+	if res.Requests == 0 || res.Errors != 0 {
+		t.Fatalf("requests %d, errors %d (%s)", res.Requests, res.Errors, res.FirstError)
+	}
+	if res.CallsByTag["a"] == 0 || res.CallsByTag["b"] == 0 || res.CallsByTag["a"]+res.CallsByTag["b"] != res.Requests {
+		t.Errorf("calls by tag %v, want both edges and %d in all", res.CallsByTag, res.Requests)
+	}
+	if res.ConnsByTag["a"] != 2 || res.ConnsByTag["b"] != 1 {
+		t.Errorf("conns by tag %v, want a:2 b:1", res.ConnsByTag)
+	}
+	plain := sweep.Stage{URL: a}
+	if plain.ConnURL(5) != a {
+		t.Errorf("ConnURL without URLs = %q", plain.ConnURL(5))
 	}
 }

@@ -36,8 +36,8 @@ type cpuWindow struct {
 // (if not nil) twice a second meanwhile.
 func watch(ctx context.Context, st Stage, procs Procs, from, until time.Time, c *counters, progress io.Writer) *cpuWindow {
 	w := &cpuWindow{done: make(chan struct{})}
-	if st.Side == SideGateway && procs.Gateway != 0 {
-		w.pids[procGateway] = []int{procs.Gateway}
+	if st.Side == SideGateway {
+		w.pids[procGateway] = procs.Gateway
 	}
 	w.pids[procUpstreams] = procs.Upstreams
 	w.pids[procDriver] = []int{0}
