@@ -74,10 +74,25 @@ func (s *Service) Run(ctx context.Context) error {
 	}
 	s.ready.Store(true)
 	s.log.Info("catalog seeded", "upstreams", len(s.cfg.Upstreams))
-	<-ctx.Done()
-	s.ready.Store(false)
-	return nil
+	// Reconcile now and then: a NATS server restarted without its store
+	// (or an operator's stray edit) must not leave the catalog empty.
+	t := time.NewTicker(reconcileEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			s.ready.Store(false)
+			return nil
+		case <-t.C:
+			if err := s.seed(ctx, js); err != nil && ctx.Err() == nil {
+				s.log.Warn("catalog reconcile failed", proto.LogErr, err)
+			}
+		}
+	}
 }
+
+// reconcileEvery is how often the catalog is checked against the config.
+const reconcileEvery = 10 * time.Second
 
 func (s *Service) seed(ctx context.Context, js jetstream.JetStream) error {
 	kv, err := bus.Bucket(ctx, js, proto.BucketUpstreams)

@@ -2,6 +2,8 @@ package worker
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"slices"
 	"time"
 
@@ -26,20 +28,43 @@ type callEntry struct{ cancel context.CancelFunc }
 // upstream by the manager.
 func (s *Service) subscribe() error {
 	for _, sub := range []struct {
-		subj string
-		cb   nats.MsgHandler
+		subj, queue string
+		cb          nats.MsgHandler
 	}{
-		{s.wkSubj, func(m *nats.Msg) { s.onMsg(m, "") }},
-		{proto.SubjEvtPresence, func(*nats.Msg) { s.kickHeartbeat() }},
-		{proto.SubjEvtSessionClosedAll, s.onSessionClosed},
+		// A queue group, so that if two processes were ever started with one
+		// id a call still runs once.
+		{s.wkSubj, "worker." + s.cfg.ID, func(m *nats.Msg) { s.onMsg(m, "") }},
+		{proto.SubjEvtPresence, "", func(*nats.Msg) { s.kickHeartbeat() }},
+		{proto.SubjEvtSessionClosedAll, "", s.onSessionClosed},
 	} {
-		ns, err := s.nc.Subscribe(sub.subj, sub.cb)
+		ns, err := s.nc.QueueSubscribe(sub.subj, sub.queue, sub.cb)
 		if err != nil {
 			return err
 		}
 		s.subs = append(s.subs, ns)
 	}
 	return nil
+}
+
+// checkUniqueID refuses to start when a live worker already answers on this
+// worker's subject: two processes with one id would share its calls and
+// confuse session placement. Any answer (a worker answers an unknown op
+// with an error) means the id is taken; no responders means it is free.
+func (s *Service) checkUniqueID() error {
+	subj, err := proto.AppendWorkerSubject(nil, s.cfg.ID, "probe")
+	if err != nil {
+		return err
+	}
+	_, err = s.nc.Request(string(subj), nil, 500*time.Millisecond)
+	switch {
+	case err == nil:
+		return fmt.Errorf("worker: id %q is already in use by a live worker; give each worker its own --id", s.cfg.ID)
+	case errors.Is(err, nats.ErrNoResponders):
+		return nil
+	default:
+		s.log.Warn("worker id check inconclusive", proto.LogErr, err)
+		return nil
+	}
 }
 
 // subscribePool subscribes the pool subject of one upstream, in its queue

@@ -220,6 +220,9 @@ func (s *Service) Run(ctx context.Context) error {
 	actorsCtx, stopActors := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopActors()
 	s.mgr = newManager(s, actorsCtx, toolstore.New(js))
+	if err := s.checkUniqueID(); err != nil {
+		return err
+	}
 	s.intakeOpen = true
 	if err := s.subscribe(); err != nil {
 		s.unsubscribe()

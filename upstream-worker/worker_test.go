@@ -506,3 +506,26 @@ func TestWorkerMetaPassThrough(t *testing.T) {
 		wantText(t, e.call(req), `{"custom":{"n":1},"keys":["custom","progressToken"]}`)
 	}
 }
+
+func TestWorkerDuplicateIDRefused(t *testing.T) {
+	e := startWorker(t, Config{ID: "dup"})
+	nc2, err := nats.Connect(e.nc.ConnectedUrl())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc2.Close()
+	second, err := New(Config{ID: "dup"}, nc2, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- second.Run(t.Context()) }()
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), "already in use") {
+			t.Fatalf("second worker with the same id: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("second worker with the same id kept running")
+	}
+}

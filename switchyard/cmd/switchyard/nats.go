@@ -4,9 +4,11 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"net"
 	"net/http"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"syscall"
 	"time"
 
@@ -17,19 +19,14 @@ import (
 func runNATS(args []string) int {
 	fs := flag.NewFlagSet("nats", flag.ContinueOnError)
 	addr := fs.String("addr", "127.0.0.1:4222", "client address (host:port)")
-	store := fs.String("store", "", "JetStream store directory (default: a temporary directory)")
+	store := fs.String("store", "", "JetStream store directory, kept across restarts (default: <tmp>/switchyard-nats-<port>)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
 	dir := *store
 	if dir == "" {
-		d, err := os.MkdirTemp("", "switchyard-nats-")
-		if err != nil {
-			fmt.Fprintln(os.Stderr, "switchyard nats:", err)
-			return 1
-		}
-		defer os.RemoveAll(d)
-		dir = d
+		_, port, _ := net.SplitHostPort(*addr)
+		dir = filepath.Join(os.TempDir(), "switchyard-nats-"+port)
 	}
 	ns, err := embedded.Start(embedded.Options{Addr: *addr, StoreDir: dir, Log: true})
 	if err != nil {
