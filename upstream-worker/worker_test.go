@@ -10,6 +10,8 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/switchyard-mcp/switchyard/testutil/natstest"
+
 	"github.com/switchyard-mcp/switchyard/proto"
 )
 
@@ -509,11 +511,7 @@ func TestWorkerMetaPassThrough(t *testing.T) {
 
 func TestWorkerDuplicateIDRefused(t *testing.T) {
 	e := startWorker(t, Config{ID: "dup"})
-	nc2, err := nats.Connect(e.nc.ConnectedUrl())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc2.Close()
+	nc2 := natstest.Connect(t, e.ns)
 	second, err := New(Config{ID: "dup"}, nc2, nil)
 	if err != nil {
 		t.Fatal(err)
