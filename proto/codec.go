@@ -7,6 +7,10 @@ import (
 	"github.com/vmihailenco/msgpack/v5"
 )
 
+// The hot envelopes (Request, Reply) have a hand-written codec
+// (fastcodec.go) that produces the same bytes as the reflection encoder
+// below; every other type goes through msgpack/v5 by reflection.
+
 type encoder struct {
 	buf bytes.Buffer
 	enc *msgpack.Encoder
@@ -25,6 +29,27 @@ var decPool = sync.Pool{New: func() any { return msgpack.NewDecoder(nil) }}
 // AppendMarshal appends the msgpack encoding of v to dst and returns it.
 // Safe for concurrent use.
 func AppendMarshal(dst []byte, v any) ([]byte, error) {
+	switch m := v.(type) {
+	case *Request:
+		if m == nil {
+			return append(dst, mpNil), nil
+		}
+		return appendRequest(dst, m), nil
+	case *Reply:
+		if m == nil {
+			return append(dst, mpNil), nil
+		}
+		return appendReply(dst, m), nil
+	case Request:
+		return appendRequest(dst, &m), nil
+	case Reply:
+		return appendReply(dst, &m), nil
+	}
+	return appendMarshalReflect(dst, v)
+}
+
+// appendMarshalReflect is AppendMarshal by reflection.
+func appendMarshalReflect(dst []byte, v any) ([]byte, error) {
 	e := encPool.Get().(*encoder)
 	e.buf.Reset()
 	err := e.enc.Encode(v)
@@ -43,6 +68,28 @@ func Marshal(v any) ([]byte, error) { return AppendMarshal(nil, v) }
 // Unmarshal decodes msgpack data into v. Byte fields are copied, so data
 // may be reused. A malformed message yields an error, never a panic.
 func Unmarshal(data []byte, v any) error {
+	switch m := v.(type) {
+	case *Request:
+		if m != nil {
+			return decodeRequest(data, m)
+		}
+	case *Reply:
+		if m != nil {
+			return decodeReply(data, m)
+		}
+	}
+	// msgpack/v5 allocates a bin or array's declared length before reading
+	// it, so a 10-byte message could make it allocate gigabytes. Walk the
+	// value first: every declared length must fit in what is left.
+	d := decoder{b: data}
+	if err := d.skip(); err != nil {
+		return err
+	}
+	return unmarshalReflect(data, v)
+}
+
+// unmarshalReflect is Unmarshal by reflection.
+func unmarshalReflect(data []byte, v any) error {
 	d := decPool.Get().(*msgpack.Decoder)
 	d.Reset(bytes.NewReader(data))
 	err := d.Decode(v)

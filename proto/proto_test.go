@@ -173,3 +173,93 @@ func BenchmarkProtoRouteSubject(b *testing.B) {
 		buf, _ = AppendRouteSubject(buf[:0], "default", OpToolsCall)
 	}
 }
+
+// envelopeFixtures returns the hot-path messages: a tools/call Request as a
+// router forwards it (315-byte params) and its Reply (1 KiB result).
+func envelopeFixtures() (*Request, *Reply) {
+	params := []byte(`{"name":"filesystem__read_text_file","arguments":{"path":"/srv/projects/switchyard/docs/architecture/overview.md","head":200},"_meta":{"progressToken":"c0ffee-42"}}`)
+	for len(params) < 315 { // pad the arguments to exactly 315 bytes
+		params = append(params[:len(params)-1], ` `...)
+		params = append(params, '}')
+	}
+	result := make([]byte, 0, 1024)
+	result = append(result, `{"content":[{"type":"text","text":"`...)
+	for len(result) < 1024-4 {
+		result = append(result, "lorem ipsum "[len(result)%12])
+	}
+	result = append(result, `"}]}`...)
+	req := &Request{Method: "tools/call", Tenant: "default", Edge: "edge-7f3a9c", Session: "edge-7f3a9c-5b1d2e8f4a6c",
+		Upstream: "filesystem", Name: "read_text_file", Protocol: "2025-11-25", Params: params,
+		ID: 1_048_613, DeadlineUnixMs: 1_800_000_030_123}
+	rep := &Reply{Result: result[:1024], Worker: "w-3c9e1a"}
+	return req, rep
+}
+
+func BenchmarkProtoEnvelope(b *testing.B) {
+	req, rep := envelopeFixtures()
+	if len(req.Params) != 315 || len(rep.Result) != 1024 {
+		b.Fatalf("fixture sizes %d %d", len(req.Params), len(rep.Result))
+	}
+	run := func(b *testing.B, in any, reset func() any, payload []byte, strs string) {
+		data, err := Marshal(in)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Run("op=encode", func(b *testing.B) {
+			buf := make([]byte, 0, 2*len(data))
+			b.SetBytes(int64(len(data)))
+			b.ReportAllocs()
+			for b.Loop() {
+				buf, _ = AppendMarshal(buf[:0], in)
+			}
+		})
+		b.Run("op=decode", func(b *testing.B) {
+			b.SetBytes(int64(len(data)))
+			b.ReportAllocs()
+			for b.Loop() {
+				if err := Unmarshal(data, reset()); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		// The floor on this machine: just the allocations a decode cannot
+		// avoid (the payload copy and one block for the non-interned strings).
+		b.Run("op=alloc-floor", func(b *testing.B) {
+			b.SetBytes(int64(len(data)))
+			b.ReportAllocs()
+			for b.Loop() {
+				benchSinkBytes = append([]byte(nil), payload...)
+				var sb strings.Builder
+				sb.Grow(len(strs))
+				sb.WriteString(strs)
+				benchSinkString = sb.String()
+			}
+		})
+		b.Run("op=roundtrip", func(b *testing.B) {
+			buf := make([]byte, 0, 2*len(data))
+			b.SetBytes(int64(len(data)))
+			b.ReportAllocs()
+			for b.Loop() {
+				buf, _ = AppendMarshal(buf[:0], in)
+				if err := Unmarshal(buf, reset()); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+	// Decode targets are reused (reset to zero), as a hot loop would.
+	var outReq Request
+	var outRep Reply
+	b.Run("msg=request", func(b *testing.B) {
+		run(b, req, func() any { outReq = Request{}; return &outReq },
+			req.Params, req.Edge+req.Session+req.Upstream+req.Name)
+	})
+	b.Run("msg=reply", func(b *testing.B) {
+		run(b, rep, func() any { outRep = Reply{}; return &outRep }, rep.Result, rep.Worker)
+	})
+}
+
+var (
+	benchSinkBytes  []byte
+	benchSinkString string
+)
