@@ -22,8 +22,10 @@
 //	switchyard.v1.evt.worker.<id>             proto.Heartbeat every HeartbeatInterval, on every
 //	                                          upstream state change, on presence queries, and Bye on shutdown
 //
-// Replies go to the request's reply subject through bus.RespondReply, in
-// chunks when bigger than the connection's max payload. A reply carries
+// Replies go to the edge's reply subject that the router puts in header
+// proto.HdrReplyTo (else the message's own reply subject), in chunks when
+// bigger than the connection's max payload. A traced call (header Sy-Trace)
+// gets its per-hop stamps back as reply headers (internal/hop). A reply carries
 // either the upstream's raw JSON result (an isError tool result included)
 // or a proto.Error: the upstream's own JSON-RPC error unchanged, or
 // CodeUpstreamUnavailable ("upstream <name> unavailable: <reason>"),
