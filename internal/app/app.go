@@ -165,9 +165,22 @@ func Connect(url, name string, log *slog.Logger) (*nats.Conn, error) {
 	)
 }
 
-// PrintConfig writes the effective config as YAML (it holds no secrets yet).
+// PrintConfig writes the effective config as YAML, with the values of
+// upstream environment variables (where secrets live) redacted.
 func PrintConfig(w io.Writer, cfg *config.File) int {
-	b, err := yaml.Marshal(cfg)
+	c := *cfg
+	c.Upstreams = make([]config.Upstream, len(cfg.Upstreams))
+	for i, u := range cfg.Upstreams {
+		if len(u.Env) > 0 {
+			env := make(map[string]string, len(u.Env))
+			for k := range u.Env {
+				env[k] = "<redacted>"
+			}
+			u.Env = env
+		}
+		c.Upstreams[i] = u
+	}
+	b, err := yaml.Marshal(&c)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
