@@ -10,7 +10,7 @@ MODULES := proto internal testutil edge router upstream-worker tenancy-svc bench
 TEST_FLAGS ?= -race -count=1 -shuffle=on -timeout 25m
 ROLES := edge router upstream-worker tenancy-svc
 
-.PHONY: all build dev test vet fmt-check lint fuzz bench bench-gate bench-hops bench-micro loadtest loadtest-cluster loadtest-scale tidy check-mods upstreams clean
+.PHONY: all build dev test vet fmt-check lint fuzz bench bench-gate bench-hops bench-micro loadtest loadtest-cluster loadtest-scale compose-bench tidy check-mods upstreams clean
 
 all: build
 
@@ -84,6 +84,13 @@ loadtest-cluster: build
 ## loadtest-scale: req/s behind 1, 2 and 4 upstream-workers (stdio fixture, 2 ms, serial)
 loadtest-scale: build
 	$(BIN)/bench scale -switchyard $(BIN)/switchyard -duration 10s -warmup 2s
+
+## compose-bench: the latency gate against the compose deployment (needs a
+## Docker engine with Compose v2.23.1+; reports only, -max-added-p50 0)
+compose-bench:
+	mkdir -p results && chmod 0777 results
+	docker compose build && docker compose up -d --wait && docker compose --profile bench run --rm bench; \
+	  rc=$$?; docker compose down; exit $$rc
 
 ## bench-micro: Go benchmarks of the hot paths
 bench-micro:

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"time"
 
 	"github.com/switchyard-mcp/switchyard/bench/internal/launch"
 	"github.com/switchyard-mcp/switchyard/bench/internal/report"
@@ -155,7 +156,7 @@ func binaries(sy string) (self, switchyard string, err error) {
 // launchOptions returns the options to start u fixtures with t extra tools
 // each behind a gateway, embedded or (with -start-cluster) a cluster
 // logging into logDir.
-func (f *endpointFlags) launchOptions(u, t int, logDir string) (launch.Options, error) {
+func (f *endpointFlags) launchOptions(u, t int, logDir string, idleRSS time.Duration) (launch.Options, error) {
 	self, sy, err := binaries(f.switchyard)
 	if err != nil {
 		return launch.Options{}, err
@@ -163,15 +164,16 @@ func (f *endpointFlags) launchOptions(u, t int, logDir string) (launch.Options, 
 	o := launch.Options{BenchBin: self, SwitchyardBin: sy, Upstreams: u, ExtraTools: t, Protocol: f.protocol}
 	if f.startCluster {
 		topo := f.topo
-		o.Cluster, o.LogDir = &topo, logDir
+		o.Cluster, o.LogDir, o.IdleRSSAfter = &topo, logDir, idleRSS
 	}
 	return o, nil
 }
 
 // launch starts u fixtures with t extra tools behind a gateway and says
-// so on stderr.
-func (f *endpointFlags) launch(ctx context.Context, u, t int, logDir string) (*launch.Stack, error) {
-	o, err := f.launchOptions(u, t, logDir)
+// so on stderr. A cluster's idle RSS is read idleRSS after it is ready (0:
+// not read).
+func (f *endpointFlags) launch(ctx context.Context, u, t int, logDir string, idleRSS time.Duration) (*launch.Stack, error) {
+	o, err := f.launchOptions(u, t, logDir, idleRSS)
 	if err != nil {
 		return nil, err
 	}
@@ -183,8 +185,15 @@ func (f *endpointFlags) launch(ctx context.Context, u, t int, logDir string) (*l
 	if e.Cluster != nil && len(e.Cluster.NotUp) > 0 {
 		fmt.Fprintf(os.Stderr, "warning: %v logged no upstream up within %v; measuring anyway\n", e.Cluster.NotUp, launch.WorkerUpTimeout)
 	}
+	if r := e.IdleRSS(); r != nil {
+		fmt.Fprintln(os.Stderr, r.Text())
+	}
 	return e, nil
 }
+
+// idleRSSAfter is how long a cluster started for "latency" or "scale"
+// idles before its processes' RSS is read.
+const idleRSSAfter = 2 * time.Second
 
 // stop stops e, reporting a failure on stderr.
 func stop(e *launch.Stack) error {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -19,44 +20,34 @@ import (
 // runLatency implements "bench latency" and returns the exit code: 0 when
 // the gate passes, 1 when it fails or the run fails, 2 on bad usage.
 func runLatency(args []string) int {
-	fs := flag.NewFlagSet("bench latency", flag.ContinueOnError)
-	var f endpointFlags
-	f.register(fs)
-	warmup := fs.Int("warmup", 200, "warmup calls per side, discarded")
-	n := fs.Int("n", 2000, "measured calls per side")
-	maxAdded := fs.Duration("max-added-p50", 5*time.Millisecond, "fail if gateway p50 - direct p50 exceeds this (0 disables)")
-	out := fs.String("out", "results", "directory for the JSON and Markdown results")
-	timeout := fs.Duration("timeout", 10*time.Minute, "give up on the whole run after this long")
-	hopsOn := fs.Bool("hops", true, "ask the gateway for per-hop timing stamps on every call and report the median of each hop")
+	fs, o := latencyFlags()
+	f := &o.endpoint
 	if err := fs.Parse(args); err != nil {
 		return usageExit(err)
 	}
-	callArgs, err := f.check(fs)
-	if err == nil && (*n < 1 || *warmup < 0) {
-		err = errors.New("need -n >= 1 and -warmup >= 0")
-	}
-	if err != nil || fs.NArg() > 0 {
-		fmt.Fprintf(os.Stderr, "bench latency: %v\n", errors.Join(err, extraArgs(fs)))
+	callArgs, err := o.check(fs)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "bench latency: %v\n", err)
 		return 2
 	}
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer cancel()
-	ctx, cancelTimeout := context.WithTimeout(ctx, *timeout)
+	ctx, cancelTimeout := context.WithTimeout(ctx, o.timeout)
 	defer cancelTimeout()
 
 	cfg := latency.Config{
 		Direct:  latency.Target{URL: f.direct, Tool: f.tool},
 		Gateway: latency.Target{URL: f.gateway, Tool: f.gwTool},
-		Args:    callArgs, Warmup: *warmup, N: *n, Protocol: f.protocol, Mode: f.mode, Log: os.Stderr,
-		Hops: *hopsOn,
+		Args:    callArgs, Warmup: o.warmup, N: o.n, Protocol: f.protocol, Mode: f.mode, Log: os.Stderr,
+		Hops: o.hops,
 	}
 	var e *launch.Stack
 	var logDir string
 	if f.starts() {
 		if f.startCluster {
-			logDir = filepath.Join(*out, fmt.Sprintf("latency-%s-%s-%s-logs", f.mode, f.protocol, report.Stamp(time.Now())))
+			logDir = filepath.Join(o.out, fmt.Sprintf("latency-%s-%s-%s-logs", f.mode, f.protocol, report.Stamp(time.Now())))
 		}
-		if e, err = f.launch(ctx, 1, 0, logDir); err != nil {
+		if e, err = f.launch(ctx, 1, 0, logDir, idleRSSAfter); err != nil {
 			fmt.Fprintf(os.Stderr, "bench latency: %v\n", err)
 			return 1
 		}
@@ -72,9 +63,42 @@ func runLatency(args []string) int {
 		return 1
 	}
 	if e != nil {
-		r.GOGC, r.Topology, r.GatewayLogs = e.GOGC(), e.Topology(), logDir
+		r.GOGC, r.Topology, r.GatewayLogs, r.IdleRSS = e.GOGC(), e.Topology(), logDir, e.IdleRSS()
 	}
-	return latencyReport(r, *out, *maxAdded)
+	return latencyReport(r, o.out, o.maxAdded)
+}
+
+// latencyOpts are the flags of "bench latency".
+type latencyOpts struct {
+	endpoint          endpointFlags
+	warmup, n         int
+	maxAdded, timeout time.Duration
+	out               string
+	hops              bool
+}
+
+// latencyFlags returns the flag set of "bench latency" and where it puts
+// the values.
+func latencyFlags() (*flag.FlagSet, *latencyOpts) {
+	fs := flag.NewFlagSet("bench latency", flag.ContinueOnError)
+	o := &latencyOpts{}
+	o.endpoint.register(fs)
+	fs.IntVar(&o.warmup, "warmup", 200, "warmup calls per side, discarded")
+	fs.IntVar(&o.n, "n", 2000, "measured calls per side")
+	fs.DurationVar(&o.maxAdded, "max-added-p50", 5*time.Millisecond, "fail if gateway p50 - direct p50 exceeds this (0 disables)")
+	fs.StringVar(&o.out, "out", "results", "directory for the JSON and Markdown results")
+	fs.DurationVar(&o.timeout, "timeout", 10*time.Minute, "give up on the whole run after this long")
+	fs.BoolVar(&o.hops, "hops", true, "ask the gateway for per-hop timing stamps on every call and report the median of each hop")
+	return fs, o
+}
+
+// check validates the parsed flags and returns the tool arguments.
+func (o *latencyOpts) check(fs *flag.FlagSet) (json.RawMessage, error) {
+	callArgs, err := o.endpoint.check(fs)
+	if err == nil && (o.n < 1 || o.warmup < 0) {
+		err = errors.New("need -n >= 1 and -warmup >= 0")
+	}
+	return callArgs, errors.Join(err, extraArgs(fs))
 }
 
 // latencyReport prints r, writes its files and applies the gate.

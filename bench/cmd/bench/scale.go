@@ -107,7 +107,8 @@ func scaleLauncher(sy string, up launch.Upstream, edges, routers int, protocol, 
 			Topology:      report.Topology{Edges: edges, Routers: routers, Workers: n},
 			Upstreams:     []launch.Upstream{up},
 			LogDir:        dir, Protocol: protocol, WantTools: launch.FixtureTools(0),
-			WorkerEnv: func(i int) []string { return []string{fmt.Sprintf("%s=%s", fixture.TagEnv, launch.WorkerID(i))} },
+			WorkerEnv:    func(i int) []string { return []string{fmt.Sprintf("%s=%s", fixture.TagEnv, launch.WorkerID(i))} },
+			IdleRSSAfter: idleRSSAfter,
 		})
 		if err != nil {
 			return scale.Env{}, nil, err
@@ -116,7 +117,10 @@ func scaleLauncher(sy string, up launch.Upstream, edges, routers int, protocol, 
 		if len(c.NotUp) > 0 {
 			fmt.Fprintf(os.Stderr, "warning: %v logged no upstream up within %v; measuring anyway\n", c.NotUp, launch.WorkerUpTimeout)
 		}
-		env := scale.Env{URLs: c.EdgeURLs, GatewayPIDs: c.PIDs(), GOGC: c.GOGC, LogDir: dir}
+		if c.IdleRSS != nil {
+			fmt.Fprintln(os.Stderr, c.IdleRSS.Text())
+		}
+		env := scale.Env{URLs: c.EdgeURLs, GatewayPIDs: c.PIDs(), GOGC: c.GOGC, LogDir: dir, IdleRSS: c.IdleRSS}
 		for i := 1; i <= n; i++ {
 			env.Workers = append(env.Workers, launch.WorkerID(i))
 		}

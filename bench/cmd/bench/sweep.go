@@ -91,7 +91,7 @@ func sweepConfig(f *endpointFlags, fs *flag.FlagSet, conns, methods, federation 
 // gateway's GOGC in gogc; a cluster logs into logDir/<shape>.
 func sweepLauncher(f *endpointFlags, gogc *string, logDir string) sweep.Launcher {
 	return func(ctx context.Context, s sweep.Shape) (sweep.Env, func() error, error) {
-		e, err := f.launch(ctx, s.Upstreams, s.Tools, filepath.Join(logDir, s.String()))
+		e, err := f.launch(ctx, s.Upstreams, s.Tools, filepath.Join(logDir, s.String()), 0)
 		if err != nil {
 			return sweep.Env{}, nil, err
 		}

@@ -25,6 +25,9 @@ import (
 // median is not additive, since the calls slow in one segment are not the
 // ones slow in another.
 //
+// When the idle RSS of the gateway's processes was read (a cluster the
+// driver started), idle_rss_max_kib, the largest, comes last.
+//
 // Values are whole microseconds, truncated toward zero.
 func (r *Result) BenchLine() string {
 	line := fmt.Sprintf("BENCH_RESULT mode=%s protocol=%s n=%d direct_p50_us=%s direct_p99_us=%s gw_p50_us=%s gw_p90_us=%s gw_p99_us=%s added_p50_us=%s added_p99_us=%s",
@@ -41,6 +44,9 @@ func (r *Result) BenchLine() string {
 		}
 		fmt.Fprintf(&b, " hops_sum_p50_us=%s", us(h.SumP50))
 		line = b.String()
+	}
+	if r.IdleRSS != nil {
+		line += fmt.Sprintf(" idle_rss_max_kib=%d", r.IdleRSS.MaxKiB())
 	}
 	return line
 }
@@ -75,6 +81,9 @@ func (r *Result) WriteText(w io.Writer) error {
 			fmt.Fprintf(&b, "    %-34s %9s µs  (median of the sums, i.e. gateway p50 of those calls: %s µs)\n", "sum of the medians", us1(h.SumP50), us1(h.ObservedP50))
 			fmt.Fprintf(&b, "    %-34s %9s µs\n", "direct call (for comparison)", us1(r.Direct.Summary.P50))
 		}
+	}
+	if r.IdleRSS != nil {
+		fmt.Fprintf(&b, "  %s\n", r.IdleRSS.Text())
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
@@ -117,6 +126,9 @@ func (r *Result) Markdown() string {
 		fmt.Fprintf(&b, " Gateway CPU: %.1f µs per call.", *r.GatewayCPUPerCall)
 	}
 	b.WriteString("\n")
+	if r.IdleRSS != nil {
+		fmt.Fprintf(&b, "\n### Idle RSS per gateway process\n\nVmRSS from /proc/<pid>/status, %v after the cluster was ready, before any call.\n\n%s", r.IdleRSS.After, r.IdleRSS.Markdown())
+	}
 	if r.Hops != nil {
 		b.WriteString(r.hopsMarkdown())
 	}

@@ -124,6 +124,10 @@ type Result struct {
 	// Hops is the per-hop attribution of the gateway's successful measured
 	// calls; nil unless Config.Hops.
 	Hops *hops.Summary `json:"hops,omitempty"`
+	// IdleRSS is every gateway process's resident set size while idle,
+	// before the calls, when the driver started a cluster (set by the
+	// caller).
+	IdleRSS *report.IdleRSS `json:"idle_rss,omitempty"`
 }
 
 // Run measures cfg.Warmup+cfg.N calls per side, alternating which side goes

@@ -17,6 +17,7 @@ import (
 	"github.com/switchyard-mcp/switchyard/bench/fixture"
 	"github.com/switchyard-mcp/switchyard/bench/internal/hops"
 	"github.com/switchyard-mcp/switchyard/bench/internal/latency"
+	"github.com/switchyard-mcp/switchyard/bench/internal/report"
 	"github.com/switchyard-mcp/switchyard/bench/internal/session"
 	"github.com/switchyard-mcp/switchyard/bench/internal/stats"
 	"github.com/switchyard-mcp/switchyard/internal/hop"
@@ -343,5 +344,33 @@ func TestLatencyRunHopsAndEdges(t *testing.T) {
 	}
 	if r.Direct.Errors != 0 || r.Gateway.Errors != 0 {
 		t.Errorf("errors %d/%d", r.Direct.Errors, r.Gateway.Errors)
+	}
+}
+
+func TestLatencyIdleRSS(t *testing.T) {
+	base := sample().BenchLine()
+	r := sample()
+	r.IdleRSS = &report.IdleRSS{After: 2 * time.Second, Processes: []report.ProcessRSS{
+		{Process: "nats", PID: 10, KiB: 20480}, {Process: "edge-1", PID: 11, KiB: 30001},
+	}}
+	if got, want := r.BenchLine(), base+" idle_rss_max_kib=30001"; got != want {
+		t.Errorf("BenchLine() =\n%s\nwant\n%s", got, want)
+	}
+	if got, want := withHops(r).BenchLine(), withHops(sample()).BenchLine()+" idle_rss_max_kib=30001"; got != want {
+		t.Errorf("BenchLine() with hops =\n%s\nwant\n%s", got, want)
+	}
+	var b strings.Builder
+	if err := r.WriteText(&b); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), "idle RSS after 2s (KiB): nats 20480, edge-1 30001; max 30001") {
+		t.Errorf("WriteText lacks the idle RSS:\n%s", b.String())
+	}
+	md := r.Markdown()
+	if !strings.Contains(md, "### Idle RSS per gateway process") || !strings.Contains(md, "edge-1") || !strings.Contains(md, "29.3") {
+		t.Errorf("Markdown lacks the idle RSS table:\n%s", md)
+	}
+	if strings.Contains(sample().Markdown(), "Idle RSS") {
+		t.Error("Markdown without IdleRSS mentions it")
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/switchyard-mcp/switchyard/bench/internal/procrss"
 	"github.com/switchyard-mcp/switchyard/bench/internal/report"
 )
 
@@ -48,6 +49,10 @@ type ClusterOptions struct {
 	// WorkerEnv, if not nil, returns extra environment entries (KEY=VALUE)
 	// for worker i, counting from 1. Stdio upstreams inherit them.
 	WorkerEnv func(i int) []string
+	// IdleRSSAfter, when positive, is how long StartCluster waits once
+	// the cluster is ready before reading every gateway process's resident
+	// set size into [Cluster.IdleRSS]; 0 skips that (and the wait).
+	IdleRSSAfter time.Duration
 }
 
 // Cluster is a running multi-process gateway: one NATS server, one
@@ -70,6 +75,12 @@ type Cluster struct {
 	// NotUp names the workers that had not logged an upstream up within
 	// [WorkerUpTimeout] once the edges listed the tools; normally empty.
 	NotUp []string
+	// IdleRSS is every gateway process's RSS (NATS, tenancy-svc, routers,
+	// workers, edges, in that order) [ClusterOptions.IdleRSSAfter] after
+	// the cluster was ready, before any load; nil unless asked for or
+	// where /proc is not available (a process whose status cannot be read
+	// is left out).
+	IdleRSS *report.IdleRSS
 
 	bin string
 }
@@ -170,7 +181,49 @@ func StartCluster(ctx context.Context, o ClusterOptions) (_ *Cluster, err error)
 		}
 	}
 	c.NotUp = c.waitWorkersUp(ctx, len(o.Upstreams))
+	if o.IdleRSSAfter > 0 {
+		if c.IdleRSS, err = c.readIdleRSS(ctx, o.IdleRSSAfter); err != nil {
+			return nil, err
+		}
+	}
 	return c, nil
+}
+
+// readIdleRSS waits d (failing if a process exits or ctx ends meanwhile),
+// then reads every process's VmRSS. It returns nil when none could be read.
+func (c *Cluster) readIdleRSS(ctx context.Context, d time.Duration) (*report.IdleRSS, error) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	procs := c.processes()
+	exited := make(chan *Process, len(procs))
+	stopWatch := make(chan struct{})
+	defer close(stopWatch)
+	for _, p := range procs {
+		go func() {
+			select {
+			case <-p.Exited():
+				exited <- p
+			case <-stopWatch:
+			}
+		}()
+	}
+	select {
+	case <-ctx.Done():
+		return nil, fmt.Errorf("cluster: waiting %v to read idle RSS: %w", d, ctx.Err())
+	case p := <-exited:
+		return nil, fmt.Errorf("cluster: waiting %v to read idle RSS: %w (logs in %s)", d, p.exitError(), c.LogDir)
+	case <-t.C:
+	}
+	r := &report.IdleRSS{After: d}
+	for _, p := range procs {
+		if kib, err := procrss.Read(p.PID()); err == nil {
+			r.Processes = append(r.Processes, report.ProcessRSS{Process: p.Name, PID: p.PID(), KiB: kib})
+		}
+	}
+	if len(r.Processes) == 0 {
+		return nil, nil
+	}
+	return r, nil
 }
 
 // WorkerID returns the id of worker i (counting from 1): "worker-i".

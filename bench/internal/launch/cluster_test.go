@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"syscall"
@@ -166,12 +167,28 @@ func TestLaunchCluster(t *testing.T) {
 		Topology:      report.Topology{Edges: 2, Routers: 2, Workers: 3},
 		Upstreams:     []Upstream{{Name: "fixture", URL: "http://127.0.0.1:1/mcp"}},
 		LogDir:        dir, Protocol: session.Protocol2025, WantTools: 2,
-		WorkerEnv: func(i int) []string { return []string{fmt.Sprintf("TEST_TAG=w%d", i)} },
+		WorkerEnv:    func(i int) []string { return []string{fmt.Sprintf("TEST_TAG=w%d", i)} },
+		IdleRSSAfter: 10 * time.Millisecond,
 	})
 	if err != nil {
 		t.Fatalf("StartCluster: %v", err)
 	}
 	defer func() { _ = c.Stop() }()
+
+	if runtime.GOOS == "linux" {
+		r := c.IdleRSS
+		if r == nil || len(r.Processes) != 9 || r.After != 10*time.Millisecond {
+			t.Fatalf("IdleRSS = %+v, want 9 processes after 10ms", r)
+		}
+		for i, p := range c.processes() {
+			if got := r.Processes[i]; got.Process != p.Name || got.PID != p.PID() || got.KiB <= 0 {
+				t.Errorf("IdleRSS[%d] = %+v, want %s (pid %d) with some RSS", i, got, p.Name, p.PID())
+			}
+		}
+		if r.MaxKiB() <= 0 || !strings.Contains(r.Text(), "edge-2 ") {
+			t.Errorf("MaxKiB %d, Text %q", r.MaxKiB(), r.Text())
+		}
+	}
 
 	if len(c.EdgeURLs) != 2 || len(c.Routers) != 2 || len(c.Workers) != 3 || len(c.NotUp) != 0 {
 		t.Errorf("cluster: %d edge urls, %d routers, %d workers, not up %v", len(c.EdgeURLs), len(c.Routers), len(c.Workers), c.NotUp)

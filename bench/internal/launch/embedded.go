@@ -40,6 +40,8 @@ type Options struct {
 	// LogDir then receives its configuration and logs.
 	Cluster *report.Topology
 	LogDir  string
+	// IdleRSSAfter is [ClusterOptions.IdleRSSAfter], for a cluster.
+	IdleRSSAfter time.Duration
 }
 
 // Stack is a running set of fixture upstreams behind a gateway: either
@@ -91,6 +93,7 @@ func Start(ctx context.Context, o Options) (_ *Stack, err error) {
 		e.Cluster, err = StartCluster(ctx, ClusterOptions{
 			SwitchyardBin: o.SwitchyardBin, Topology: *o.Cluster, Upstreams: ups,
 			LogDir: o.LogDir, Protocol: o.Protocol, WantTools: want,
+			IdleRSSAfter: o.IdleRSSAfter,
 		})
 		return e, err
 	}
@@ -154,6 +157,15 @@ func (e *Stack) GOGC() string {
 		return e.Cluster.GOGC
 	}
 	return e.Gateway.GOGC
+}
+
+// IdleRSS returns the cluster's idle RSS per process, nil for "switchyard
+// dev" or when not measured.
+func (e *Stack) IdleRSS() *report.IdleRSS {
+	if e.Cluster == nil {
+		return nil
+	}
+	return e.Cluster.IdleRSS
 }
 
 // Topology returns the cluster's topology, nil for "switchyard dev".

@@ -10,8 +10,11 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"time"
+
+	"github.com/switchyard-mcp/switchyard/bench/internal/mdtable"
 )
 
 // Host describes the machine and toolchain a result was measured on.
@@ -112,4 +115,50 @@ func plural(n int, what string) string {
 		return "1 " + what
 	}
 	return fmt.Sprintf("%d %ss", n, what)
+}
+
+// ProcessRSS is one gateway process's resident set size, read from
+// /proc/<pid>/status (VmRSS) while the gateway is idle: started and ready,
+// before any load.
+type ProcessRSS struct {
+	Process string `json:"process"` // nats, tenancy-svc, router-1, worker-1, edge-1, ...
+	PID     int    `json:"pid"`
+	KiB     int64  `json:"rss_kib"`
+}
+
+// IdleRSS is the idle resident set size of every gateway process.
+type IdleRSS struct {
+	// After is how long the processes had been ready when read.
+	After     time.Duration `json:"after_ns"`
+	Processes []ProcessRSS  `json:"processes"`
+}
+
+// MaxKiB returns the largest RSS, 0 when there is none.
+func (r *IdleRSS) MaxKiB() int64 {
+	var m int64
+	for _, p := range r.Processes {
+		m = max(m, p.KiB)
+	}
+	return m
+}
+
+// Text returns one line: "idle RSS after 2s (KiB): nats 12345, edge-1 23456; max 23456".
+func (r *IdleRSS) Text() string {
+	parts := make([]string, len(r.Processes))
+	for i, p := range r.Processes {
+		parts[i] = fmt.Sprintf("%s %d", p.Process, p.KiB)
+	}
+	return fmt.Sprintf("idle RSS after %v (KiB): %s; max %d", r.After, strings.Join(parts, ", "), r.MaxKiB())
+}
+
+// Markdown returns a table with one row per process, in KiB and MiB.
+func (r *IdleRSS) Markdown() string {
+	t := mdtable.Table{
+		Header: []string{"process", "pid", "idle RSS KiB", "MiB"},
+		Right:  []bool{false, true, true, true},
+	}
+	for _, p := range r.Processes {
+		t.AddRow(p.Process, strconv.Itoa(p.PID), strconv.FormatInt(p.KiB, 10), fmt.Sprintf("%.1f", float64(p.KiB)/1024))
+	}
+	return t.String()
 }

@@ -59,7 +59,24 @@ func (r *Report) Markdown() string {
 	if errs != "" {
 		b.WriteString("\nErrors:\n\n" + errs)
 	}
+	b.WriteString(r.idleRSSMarkdown())
 	fmt.Fprintf(&b, "\n![requests per second vs workers](%s)\n", PlotName)
+	return b.String()
+}
+
+// idleRSSMarkdown returns the idle RSS of every gateway, one table per
+// worker count; "" when none was measured.
+func (r *Report) idleRSSMarkdown() string {
+	var b strings.Builder
+	for _, p := range r.Points {
+		if p.IdleRSS == nil {
+			continue
+		}
+		if b.Len() == 0 {
+			fmt.Fprintf(&b, "\n## Idle RSS per gateway process\n\nVmRSS from /proc/<pid>/status, %v after each gateway was ready, before its load.\n", p.IdleRSS.After)
+		}
+		fmt.Fprintf(&b, "\n%s (max %d KiB):\n\n%s", count(p.Workers, "worker"), p.IdleRSS.MaxKiB(), p.IdleRSS.Markdown())
+	}
 	return b.String()
 }
 

@@ -16,6 +16,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/switchyard-mcp/switchyard/bench/fixture"
+	"github.com/switchyard-mcp/switchyard/bench/internal/report"
 	"github.com/switchyard-mcp/switchyard/bench/internal/scale"
 	"github.com/switchyard-mcp/switchyard/bench/internal/session"
 	"github.com/switchyard-mcp/switchyard/bench/internal/stats"
@@ -164,9 +165,17 @@ func TestScaleMarkdownAndChart(t *testing.T) {
 	r.Points[2].Shares = []scale.Share{{Worker: "worker-1", Sessions: 20, Calls: 300, Fraction: 0.25}, {Worker: "worker-2", Sessions: 12, Calls: 300, Fraction: 0.25}}
 	r.Points[2].Stage.FirstError = "boom"
 	r.Points[2].Stage.Errors = 1
+	r.Points[1].IdleRSS = &report.IdleRSS{After: 2 * time.Second, Processes: []report.ProcessRSS{
+		{Process: "nats", PID: 10, KiB: 20480}, {Process: "worker-2", PID: 11, KiB: 15000},
+	}}
 	r.Finish()
 	md := r.Markdown()
+	if strings.Count(md, "## Idle RSS per gateway process") != 1 || strings.Contains(md, "1 worker (max") {
+		t.Errorf("Markdown: want one idle RSS section, for 2 workers only:\n%s", md)
+	}
 	for _, want := range []string{
+		"2 workers (max 20480 KiB):",
+		"| nats     |  10 |        20480 | 20.0 |",
 		"# Switchyard horizontal scaling",
 		"**MISS: 3.12× at 4 workers vs 1 (target ≥ 3.60×)**",
 		"| workers | req/s | ratio to 1 |",

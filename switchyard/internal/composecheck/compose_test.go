@@ -32,8 +32,18 @@ const (
 // roles are the gateway role services; they run `/switchyard <role>`.
 var roles = []string{"tenancy-svc", "router", "upstream-worker", "edge"}
 
-// services are every service compose.yaml must define, and only those.
+// services are every service `docker compose up` starts, and only those.
 var services = []string{"nats", "tenancy-svc", "router", "upstream-worker", "edge", "fixture"}
+
+// Behind a profile: the latency gate against this deployment, run with
+// `docker compose --profile bench run --rm bench`.
+const (
+	benchService = "bench"
+	benchProfile = "bench"
+)
+
+// allServices are services plus the ones behind profiles.
+var allServices = append(slices.Clone(services), benchService)
 
 // repoRoot is the repository root, where compose.yaml and Dockerfile live.
 func repoRoot(t *testing.T) string {
@@ -49,13 +59,14 @@ func repoRoot(t *testing.T) string {
 // does: schema validation, interpolation (with an empty environment, so the
 // result does not depend on the caller's), normalization and the
 // consistency checks (references to services, configs, volumes).
-func load(t *testing.T, root string, text []byte) (*types.Project, error) {
+// profiles are the profiles to enable, as `--profile` does.
+func load(t *testing.T, root string, text []byte, profiles ...string) (*types.Project, error) {
 	t.Helper()
 	return loader.LoadWithContext(t.Context(), types.ConfigDetails{
 		WorkingDir:  root,
 		ConfigFiles: []types.ConfigFile{{Filename: filepath.Join(root, "compose.yaml"), Content: text}},
 		Environment: types.Mapping{},
-	})
+	}, loader.WithProfiles(profiles))
 }
 
 // composeText is the repository's compose.yaml.
@@ -69,11 +80,11 @@ func composeText(t *testing.T) (root string, text []byte) {
 	return root, text
 }
 
-// project is the repository's compose.yaml, loaded.
-func project(t *testing.T) *types.Project {
+// project is the repository's compose.yaml, loaded with profiles enabled.
+func project(t *testing.T, profiles ...string) *types.Project {
 	t.Helper()
 	root, text := composeText(t)
-	p, err := load(t, root, text)
+	p, err := load(t, root, text, profiles...)
 	if err != nil {
 		t.Fatalf("compose.yaml does not load: %v", err)
 	}
@@ -126,18 +137,22 @@ func flagValue(args []string, name string) string {
 }
 
 func TestComposeServices(t *testing.T) {
-	p := project(t)
-	root := repoRoot(t)
-	got := p.ServiceNames()
+	got := project(t).ServiceNames()
 	slices.Sort(got)
-	want := slices.Sorted(slices.Values(services))
-	if !slices.Equal(got, want) {
-		t.Fatalf("services %q, want %q", got, want)
+	if want := slices.Sorted(slices.Values(services)); !slices.Equal(got, want) {
+		t.Fatalf("services without a profile %q, want %q", got, want)
+	}
+	p := project(t, benchProfile)
+	root := repoRoot(t)
+	got = p.ServiceNames()
+	slices.Sort(got)
+	if want := slices.Sorted(slices.Values(allServices)); !slices.Equal(got, want) {
+		t.Fatalf("services with --profile %s %q, want %q", benchProfile, got, want)
 	}
 	goGC := regexp.MustCompile(`^([0-9]+|off)$`)
 	goMemLimit := regexp.MustCompile(`^[0-9]+(B|KiB|MiB|GiB|TiB)?$`)
 	image := ""
-	for _, name := range services {
+	for _, name := range allServices {
 		s := service(t, p, name)
 		// Every service is built from the repository's Dockerfile, as one image.
 		if s.Build == nil {
@@ -159,8 +174,12 @@ func TestComposeServices(t *testing.T) {
 		if s.Image == "" || s.Image != image {
 			t.Errorf("%s: image %q, want one image for all services (%q)", name, s.Image, image)
 		}
-		if s.Restart != types.RestartPolicyUnlessStopped {
-			t.Errorf("%s: restart %q, want %s", name, s.Restart, types.RestartPolicyUnlessStopped)
+		wantRestart := types.RestartPolicyUnlessStopped
+		if name == benchService {
+			wantRestart = types.RestartPolicyNo // a one-shot run
+		}
+		if s.Restart != wantRestart {
+			t.Errorf("%s: restart %q, want %s", name, s.Restart, wantRestart)
 		}
 		// Every process is a Go program with its runtime knobs set explicitly.
 		if v := env(s, "GOGC"); !goGC.MatchString(v) {
@@ -277,6 +296,101 @@ func TestComposeNATSAndFixture(t *testing.T) {
 	}
 }
 
+// TestComposeBench checks the bench service: the latency gate run against
+// this deployment on demand. The bench module's own test
+// (bench/cmd/bench, TestComposeBenchCommand) parses its command with the
+// real "bench latency" flag set; this checks it fits the rest of the file.
+func TestComposeBench(t *testing.T) {
+	p := project(t, benchProfile)
+	s := service(t, p, benchService)
+	if !slices.Equal(s.Profiles, []string{benchProfile}) {
+		t.Errorf("profiles %q, want [%s] (so `docker compose up` leaves it out)", s.Profiles, benchProfile)
+	}
+	cmd := []string(s.Command)
+	if len(cmd) < 2 || !slices.Equal(cmd[:2], []string{"/bench", "latency"}) {
+		t.Fatalf("command %q, want /bench latency ...", cmd)
+	}
+	args := cmd[2:]
+	for _, f := range []string{"-start-embedded", "-start-cluster", "-switchyard"} {
+		if slices.Contains(args, f) {
+			t.Errorf("command %q: %s starts a gateway of its own; want the compose one", cmd, f)
+		}
+	}
+	// Every flag is followed by its value: "-name value" pairs.
+	if len(args)%2 != 0 {
+		t.Fatalf("command %q: want -flag value pairs", cmd)
+	}
+	for i := 0; i < len(args); i += 2 {
+		if !strings.HasPrefix(args[i], "-") || strings.HasPrefix(args[i+1], "-") {
+			t.Errorf("command %q: %q %q is not -flag value", cmd, args[i], args[i+1])
+		}
+	}
+
+	// -gateway is the edge, at the port it listens on.
+	gw := flagValue(args, "-gateway")
+	if gw == "" {
+		gw = flagValue(args, "-gateway-url")
+	}
+	if u, err := url.Parse(gw); err != nil || u.Scheme != "http" || u.Hostname() != "edge" || u.Port() != strconv.Itoa(edgePort) || u.Path != "/mcp" {
+		t.Errorf("-gateway %q, want http://edge:%d/mcp", gw, edgePort)
+	}
+	// -direct is the fixture, where the gateway's config says it is.
+	cfg, err := config.Load(writeConfig(t, p))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := flagValue(args, "-direct"); len(cfg.Upstreams) != 1 || d != cfg.Upstreams[0].URL {
+		t.Errorf("-direct %q, want the upstream's url %+v", d, cfg.Upstreams)
+	} else if u, _ := url.Parse(d); u.Hostname() != "fixture" {
+		t.Errorf("-direct %q, want the fixture service", d)
+	}
+	// The gateway names the upstream's tools <upstream>__<tool>.
+	tool, gwTool := flagValue(args, "-tool"), flagValue(args, "-gw-tool")
+	if tool == "" || len(cfg.Upstreams) != 1 || gwTool != cfg.Upstreams[0].Name+"__"+tool {
+		t.Errorf("-tool %q, -gw-tool %q: want the fixture's tool and its federated name %s__<tool>", tool, gwTool, "fixture")
+	}
+	for flag, want := range map[string]string{"-mode": "compose", "-max-added-p50": "0", "-n": "2000", "-warmup": "200"} {
+		if v := flagValue(args, flag); v != want {
+			t.Errorf("%s %q, want %q", flag, v, want)
+		}
+	}
+	// -out is on a volume, so the results outlive the container.
+	out := flagValue(args, "-out")
+	mounted := slices.ContainsFunc(s.Volumes, func(v types.ServiceVolumeConfig) bool {
+		return v.Target == out && (v.Type == types.VolumeTypeBind || v.Type == types.VolumeTypeVolume)
+	})
+	if !strings.HasPrefix(out, "/") || !mounted {
+		t.Errorf("-out %q, volumes %+v: want the results directory on a volume or bind mount", out, s.Volumes)
+	}
+
+	for dep, want := range map[string]string{"edge": types.ServiceConditionHealthy, "fixture": types.ServiceConditionStarted} {
+		if d, ok := s.DependsOn[dep]; !ok || d.Condition != want {
+			t.Errorf("depends_on %s: %+v, want condition %s", dep, d, want)
+		}
+	}
+	if len(s.Ports) != 0 {
+		t.Errorf("ports %+v: the bench is a client", s.Ports)
+	}
+}
+
+// writeConfig writes the inline switchyard config to a temporary file and
+// returns its path.
+func writeConfig(t *testing.T, p *types.Project) string {
+	t.Helper()
+	cfg, ok := p.Configs[configName]
+	if !ok || cfg.Content == "" {
+		t.Fatalf("configs.%s: want inline content", configName)
+	}
+	path := filepath.Join(t.TempDir(), "switchyard.yaml")
+	if err := os.WriteFile(path, []byte(cfg.Content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"SWITCHYARD_CONFIG", "SWITCHYARD_NATS", "SWITCHYARD_LISTEN", "SWITCHYARD_EDGE_ID", "SWITCHYARD_WORKER_ID", "SWITCHYARD_WORKER_UPSTREAMS"} {
+		t.Setenv(k, "") // unset for config.Load, which ignores empty values
+	}
+	return path
+}
+
 // TestComposeDependsOn checks conditions both as written (the loader fills
 // in service_started when none is given) and as loaded.
 func TestComposeDependsOn(t *testing.T) {
@@ -306,14 +420,14 @@ func TestComposeDependsOn(t *testing.T) {
 		}
 	}
 
-	p, err := load(t, root, text)
+	p, err := load(t, root, text, benchProfile)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(service(t, p, "edge").DependsOn) == 0 {
 		t.Error("edge: no depends_on")
 	}
-	for _, name := range services {
+	for _, name := range allServices {
 		for dep, d := range service(t, p, name).DependsOn {
 			target := service(t, p, dep)
 			switch d.Condition {
