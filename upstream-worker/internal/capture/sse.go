@@ -45,8 +45,14 @@ type sseFilter struct {
 }
 
 func newSSEFilter(body io.ReadCloser, tab *Table, max int) *sseFilter {
-	return &sseFilter{body: body, r: bufio.NewReaderSize(body, 64<<10), tab: tab, max: max}
+	// Lines longer than the buffer are taken in pieces (ReadSlice's
+	// ErrBufferFull), so the buffer only sets the read size: a small one
+	// keeps the per-response allocation (and its clearing) cheap.
+	return &sseFilter{body: body, r: bufio.NewReaderSize(body, sseReadBuffer), tab: tab, max: max}
 }
+
+// sseReadBuffer is the read size of one SSE response body.
+const sseReadBuffer = 8 << 10
 
 func (f *sseFilter) Close() error { return f.body.Close() }
 
