@@ -41,13 +41,17 @@ type Flags struct {
 	PprofAddr string
 }
 
-// Register adds the common flags to fs.
-func (f *Flags) Register(fs *flag.FlagSet) {
+// Register adds the common flags to fs, with JSON logs by default.
+func (f *Flags) Register(fs *flag.FlagSet) { f.RegisterFormat(fs, "json") }
+
+// RegisterFormat adds the common flags to fs with the given default log
+// format ("json" or "text"; SWITCHYARD_LOG_FORMAT overrides it).
+func (f *Flags) RegisterFormat(fs *flag.FlagSet, format string) {
 	fs.StringVar(&f.Config, "config", os.Getenv("SWITCHYARD_CONFIG"), "config file (YAML); env SWITCHYARD_CONFIG")
 	fs.StringVar(&f.NATS, "nats", "", "NATS server URL (default from config, else nats://127.0.0.1:4222); env SWITCHYARD_NATS")
 	fs.StringVar(&f.Listen, "listen", "", "edge HTTP address (overrides config listen); env SWITCHYARD_LISTEN")
 	fs.StringVar(&f.ID, "id", "", "this process's id (a slug; overrides edge.id / worker.id)")
-	fs.StringVar(&f.LogFormat, "log-format", envOr("SWITCHYARD_LOG_FORMAT", "json"), "log format: json or text")
+	fs.StringVar(&f.LogFormat, "log-format", envOr("SWITCHYARD_LOG_FORMAT", format), "log format: json or text")
 	fs.StringVar(&f.LogLevel, "log-level", envOr("SWITCHYARD_LOG_LEVEL", "info"), "log level: debug, info, warn, error")
 	fs.BoolVar(&f.CheckConfig, "check-config", false, "print the effective config and exit")
 	fs.StringVar(&f.PprofAddr, "pprof", os.Getenv("SWITCHYARD_PPROF"), "serve net/http/pprof on this address (e.g. 127.0.0.1:6060); off by default")
@@ -107,6 +111,23 @@ func (f *Flags) Logger(w io.Writer) *slog.Logger {
 	return slog.New(slog.NewJSONHandler(w, o))
 }
 
+// Prepare builds the logger, loads the configuration, and handles
+// -check-config and -pprof. It returns the exit code to stop with, or -1 to
+// go on.
+func (f *Flags) Prepare() (*config.File, *slog.Logger, int) {
+	log := f.Logger(os.Stderr)
+	cfg, err := f.Load()
+	if err != nil {
+		log.Error("invalid configuration", "err", err)
+		return nil, log, 2
+	}
+	if f.CheckConfig {
+		return nil, log, PrintConfig(os.Stdout, cfg)
+	}
+	f.StartPprof(log)
+	return cfg, log, -1
+}
+
 // Main runs one role as its own process: it parses args, connects to NATS
 // over TCP, builds the role with build and runs it until SIGINT/SIGTERM.
 // It returns the process exit code.
@@ -117,16 +138,10 @@ func Main(name string, args []string, build func(*config.File, *nats.Conn, *slog
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
-	log := f.Logger(os.Stderr)
-	cfg, err := f.Load()
-	if err != nil {
-		log.Error("invalid configuration", "err", err)
-		return 2
+	cfg, log, code := f.Prepare()
+	if code >= 0 {
+		return code
 	}
-	if f.CheckConfig {
-		return PrintConfig(os.Stdout, cfg)
-	}
-	f.StartPprof(log)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	nc, err := Connect(cfg.NATS, name, log)

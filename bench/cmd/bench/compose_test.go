@@ -16,7 +16,7 @@ import (
 func TestComposeBenchCommand(t *testing.T) {
 	b, err := os.ReadFile(filepath.Join("..", "..", "..", "compose.yaml"))
 	if err != nil {
-		t.Skipf("no compose.yaml next to the bench module: %v", err)
+		t.Fatalf("compose.yaml belongs at the repository root: %v", err)
 	}
 	var c struct {
 		Services map[string]struct {

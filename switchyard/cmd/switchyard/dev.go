@@ -20,24 +20,15 @@ import (
 func runDev(args []string) int {
 	fs := flag.NewFlagSet("dev", flag.ContinueOnError)
 	var f app.Flags
-	f.Register(fs)
+	f.RegisterFormat(fs, "text")
 	natsAddr := fs.String("nats-listen", "", "also serve the embedded NATS on this TCP address (e.g. 127.0.0.1:4222) so separate workers can join")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
-	if f.LogFormat == "json" && os.Getenv("SWITCHYARD_LOG_FORMAT") == "" {
-		f.LogFormat = "text"
+	cfg, log, code := f.Prepare()
+	if code >= 0 {
+		return code
 	}
-	log := f.Logger(os.Stderr)
-	cfg, err := f.Load()
-	if err != nil {
-		log.Error("invalid configuration", "err", err)
-		return 2
-	}
-	if f.CheckConfig {
-		return app.PrintConfig(os.Stdout, cfg)
-	}
-	f.StartPprof(log)
 	store, err := os.MkdirTemp("", "switchyard-dev-")
 	if err != nil {
 		log.Error("temp store", "err", err)

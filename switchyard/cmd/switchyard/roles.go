@@ -22,21 +22,15 @@ func runRoles(args []string) int {
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
-	log := f.Logger(os.Stderr)
+	cfg, log, code := f.Prepare()
+	if code >= 0 {
+		return code
+	}
 	names, err := roles.Parse(*list)
 	if err != nil {
 		log.Error("invalid roles", "err", err)
 		return 2
 	}
-	cfg, err := f.Load()
-	if err != nil {
-		log.Error("invalid configuration", "err", err)
-		return 2
-	}
-	if f.CheckConfig {
-		return app.PrintConfig(os.Stdout, cfg)
-	}
-	f.StartPprof(log)
 	set, err := roles.Build(names, cfg, func(role string) (*nats.Conn, error) {
 		return app.Connect(cfg.NATS, role, log)
 	}, log)
