@@ -49,10 +49,15 @@ fmt-check:
 
 lint: fmt-check vet
 
-## fuzz: a short run of every fuzz target
+## fuzz: a short run of every fuzz target. Budgets are exec counts, not
+## durations: a -fuzztime duration can end mid-run on a loaded machine and
+## fail with "context deadline exceeded".
+FUZZ_EXECS ?= 200000x
 fuzz:
-	cd proto && $(GO) test -run '^$$' -fuzz FuzzUnmarshalRequest -fuzztime 15s .
-	cd proto && $(GO) test -run '^$$' -fuzz FuzzRouteTokens -fuzztime 10s .
+	cd proto && $(GO) test -run '^$$' -fuzz '^FuzzUnmarshalRequest$$' -fuzztime $(FUZZ_EXECS) .
+	cd proto && $(GO) test -run '^$$' -fuzz '^FuzzUnmarshalReply$$' -fuzztime $(FUZZ_EXECS) .
+	cd proto && $(GO) test -run '^$$' -fuzz '^FuzzRouteTokens$$' -fuzztime $(FUZZ_EXECS) .
+	cd internal && $(GO) test -run '^$$' -fuzz '^FuzzParseChunk$$' -fuzztime 50000x ./bus
 
 ## bench: the latency gate (tools/call direct vs through an embedded gateway,
 ## both protocol eras; exit 1 if added p50 > 5 ms), then the Go benchmarks
