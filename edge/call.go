@@ -34,28 +34,44 @@ func (r *rawResult) MarshalJSON() ([]byte, error) {
 		}
 		r.Meta[hop.MetaKey] = hop.Relative(hop.Stamps(r.timing))
 	}
-	if len(r.Meta) == 0 {
-		return r.raw, nil
+	return mergeMeta(r.raw, r.Meta), nil
+}
+
+// mergeMeta adds the keys of add to the _meta object of the JSON object
+// raw, keeping the values raw already has. raw is returned unchanged when
+// add is empty or raw is not an object.
+func mergeMeta(raw []byte, add map[string]any) []byte {
+	if len(add) == 0 {
+		return raw
 	}
 	var obj map[string]json.RawMessage
-	if err := json.Unmarshal(r.raw, &obj); err != nil {
-		return r.raw, nil
+	if err := json.Unmarshal(raw, &obj); err != nil {
+		return raw
 	}
-	meta := map[string]any{}
+	meta := map[string]json.RawMessage{}
 	if m, ok := obj["_meta"]; ok {
 		_ = json.Unmarshal(m, &meta)
 	}
-	for k, v := range r.Meta {
-		if _, ok := meta[k]; !ok {
-			meta[k] = v
+	for k, v := range add {
+		if _, ok := meta[k]; ok {
+			continue
 		}
+		b, err := json.Marshal(v)
+		if err != nil {
+			return raw
+		}
+		meta[k] = b
 	}
 	b, err := json.Marshal(meta)
 	if err != nil {
-		return r.raw, nil
+		return raw
 	}
 	obj["_meta"] = b
-	return json.Marshal(obj)
+	out, err := json.Marshal(obj)
+	if err != nil {
+		return raw
+	}
+	return out
 }
 
 // middleware answers tools/list and tools/call of the view from the bus.
@@ -63,6 +79,12 @@ func (s *Service) middleware(view string) mcp.Middleware {
 	return func(next mcp.MethodHandler) mcp.MethodHandler {
 		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 			switch method {
+			case "initialize":
+				res, err := next(ctx, method, req)
+				if err == nil {
+					s.onInitialize(view, req, res)
+				}
+				return res, err
 			case "tools/list":
 				return s.forward(ctx, view, method, proto.OpToolsList, "", req)
 			case "tools/call":
@@ -77,27 +99,45 @@ func (s *Service) middleware(view string) mcp.Middleware {
 	}
 }
 
-// forward publishes one call and waits for its reply. Errors it returns
-// are *jsonrpc.Error built by toJSONRPC, or the ctx's error when the client
-// went away (the SDK then sends nothing).
+// forward publishes one call from the SDK path and waits for its reply.
+// Errors it returns are *jsonrpc.Error built by toJSONRPC, or the ctx's
+// error when the client went away (the SDK then sends nothing).
 func (s *Service) forward(ctx context.Context, view, method, op, name string, req mcp.Request) (mcp.Result, error) {
 	var stamps nats.Header
 	if op == proto.OpToolsCall && wantsTiming(req.GetParams()) {
-		stamps = nats.Header{hop.Header: []string{"1"}}
-		hop.Set(stamps, hop.EdgeIn)
+		stamps = newStamps()
 	}
 	params, err := json.Marshal(req.GetParams())
 	if err != nil {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "invalid params"}
 	}
-	sess := req.GetSession()
 	preq := proto.Request{Method: method, Tenant: s.cfg.Tenant, Edge: s.cfg.ID, View: view, Name: name, Params: params}
-	if ss, ok := sess.(*mcp.ServerSession); ok {
+	if ss, ok := req.GetSession().(*mcp.ServerSession); ok {
 		preq.Session = ss.ID()
 		if ip := ss.InitializeParams(); ip != nil {
 			preq.Protocol = ip.ProtocolVersion
 		}
 	}
+	raw, timing, err := s.roundTrip(ctx, &preq, op, stamps)
+	if err != nil {
+		return nil, err
+	}
+	return &rawResult{raw: raw, timing: timing}, nil
+}
+
+// newStamps starts the per-hop timing of a traced call.
+func newStamps() nats.Header {
+	h := nats.Header{hop.Header: []string{"1"}}
+	hop.Set(h, hop.EdgeIn)
+	return h
+}
+
+// roundTrip sends preq (its ID and deadline are set here) and returns the
+// result bytes as the worker sent them, and for a traced call (stamps not
+// nil) the reply's timing headers. A call that reached no worker is placed
+// again, up to maxAttempts. Errors are *jsonrpc.Error built by toJSONRPC,
+// or the ctx's cause when ctx ended first.
+func (s *Service) roundTrip(ctx context.Context, preq *proto.Request, op string, stamps nats.Header) ([]byte, nats.Header, error) {
 	deadline := time.Now().Add(s.cfg.CallTimeout)
 	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
 		deadline = d
@@ -109,7 +149,7 @@ func (s *Service) forward(ctx context.Context, view, method, op, name string, re
 	defer cancel()
 
 	for attempt := 1; ; attempt++ {
-		res, err := s.send(ctx, &preq, op, stamps)
+		raw, timing, err := s.send(ctx, preq, op, stamps)
 		var pe *proto.Error
 		if errors.As(err, &pe) && pe.Code == proto.CodeNotDelivered && attempt < maxAttempts {
 			// It ran nowhere, so placing it again is safe; the pause lets the
@@ -121,15 +161,15 @@ func (s *Service) forward(ctx context.Context, view, method, op, name string, re
 			}
 		}
 		if err == nil {
-			return res, nil
+			return raw, timing, nil
 		}
 		if errors.Is(err, bus.ErrCanceled) {
-			return nil, context.Cause(ctx)
+			return nil, nil, context.Cause(ctx)
 		}
 		if errors.Is(err, proto.ErrTimeout) {
-			err = proto.Errorf(proto.CodeTimeout, "%s %s: no answer within %s", method, name, s.cfg.CallTimeout)
+			err = proto.Errorf(proto.CodeTimeout, "%s %s: no answer within %s", preq.Method, preq.Name, s.cfg.CallTimeout)
 		}
-		return nil, s.toJSONRPC(err, method)
+		return nil, nil, s.toJSONRPC(err, preq.Method)
 	}
 }
 
@@ -140,21 +180,22 @@ const timeoutGrace = 500 * time.Millisecond
 // maxAttempts bounds how often a call that reached no worker is placed again.
 const maxAttempts = 4
 
-// send publishes one attempt of a call and waits for its reply.
-func (s *Service) send(ctx context.Context, preq *proto.Request, op string, stamps nats.Header) (mcp.Result, error) {
+// send publishes one attempt of a call and waits for its reply: the result
+// bytes and, for a traced call, the reply's headers.
+func (s *Service) send(ctx context.Context, preq *proto.Request, op string, stamps nats.Header) ([]byte, nats.Header, error) {
 	if !s.nc.IsConnected() {
 		// A publish would sit in the reconnect buffer until the deadline.
-		return nil, proto.Errorf(proto.CodeUnavailable, "gateway bus unavailable (NATS %s)", s.nc.Status())
+		return nil, nil, proto.Errorf(proto.CodeUnavailable, "gateway bus unavailable (NATS %s)", s.nc.Status())
 	}
 	k := s.caller.New()
 	defer k.Close()
 	preq.ID = k.ID
 	data, err := proto.Marshal(preq)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if len(data) > int(s.nc.MaxPayload()) {
-		return nil, proto.Errorf(proto.CodePayloadTooLarge, "request of %d bytes exceeds the bus limit of %d bytes", len(data), s.nc.MaxPayload())
+		return nil, nil, proto.Errorf(proto.CodePayloadTooLarge, "request of %d bytes exceeds the bus limit of %d bytes", len(data), s.nc.MaxPayload())
 	}
 	msg := &nats.Msg{Subject: s.routeSub[op], Reply: k.Reply(), Data: data}
 	if stamps != nil {
@@ -163,32 +204,30 @@ func (s *Service) send(ctx context.Context, preq *proto.Request, op string, stam
 		hop.Set(msg.Header, hop.EdgePub)
 	}
 	if err := s.nc.PublishMsg(msg); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	out, err := k.Wait(ctx)
 	if errors.Is(err, bus.ErrCanceled) || errors.Is(err, proto.ErrTimeout) {
 		s.cancelAtWorker(k)
 	}
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	var rep proto.Reply
 	if err := proto.Unmarshal(out, &rep); err != nil {
-		return nil, proto.Errorf(proto.CodeBadEnvelope, "undecodable reply: %v", err)
+		return nil, nil, proto.Errorf(proto.CodeBadEnvelope, "undecodable reply: %v", err)
 	}
 	if rep.Error != nil {
-		return nil, rep.Error
+		return nil, nil, rep.Error
 	}
-	res := &rawResult{raw: rep.Result}
+	var timing nats.Header
 	if stamps != nil {
-		h := k.Header()
-		if h == nil {
-			h = nats.Header{}
+		if timing = k.Header(); timing == nil {
+			timing = nats.Header{}
 		}
-		hop.Set(h, hop.EdgeRecv)
-		res.timing = h
+		hop.Set(timing, hop.EdgeRecv)
 	}
-	return res, nil
+	return rep.Result, timing, nil
 }
 
 // wantsTiming reports whether the client asked for per-hop timings with

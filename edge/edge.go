@@ -2,6 +2,7 @@ package edge
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -11,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -52,6 +54,11 @@ type Service struct {
 	ready atomic.Bool
 	addr  atomic.Pointer[string]
 
+	sessions       sessionTable        // stateful client sessions (fast path, idle timer)
+	impl           *mcp.Implementation // serverInfo of every view
+	serverInfoMeta []byte              // `"<serverInfo key>":<impl>` for 2026-era results
+	noFastPath     bool                // tests: every request through the SDK
+
 	mu        sync.Mutex
 	views     map[string]*view // guarded by mu: "" federated, else upstream
 	upstreams map[string]bool  // guarded by mu: the catalog's names
@@ -70,6 +77,13 @@ func New(cfg Config, nc *nats.Conn, log *slog.Logger) (*Service, error) {
 	}
 	log = log.With(proto.LogComponent, "edge", proto.LogEdge, cfg.ID)
 	s := &Service{cfg: cfg, nc: nc, log: log, views: map[string]*view{}, upstreams: map[string]bool{}}
+	s.impl = &mcp.Implementation{Name: "switchyard", Version: Version}
+	info, err := json.Marshal(s.impl)
+	if err != nil {
+		return nil, err
+	}
+	key, _ := json.Marshal(mcp.MetaKeyServerInfo)
+	s.serverInfoMeta = append(append(append([]byte(`"_meta":{`), key...), ':'), append(info, '}')...)
 	s.caller = bus.NewCaller(nc, int(cfg.MaxResultBytes))
 	s.presence = bus.NewPresence(nc, log)
 	s.routeSub = map[string]string{}

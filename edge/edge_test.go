@@ -31,6 +31,21 @@ type rig struct {
 }
 
 func newRig(t *testing.T, router nats.MsgHandler) *rig {
+	return newRigWith(t, router, nil)
+}
+
+// rigOpts vary the edge of a rig.
+type rigOpts struct {
+	sse            bool          // answer POSTs with SSE (default JSON)
+	noFastPath     bool          // every request through the SDK
+	sessionTimeout time.Duration // 0: the default
+}
+
+// newRigWith is newRig with an edge configured by o (nil: the defaults).
+func newRigWith(t *testing.T, router nats.MsgHandler, o *rigOpts) *rig {
+	if o == nil {
+		o = &rigOpts{}
+	}
 	s := natstest.Start(t)
 	nc := natstest.Connect(t, s)
 	js, _ := jetstream.New(nc)
@@ -47,10 +62,13 @@ func newRig(t *testing.T, router nats.MsgHandler) *rig {
 			t.Fatal(err)
 		}
 	}
-	e, err := New(Config{ID: "edge-t", Listen: "127.0.0.1:0", JSONResponse: true, CallTimeout: 5 * time.Second, MaxRequestBodyBytes: 64 << 10}, natstest.Connect(t, s), nil)
+	cfg := Config{ID: "edge-t", Listen: "127.0.0.1:0", JSONResponse: !o.sse, CallTimeout: 5 * time.Second,
+		MaxRequestBodyBytes: 64 << 10, SessionTimeout: o.sessionTimeout}
+	e, err := New(cfg, natstest.Connect(t, s), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
+	e.noFastPath = o.noFastPath
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)
 	go func() { done <- e.Run(ctx) }()

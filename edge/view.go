@@ -34,7 +34,7 @@ type view struct {
 // has no public call to send list_changed and sends it when tools change.
 func (s *Service) newView(name string) *view {
 	v := &view{name: name}
-	v.server = mcp.NewServer(&mcp.Implementation{Name: "switchyard", Version: Version}, &mcp.ServerOptions{
+	v.server = mcp.NewServer(s.impl, &mcp.ServerOptions{
 		Logger:             s.log,
 		GetSessionID:       func() string { return s.cfg.ID + "-" + bus.RandomToken(15) },
 		InitializedHandler: s.onInitialized,
@@ -42,13 +42,11 @@ func (s *Service) newView(name string) *view {
 	})
 	v.server.AddReceivingMiddleware(s.middleware(name))
 	v.listChanged()
-	timeout := s.cfg.SessionTimeout
-	if timeout < 0 {
-		timeout = 0
-	}
 	get := func(*http.Request) *mcp.Server { return v.server }
+	// No SDK SessionTimeout: the fast path serves calls the SDK never sees,
+	// so the edge's session table keeps the idle timer.
 	v.stateful = mcp.NewStreamableHTTPHandler(get, &mcp.StreamableHTTPOptions{
-		Logger: s.log, SessionTimeout: timeout, JSONResponse: s.cfg.JSONResponse,
+		Logger: s.log, JSONResponse: s.cfg.JSONResponse,
 		MaxRequestBodyBytes: s.cfg.MaxRequestBodyBytes,
 	})
 	v.stateless = mcp.NewStreamableHTTPHandler(get, &mcp.StreamableHTTPOptions{
@@ -88,9 +86,7 @@ func (v *view) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func (s *Service) handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/mcp", func(w http.ResponseWriter, r *http.Request) {
-		if s.precheck(w, r) {
-			s.viewFor("").ServeHTTP(w, r)
-		}
+		s.serve(w, r, s.viewFor(""))
 	})
 	mux.HandleFunc("/mcp/{upstream}", func(w http.ResponseWriter, r *http.Request) {
 		u := r.PathValue("upstream")
@@ -99,9 +95,7 @@ func (s *Service) handler() http.Handler {
 			http.Error(w, "Not Found: unknown upstream "+strconv.Quote(u), http.StatusNotFound)
 			return
 		}
-		if s.precheck(w, r) {
-			v.ServeHTTP(w, r)
-		}
+		s.serve(w, r, v)
 	})
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })
 	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
@@ -130,18 +124,45 @@ func (s *Service) viewFor(name string) *view {
 	return v
 }
 
-// onInitialized tracks a stateful session so that its end is announced
-// to the workers holding upstream sessions for it.
-func (s *Service) onInitialized(_ context.Context, req *mcp.InitializedRequest) {
-	ss := req.Session
-	id := ss.ID()
-	if id == "" {
+// serve answers one request of view v: precheck, then the fast path, then
+// the SDK. Every POST of a tracked session holds its idle timer.
+func (s *Service) serve(w http.ResponseWriter, r *http.Request, v *view) {
+	m, ok := s.precheck(w, r)
+	if !ok {
 		return
 	}
-	go func() {
-		_ = ss.Wait()
-		s.publishSessionClosed(id)
-	}()
+	if r.Method == http.MethodPost {
+		if cs := s.sessions.get(r.Header.Get("Mcp-Session-Id")); cs != nil {
+			defer cs.startPOST()()
+		}
+	}
+	if s.serveFast(w, r, v, m) {
+		return
+	}
+	v.ServeHTTP(w, r)
+}
+
+// onInitialize tracks a stateful session from a successful initialize on,
+// so that the fast path can serve it, its idle timer runs, and its end is
+// announced to the workers holding upstream sessions for it.
+func (s *Service) onInitialize(view string, req mcp.Request, res mcp.Result) {
+	ss, ok := req.GetSession().(*mcp.ServerSession)
+	ir, ok2 := res.(*mcp.InitializeResult)
+	if !ok || !ok2 || ss.ID() == "" {
+		return
+	}
+	timeout := s.cfg.SessionTimeout
+	if timeout < 0 {
+		timeout = 0
+	}
+	s.sessions.add(ss, view, ir.ProtocolVersion, timeout, s.publishSessionClosed)
+}
+
+// onInitialized opens a tracked session to the fast path.
+func (s *Service) onInitialized(_ context.Context, req *mcp.InitializedRequest) {
+	if cs := s.sessions.get(req.Session.ID()); cs != nil {
+		cs.ready.Store(true)
+	}
 }
 
 func (s *Service) publishSessionClosed(id string) {

@@ -1,0 +1,335 @@
+package edge
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"net"
+	"net/http"
+	"net/netip"
+	"strconv"
+	"strings"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/nats-io/nats.go"
+
+	"github.com/switchyard-mcp/switchyard/internal/hop"
+	"github.com/switchyard-mcp/switchyard/proto"
+)
+
+// The fast path answers tools/call and tools/list at the HTTP level: the
+// params go on the bus as the client sent them and the result bytes come
+// back into a JSON-RPC response the edge writes itself, with no SDK decode
+// or encode on the way (the SDK's writer compacts every result twice). It
+// takes only requests whose every check it can make as the SDK would; any
+// other request (batches, progress tokens, unknown sessions, mismatched
+// headers, DNS-rebinding suspects) goes to the SDK, which answers or
+// rejects it. Sessions, initialize and every other method stay with the
+// SDK.
+
+// fastMethods are the methods the fast path serves, with their bus op.
+var fastMethods = map[string]string{"tools/call": proto.OpToolsCall, "tools/list": proto.OpToolsList}
+
+// fastCall is what the fast path checked and took from one request.
+type fastCall struct {
+	msg      *probeMsg
+	op       string
+	session  *clientSession // nil for a 2026-era call
+	protocol string
+}
+
+// serveFast serves r on the fast path if it qualifies and reports whether
+// it did; when it returns false nothing has been written.
+func (s *Service) serveFast(w http.ResponseWriter, r *http.Request, v *view, m *probeMsg) bool {
+	if m == nil || s.noFastPath || m.JSONRPC != "2.0" || !plainPOST(r) {
+		return false
+	}
+	if m.Method == "notifications/cancelled" {
+		return s.cancelFast(w, r, v, m)
+	}
+	op, ok := fastMethods[m.Method]
+	if !ok || !validID(m.ID) || (len(m.Params) > 0 && m.Params[0] != '{') {
+		return false
+	}
+	p := m.params()
+	if _, ok := p.Meta["progressToken"]; ok {
+		return false // progress notifications need the SDK's stream
+	}
+	fc := &fastCall{msg: m, op: op}
+	pv := r.Header.Get("Mcp-Protocol-Version")
+	if pv >= protocol2026 {
+		if !statelessCallOK(r, m, p, pv) {
+			return false
+		}
+		fc.protocol = pv
+	} else {
+		cs := s.sessions.get(r.Header.Get("Mcp-Session-Id"))
+		if cs == nil || cs.view != v.name || !cs.ready.Load() || pv != cs.protocol {
+			return false
+		}
+		fc.session, fc.protocol = cs, cs.protocol
+	}
+	s.runFast(w, r, v, fc)
+	return true
+}
+
+// statelessCallOK makes the SDK's checks of a 2026-07-28 call (SEP-2243
+// headers, the SEP-2575 _meta triple): true only when all of them pass.
+func statelessCallOK(r *http.Request, m *probeMsg, p *probeParams, pv string) bool {
+	if pv != protocol2026 || r.Header.Get("Mcp-Method") != m.Method {
+		return false
+	}
+	if m.Method == "tools/call" && (p.Name == "" || r.Header.Get("Mcp-Name") != p.Name) {
+		return false
+	}
+	var metaVersion string
+	if json.Unmarshal(p.Meta[mcp.MetaKeyProtocolVersion], &metaVersion) != nil || metaVersion != pv {
+		return false
+	}
+	if caps := p.Meta[mcp.MetaKeyClientCapabilities]; len(caps) == 0 || caps[0] != '{' ||
+		json.Unmarshal(caps, &mcp.ClientCapabilities{}) != nil {
+		return false
+	}
+	if info, ok := p.Meta[mcp.MetaKeyClientInfo]; ok && json.Unmarshal(info, &mcp.Implementation{}) != nil {
+		return false
+	}
+	return true
+}
+
+// runFast sends the call over the bus and writes its JSON-RPC response.
+func (s *Service) runFast(w http.ResponseWriter, r *http.Request, v *view, fc *fastCall) {
+	m, p := fc.msg, fc.msg.params()
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel()
+	preq := proto.Request{Method: m.Method, Tenant: s.cfg.Tenant, Edge: s.cfg.ID, View: v.name, Protocol: fc.protocol, Params: m.Params}
+	if fc.op == proto.OpToolsCall {
+		preq.Name = p.Name
+	}
+	if len(preq.Params) == 0 {
+		preq.Params = emptyParams
+	}
+	if cs := fc.session; cs != nil {
+		preq.Session = cs.ss.ID()
+		id := string(m.ID)
+		if !cs.track(id, cancel) {
+			writeRPCError(w, http.StatusBadRequest, m.ID, int(jsonrpc.CodeInvalidRequest), "duplicate in-flight request ID "+id)
+			return
+		}
+		defer cs.untrack(id)
+	}
+	var stamps nats.Header
+	if fc.op == proto.OpToolsCall && string(p.Meta[hop.MetaKey]) == "true" {
+		stamps = newStamps()
+	}
+	raw, timing, err := s.roundTrip(ctx, &preq, fc.op, stamps)
+	if err != nil {
+		var je *jsonrpc.Error
+		if !errors.As(err, &je) {
+			if r.Context().Err() != nil {
+				return // the client went away: nobody to answer
+			}
+			je = &jsonrpc.Error{Code: codeRequestCancelled, Message: "request cancelled"}
+		}
+		s.writeResponse(w, fc.protocol, m.ID, nil, je)
+		return
+	}
+	var add map[string]any
+	if fc.session == nil {
+		add = map[string]any{mcp.MetaKeyServerInfo: s.impl}
+	}
+	if timing != nil {
+		hop.Set(timing, hop.EdgeOut)
+		if add == nil {
+			add = map[string]any{}
+		}
+		add[hop.MetaKey] = hop.Relative(hop.Stamps(timing))
+	}
+	s.writeResponse(w, fc.protocol, m.ID, s.withMeta(raw, add), nil)
+}
+
+// codeRequestCancelled answers a call the client cancelled; the client
+// ignores it (MCP: no response is expected after notifications/cancelled).
+const codeRequestCancelled = -32800
+
+var emptyParams = json.RawMessage("{}")
+
+// withMeta adds the keys of add to the result's _meta. A result without
+// _meta anywhere in it gets them spliced in after its opening brace; other
+// results are merged by decoding.
+func (s *Service) withMeta(raw []byte, add map[string]any) []byte {
+	if len(add) == 0 {
+		return raw
+	}
+	if len(add) == 1 && add[mcp.MetaKeyServerInfo] != nil && !bytes.Contains(raw, []byte(`"_meta"`)) {
+		body := bytes.TrimLeft(raw, " \t\r\n")
+		if len(body) > 0 && body[0] == '{' {
+			rest := bytes.TrimLeft(body[1:], " \t\r\n")
+			out := make([]byte, 0, len(raw)+len(s.serverInfoMeta)+1)
+			out = append(out, '{')
+			out = append(out, s.serverInfoMeta...)
+			if len(rest) > 0 && rest[0] != '}' {
+				out = append(out, ',')
+			}
+			return append(out, rest...)
+		}
+	}
+	return mergeMeta(raw, add)
+}
+
+// writeResponse writes one JSON-RPC response (result or error) the way the
+// SDK's streamable handler would: an SSE "message" event, or
+// application/json when the edge is configured for JSON responses; in the
+// 2026-07-28 era the errors SEP-2575 gives an HTTP status are plain JSON
+// with that status.
+func (s *Service) writeResponse(w http.ResponseWriter, protocol string, id json.RawMessage, result []byte, je *jsonrpc.Error) {
+	status, sse := http.StatusOK, !s.cfg.JSONResponse
+	if je != nil && protocol >= protocol2026 {
+		if st := errorStatus2026(je.Code); st != 0 {
+			status, sse = st, false
+		}
+	}
+	buf := make([]byte, 0, len(result)+96)
+	if sse {
+		buf = append(buf, "event: message\ndata: "...)
+	}
+	buf = append(buf, `{"jsonrpc":"2.0","id":`...)
+	buf = append(buf, id...)
+	if je != nil {
+		buf = append(buf, `,"error":{"code":`...)
+		buf = strconv.AppendInt(buf, je.Code, 10)
+		buf = append(buf, `,"message":`...)
+		msg, _ := json.Marshal(je.Message)
+		buf = append(buf, msg...)
+		if len(je.Data) > 0 {
+			buf = append(buf, `,"data":`...)
+			buf = appendOneLine(buf, je.Data)
+		}
+		buf = append(buf, '}')
+	} else {
+		buf = append(buf, `,"result":`...)
+		buf = appendOneLine(buf, result)
+	}
+	buf = append(buf, '}')
+	h := w.Header()
+	h.Set("Cache-Control", "no-cache, no-transform")
+	if sse {
+		buf = append(buf, "\n\n"...)
+		h.Set("Content-Type", "text/event-stream")
+		h.Set("Connection", "keep-alive")
+	} else {
+		h.Set("Content-Type", "application/json")
+	}
+	h.Set("Content-Length", strconv.Itoa(len(buf)))
+	w.WriteHeader(status)
+	_, _ = w.Write(buf)
+}
+
+// errorStatus2026 is the HTTP status SEP-2575 requires for a JSON-RPC
+// error in the 2026-07-28 era (0: none, the error rides a 200), as the
+// SDK's extractErrorStatus maps it.
+func errorStatus2026(code int64) int {
+	switch code {
+	case jsonrpc.CodeMethodNotFound:
+		return http.StatusNotFound
+	case jsonrpc.CodeInvalidParams, mcp.CodeUnsupportedProtocolVersion, mcp.CodeMissingRequiredClientCapabilities:
+		return http.StatusBadRequest
+	}
+	return 0
+}
+
+// appendOneLine appends JSON value v, compacted when it spans lines (an
+// SSE data field is one line; a JSON body may be any shape, but one rule
+// keeps both paths alike).
+func appendOneLine(dst, v []byte) []byte {
+	if bytes.IndexByte(v, '\n') < 0 && bytes.IndexByte(v, '\r') < 0 {
+		return append(dst, v...)
+	}
+	var b bytes.Buffer
+	if json.Compact(&b, v) != nil {
+		return append(dst, "null"...)
+	}
+	return append(dst, b.Bytes()...)
+}
+
+// cancelFast handles notifications/cancelled for a call the fast path is
+// serving on a stateful session; others go to the SDK.
+func (s *Service) cancelFast(w http.ResponseWriter, r *http.Request, v *view, m *probeMsg) bool {
+	if len(m.ID) > 0 {
+		return false // not a notification
+	}
+	cs := s.sessions.get(r.Header.Get("Mcp-Session-Id"))
+	if cs == nil || cs.view != v.name {
+		return false
+	}
+	id := m.params().RequestID
+	if len(id) == 0 || !cs.cancel(string(id)) {
+		return false
+	}
+	w.WriteHeader(http.StatusAccepted)
+	return true
+}
+
+// validID reports whether a raw JSON-RPC id is a string or a number, the
+// ids of a request (null and absent ids go to the SDK).
+func validID(id json.RawMessage) bool {
+	if len(id) == 0 {
+		return false
+	}
+	c := id[0]
+	return c == '"' || c == '-' || (c >= '0' && c <= '9')
+}
+
+// plainPOST reports whether r passes the SDK handler's transport checks:
+// JSON content, an Accept of both JSON and SSE, and the localhost DNS
+// rebinding rule (a loopback listener only answers loopback Host names).
+func plainPOST(r *http.Request) bool {
+	ct, _, _ := strings.Cut(r.Header.Get("Content-Type"), ";")
+	if !strings.EqualFold(strings.TrimSpace(ct), "application/json") {
+		return false
+	}
+	if !acceptsBoth(r.Header.Values("Accept")) {
+		return false
+	}
+	if la, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr); ok && la != nil {
+		if isLoopback(la.String()) && !isLoopback(r.Host) {
+			return false
+		}
+	}
+	return true
+}
+
+// acceptsBoth is the SDK's Accept rule for POST: application/json and
+// text/event-stream, or their wildcards.
+func acceptsBoth(values []string) bool {
+	var jsonOK, sseOK bool
+	for _, v := range values {
+		for _, tok := range strings.Split(v, ",") {
+			base, _, _ := strings.Cut(tok, ";")
+			switch strings.ToLower(strings.TrimSpace(base)) {
+			case "application/json", "application/*":
+				jsonOK = true
+			case "text/event-stream", "text/*":
+				sseOK = true
+			case "*/*":
+				jsonOK, sseOK = true, true
+			}
+		}
+	}
+	return jsonOK && sseOK
+}
+
+// isLoopback reports whether a host or host:port names the loopback
+// interface, by the SDK's rule (go-sdk internal/util.IsLoopback).
+func isLoopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		host = strings.Trim(addr, "[]")
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip, err := netip.ParseAddr(host)
+	return err == nil && ip.IsLoopback()
+}

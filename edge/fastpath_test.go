@@ -1,0 +1,251 @@
+package edge
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/nats-io/nats.go"
+
+	"github.com/switchyard-mcp/switchyard/proto"
+)
+
+// scriptedRouter answers by tool name, the same way for every rig: the
+// fast path and the SDK path must then answer the client alike.
+func scriptedRouter(nc **nats.Conn, seen chan<- proto.Request) nats.MsgHandler {
+	return func(m *nats.Msg) {
+		var req proto.Request
+		if err := proto.Unmarshal(m.Data, &req); err != nil {
+			return
+		}
+		if seen != nil {
+			seen <- req
+		}
+		var r proto.Reply
+		switch {
+		case req.Method == "tools/list":
+			r.Result = []byte(`{"tools":[{"name":"up__echo","inputSchema":{"type":"object"}}],"nextCursor":"sy1:abc"}`)
+		case req.Name == "up__odd":
+			r.Result = []byte(`{"content":[{"type":"hologram","depth":12345678901234567890}],"isError":false}`)
+		case req.Name == "up__meta":
+			r.Result = []byte(`{"_meta":{"up":1},"content":[]}`)
+		case req.Name == "up__empty":
+			r.Result = []byte(`{}`)
+		case req.Name == "up__pretty":
+			r.Result = []byte("{\n  \"content\": [\n    {\"type\": \"text\", \"text\": \"a\\nb\"}\n  ]\n}")
+		case req.Name == "up__slow":
+			return // never answered
+		default:
+			r.Error = &proto.Error{Code: proto.CodeInvalidParams, Msg: "unknown tool " + req.Name, Data: []byte(`{"tool":"` + req.Name + `"}`)}
+		}
+		reply(*nc, m, &r)
+	}
+}
+
+// exchange is what a client sees of one POST.
+type exchange struct {
+	Status int
+	Type   string
+	Body   any
+}
+
+func (g *rig) exchange(body string, hdr ...string) exchange {
+	g.t.Helper()
+	code, raw, h := g.post(body, hdr...)
+	ex := exchange{Status: code, Type: h.Get("Content-Type")}
+	data := raw
+	if strings.HasPrefix(ex.Type, "text/event-stream") {
+		data = ""
+		for _, line := range strings.Split(raw, "\n") {
+			if d, ok := strings.CutPrefix(line, "data: "); ok {
+				data += d
+			}
+		}
+	}
+	dec := json.NewDecoder(strings.NewReader(data))
+	dec.UseNumber()
+	if err := dec.Decode(&ex.Body); err != nil {
+		ex.Body = raw // not JSON: compare the text
+	}
+	return ex
+}
+
+// meta2026 is the SEP-2575 _meta triple of a 2026-07-28 request.
+const meta2026 = `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"t","version":"1"}}`
+
+func hdr2026(method, name string) []string {
+	h := []string{"Mcp-Protocol-Version", "2026-07-28", "Mcp-Method", method}
+	if name != "" {
+		h = append(h, "Mcp-Name", name)
+	}
+	return h
+}
+
+// TestFastPathMatchesSDK sends the same requests to an edge with the fast
+// path and to one without it and expects the same answers, in both
+// protocol eras and both response modes.
+func TestFastPathMatchesSDK(t *testing.T) {
+	type req struct {
+		name string
+		body string
+		hdr  []string
+	}
+	var reqs []req
+	for _, tool := range []string{"up__odd", "up__meta", "up__empty", "up__pretty", "up__nope"} {
+		reqs = append(reqs, req{"2025 " + tool, `{"jsonrpc":"2.0","id":"s-1","method":"tools/call","params":{"name":"` + tool + `","arguments":{"n":1}}}`, nil})
+		reqs = append(reqs, req{"2026 " + tool, `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"` + tool + `",` + meta2026 + `}}`, hdr2026("tools/call", tool)})
+	}
+	reqs = append(reqs,
+		req{"2025 list", `{"jsonrpc":"2.0","id":3,"method":"tools/list"}`, nil},
+		req{"2026 list", `{"jsonrpc":"2.0","id":3,"method":"tools/list","params":{"cursor":"sy1:x",` + meta2026 + `}}`, hdr2026("tools/list", "")},
+		req{"2026 name mismatch", `{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"up__odd",` + meta2026 + `}}`, hdr2026("tools/call", "up__other")},
+		req{"2026 method header missing", `{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"up__odd",` + meta2026 + `}}`, []string{"Mcp-Protocol-Version", "2026-07-28", "Mcp-Name", "up__odd"}},
+		req{"2026 meta version missing", `{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"up__odd"}}`, hdr2026("tools/call", "up__odd")},
+		req{"2025 wrong accept", `{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"up__odd"}}`, []string{"Accept", "application/json"}},
+		req{"2025 null id", `{"jsonrpc":"2.0","id":null,"method":"tools/call","params":{"name":"up__odd"}}`, nil},
+	)
+	for _, sse := range []bool{false, true} {
+		t.Run(fmt.Sprintf("sse=%v", sse), func(t *testing.T) {
+			var ncFast, ncSDK *nats.Conn
+			fast := newRigWith(t, scriptedRouter(&ncFast, nil), &rigOpts{sse: sse})
+			ncFast = fast.nc
+			sdk := newRigWith(t, scriptedRouter(&ncSDK, nil), &rigOpts{sse: sse, noFastPath: true})
+			ncSDK = sdk.nc
+			fast.initialize()
+			sdk.initialize()
+			for _, r := range reqs {
+				t.Run(r.name, func(t *testing.T) {
+					for _, g := range []*rig{fast, sdk} {
+						if strings.HasPrefix(r.name, "2026") {
+							sid := g.sid
+							g.sid = "" // stateless
+							defer func() { g.sid = sid }()
+						}
+					}
+					got, want := fast.exchange(r.body, r.hdr...), sdk.exchange(r.body, r.hdr...)
+					if !reflect.DeepEqual(got, want) {
+						t.Fatalf("fast path answered\n%+v\nthe SDK\n%+v", got, want)
+					}
+				})
+			}
+		})
+	}
+}
+
+// TestFastPathPublishes checks the envelope the fast path puts on the bus.
+func TestFastPathPublishes(t *testing.T) {
+	var nc *nats.Conn
+	seen := make(chan proto.Request, 4)
+	g := newRigWith(t, scriptedRouter(&nc, seen), nil)
+	nc = g.nc
+	g.initialize()
+	params := `{"name":"up__odd","arguments":{"n":1},"_meta":{"k":"v"}}`
+	g.call("tools/call", params)
+	got := <-seen
+	if got.Method != "tools/call" || got.Name != "up__odd" || got.Session != g.sid || got.Edge != "edge-t" ||
+		got.Protocol != "2025-11-25" || got.View != "" || string(got.Params) != params || got.DeadlineUnixMs == 0 {
+		t.Fatalf("published %+v (params %s)", got, got.Params)
+	}
+	g.sid = ""
+	g.post(`{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{`+meta2026+`}}`, hdr2026("tools/list", "")...)
+	got = <-seen
+	if got.Method != "tools/list" || got.Session != "" || got.Protocol != "2026-07-28" {
+		t.Fatalf("published %+v", got)
+	}
+}
+
+// TestFastPathCancelAndDuplicate: a second call with an id in flight is
+// refused like the SDK refuses it, and notifications/cancelled ends the
+// first.
+func TestFastPathCancelAndDuplicate(t *testing.T) {
+	var nc *nats.Conn
+	g := newRigWith(t, scriptedRouter(&nc, nil), nil)
+	nc = g.nc
+	g.initialize()
+	first := make(chan exchange, 1)
+	go func() {
+		first <- g.exchange(`{"jsonrpc":"2.0","id":42,"method":"tools/call","params":{"name":"up__slow"}}`)
+	}()
+	var dup exchange
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		dup = g.exchange(`{"jsonrpc":"2.0","id":42,"method":"tools/call","params":{"name":"up__odd"}}`)
+		if dup.Status == http.StatusBadRequest {
+			break
+		}
+	}
+	if dup.Status != http.StatusBadRequest || !strings.Contains(fmt.Sprint(dup.Body), "duplicate") {
+		t.Fatalf("duplicate id answered %+v", dup)
+	}
+	code, body, _ := g.post(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":42,"reason":"test"}}`)
+	if code != http.StatusAccepted {
+		t.Fatalf("cancel: %d %s", code, body)
+	}
+	select {
+	case ex := <-first:
+		if ex.Status != http.StatusOK || !strings.Contains(fmt.Sprint(ex.Body), "-32800") {
+			t.Fatalf("cancelled call answered %+v", ex)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("cancelled call still running")
+	}
+}
+
+// TestFastPathIdleTimeout: calls the SDK never sees keep a session open
+// past its idle timeout, and an idle session is closed (404, session_closed).
+func TestFastPathIdleTimeout(t *testing.T) {
+	var nc *nats.Conn
+	g := newRigWith(t, scriptedRouter(&nc, nil), &rigOpts{sessionTimeout: 400 * time.Millisecond})
+	nc = g.nc
+	events := make(chan *nats.Msg, 4)
+	subj, _ := proto.EvtSessionClosedSubject("edge-t")
+	if _, err := nc.ChanSubscribe(subj, events); err != nil {
+		t.Fatal(err)
+	}
+	g.initialize()
+	for end := time.Now().Add(1200 * time.Millisecond); time.Now().Before(end); time.Sleep(50 * time.Millisecond) {
+		if res, e := g.call("tools/call", `{"name":"up__odd"}`); e != nil || res == nil {
+			t.Fatalf("active session: %s %+v", res, e)
+		}
+	}
+	select {
+	case <-events:
+	case <-time.After(10 * time.Second):
+		t.Fatal("idle session not closed")
+	}
+	if code, _, _ := g.post(`{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"up__odd"}}`); code != http.StatusNotFound {
+		t.Fatalf("closed session answered %d", code)
+	}
+}
+
+func TestWithMeta(t *testing.T) {
+	s := &Service{impl: &mcp.Implementation{Name: "switchyard", Version: "v"}}
+	s.serverInfoMeta = []byte(`"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"switchyard","version":"v"}}`)
+	add := map[string]any{mcp.MetaKeyServerInfo: s.impl}
+	tests := []struct{ in, want string }{
+		{`{}`, `{"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"switchyard","version":"v"}}}`},
+		{` { "a" : 1 }`, `{"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"switchyard","version":"v"}},"a" : 1 }`},
+		{`{"_meta":{"x":1},"a":2}`, `{"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"switchyard","version":"v"},"x":1},"a":2}`},
+		{`{"_meta":{"io.modelcontextprotocol/serverInfo":"mine"}}`, `{"_meta":{"io.modelcontextprotocol/serverInfo":"mine"}}`},
+		{`[1]`, `[1]`},
+	}
+	for _, tc := range tests {
+		got := s.withMeta([]byte(tc.in), add)
+		var g, w any
+		if json.Unmarshal(got, &g) != nil || json.Unmarshal([]byte(tc.want), &w) != nil || !reflect.DeepEqual(g, w) {
+			t.Errorf("withMeta(%s) = %s, want %s", tc.in, got, tc.want)
+		}
+	}
+}
+
+func TestAppendOneLine(t *testing.T) {
+	got := appendOneLine(nil, []byte("{\n \"a\": \"x\\ny\"\r\n}"))
+	if !bytes.Equal(got, []byte(`{"a":"x\ny"}`)) {
+		t.Fatalf("got %s", got)
+	}
+}

@@ -1,0 +1,123 @@
+package edge
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// clientSession is a stateful (2025-era) client session as the edge tracks
+// it, beside the SDK's own table: the fast path serves its tools/call and
+// tools/list without the SDK, so the edge, not the SDK, keeps the idle
+// timer (every POST of the session, whichever path serves it, holds it
+// open) and the ids of the calls it serves (for notifications/cancelled
+// and duplicate ids).
+type clientSession struct {
+	ss       *mcp.ServerSession
+	view     string
+	protocol string      // negotiated by initialize
+	ready    atomic.Bool // notifications/initialized arrived
+
+	mu       sync.Mutex
+	refs     int         // guarded by mu: POSTs in progress
+	timer    *time.Timer // guarded by mu: nil without a timeout or once closed
+	timeout  time.Duration
+	inflight map[string]context.CancelFunc // guarded by mu: fast-path calls by raw JSON id
+}
+
+// sessionTable holds the edge's stateful client sessions by session id.
+// Safe for concurrent use.
+type sessionTable struct {
+	mu sync.RWMutex
+	m  map[string]*clientSession // guarded by mu
+}
+
+func (t *sessionTable) get(id string) *clientSession {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	return t.m[id]
+}
+
+// add tracks ss from its initialize on; the entry goes when the session
+// ends, and gone is called then. A timeout > 0 closes the session after
+// that long without a POST.
+func (t *sessionTable) add(ss *mcp.ServerSession, view, protocol string, timeout time.Duration, gone func(id string)) {
+	id := ss.ID()
+	cs := &clientSession{ss: ss, view: view, protocol: protocol, timeout: timeout, inflight: map[string]context.CancelFunc{}}
+	if timeout > 0 {
+		cs.timer = time.AfterFunc(timeout, func() { _ = ss.Close() })
+	}
+	t.mu.Lock()
+	if t.m == nil {
+		t.m = map[string]*clientSession{}
+	}
+	t.m[id] = cs
+	t.mu.Unlock()
+	go func() {
+		_ = ss.Wait()
+		t.mu.Lock()
+		if t.m[id] == cs {
+			delete(t.m, id)
+		}
+		t.mu.Unlock()
+		cs.mu.Lock()
+		if cs.timer != nil {
+			cs.timer.Stop()
+			cs.timer = nil
+		}
+		cs.mu.Unlock()
+		gone(id)
+	}()
+}
+
+// startPOST holds the session open for one POST; call the returned func
+// when the POST is done, which restarts the idle timer after the last one.
+func (cs *clientSession) startPOST() func() {
+	cs.mu.Lock()
+	if cs.timer != nil && cs.refs == 0 {
+		cs.timer.Stop()
+	}
+	cs.refs++
+	cs.mu.Unlock()
+	return func() {
+		cs.mu.Lock()
+		cs.refs--
+		if cs.timer != nil && cs.refs == 0 {
+			cs.timer.Reset(cs.timeout)
+		}
+		cs.mu.Unlock()
+	}
+}
+
+// track records a fast-path call by its raw JSON id; false if a call with
+// that id is already in flight on the session.
+func (cs *clientSession) track(id string, cancel context.CancelFunc) bool {
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	if _, dup := cs.inflight[id]; dup {
+		return false
+	}
+	cs.inflight[id] = cancel
+	return true
+}
+
+func (cs *clientSession) untrack(id string) {
+	cs.mu.Lock()
+	delete(cs.inflight, id)
+	cs.mu.Unlock()
+}
+
+// cancel cancels the fast-path call with raw JSON id, reporting whether
+// there was one.
+func (cs *clientSession) cancel(id string) bool {
+	cs.mu.Lock()
+	c, ok := cs.inflight[id]
+	cs.mu.Unlock()
+	if ok {
+		c()
+	}
+	return ok
+}
