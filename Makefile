@@ -100,6 +100,7 @@ compose-bench:
 ## bench-micro: Go benchmarks of the hot paths
 bench-micro:
 	@for m in proto router; do (cd $$m && $(GO) test -run '^$$' -bench . -benchmem ./...); done
+	cd switchyard && $(GO) test -run '^$$' -bench BenchmarkCall -benchtime 2000x -benchmem ./integration/
 
 ## loadtest: concurrency and federation sweep into results/sweep-<timestamp>/
 loadtest: build

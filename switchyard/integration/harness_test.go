@@ -31,7 +31,7 @@ const (
 )
 
 // eventually polls f until it returns nil or the deadline passes.
-func eventually(t *testing.T, d time.Duration, f func() error) {
+func eventually(t testing.TB, d time.Duration, f func() error) {
 	t.Helper()
 	deadline := time.Now().Add(d)
 	var err error
@@ -140,7 +140,7 @@ type gateway struct {
 	done chan error
 }
 
-func startGateway(t *testing.T, cfg *config.File) *gateway {
+func startGateway(t testing.TB, cfg *config.File) *gateway {
 	t.Helper()
 	cfg.Listen = "127.0.0.1:0"
 	if err := cfg.Validate(); err != nil {
@@ -179,7 +179,7 @@ func startGateway(t *testing.T, cfg *config.File) *gateway {
 }
 
 // loadConfig builds a config from YAML text (defaults filled, validated).
-func loadConfig(t *testing.T, yaml string) *config.File {
+func loadConfig(t testing.TB, yaml string) *config.File {
 	t.Helper()
 	f := &config.File{}
 	if err := config.Parse([]byte(yaml), f); err != nil {

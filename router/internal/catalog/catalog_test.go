@@ -103,3 +103,42 @@ func TestCatalogBadTools(t *testing.T) {
 		t.Fatalf("got %v", got)
 	}
 }
+
+// BenchmarkCatalog measures the list merge: building the federated and
+// passthrough views of U upstreams × T tools (what the router does on
+// every catalog or tool-set change), and serving one tools/list page from
+// a built view (what it does per call).
+func BenchmarkCatalog(b *testing.B) {
+	for _, shape := range []struct{ u, t int }{{1, 1}, {5, 20}, {20, 50}} {
+		s := NewState("__")
+		for u := range shape.u {
+			name := fmt.Sprintf("up%02d", u)
+			s.SetUpstream(name, true)
+			raw := make([][]byte, shape.t)
+			for t := range raw {
+				raw[t] = toolJSON(fmt.Sprintf("tool-%04d", t))
+			}
+			if err := s.SetTools(name, raw); err != nil {
+				b.Fatal(err)
+			}
+		}
+		up := func(string) bool { return true }
+		b.Run(fmt.Sprintf("shape=%dx%d/op=merge", shape.u, shape.t), func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				s.Build(up)
+			}
+		})
+		snap := s.Build(up)
+		for _, size := range []int{100, 1000} {
+			b.Run(fmt.Sprintf("shape=%dx%d/op=page%d", shape.u, shape.t, size), func(b *testing.B) {
+				b.ReportAllocs()
+				for b.Loop() {
+					if _, err := snap.Federated.Page("", size); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
+	}
+}
