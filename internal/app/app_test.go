@@ -2,6 +2,8 @@ package app
 
 import (
 	"bytes"
+	"log/slog"
+	"runtime/debug"
 	"strings"
 	"testing"
 
@@ -19,5 +21,21 @@ func TestAppPrintConfigRedactsEnv(t *testing.T) {
 	}
 	if cfg.Upstreams[0].Env["API_KEY"] != "s3cret" {
 		t.Fatal("the config itself was changed")
+	}
+}
+
+func TestGCDefaults(t *testing.T) {
+	prev := debug.SetGCPercent(100)
+	t.Cleanup(func() { debug.SetGCPercent(prev) })
+	log := slog.New(slog.DiscardHandler)
+	t.Setenv("GOGC", "150")
+	gcDefaults(log)
+	if got := debug.SetGCPercent(100); got != 100 {
+		t.Fatalf("GOGC set: gc percent %d, want it left alone (100)", got)
+	}
+	t.Setenv("GOGC", "")
+	gcDefaults(log)
+	if got := debug.SetGCPercent(100); got != DefaultGOGC {
+		t.Fatalf("GOGC unset: gc percent %d, want %d", got, DefaultGOGC)
 	}
 }
