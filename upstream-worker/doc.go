@@ -55,6 +55,12 @@
 // upstream (logging level, resource subscriptions, roots) are therefore
 // shared by the client sessions placed on the same process.
 //
-// Results are never decoded: the raw `result` bytes are captured off the
-// wire (internal/capture) and the SDK's typed decoder sees a stub.
+// Results are never decoded. On a streamable HTTP upstream a tools/call
+// bypasses the go-sdk client: the worker POSTs the JSON-RPC request itself
+// on the SDK session (same headers and per-request _meta as the SDK) and
+// slices the raw `result` out of the response; the SDK session still opens
+// the session, pings, lists tools and holds the GET stream. On stdio and
+// legacy SSE upstreams the call goes through the SDK and the raw `result`
+// bytes are captured off the wire (internal/capture) while the SDK's typed
+// decoder sees a stub.
 package worker

@@ -35,12 +35,23 @@ type callParams struct {
 // JSON result: an isError result is a result. The error, if any, is one of:
 // the upstream's own JSON-RPC error (code, message, data unchanged);
 // proto.CodeInvalidParams for params that are not a JSON object;
-// proto.CodeUpstreamUnavailable when the upstream is down or the transport
-// failed; proto.CodeTimeout when ctx's deadline passed; proto.CodeInternal
-// when ctx was cancelled. Safe for concurrent use; it returns when ctx ends
-// even if the upstream ignores the cancellation.
+// proto.CodeUpstreamUnavailable when the upstream is down, the transport
+// failed or the response exceeds MaxResultBytes; proto.CodeTimeout when
+// ctx's deadline passed; proto.CodeInternal when ctx was cancelled. Safe
+// for concurrent use; it returns when ctx ends even if the upstream ignores
+// the cancellation.
+//
+// On a streamable HTTP upstream the call bypasses the SDK (rawCall); stdio
+// and legacy SSE upstreams call through the SDK with a capture hook.
 func (u *Upstream) Call(ctx context.Context, req *proto.Request) ([]byte, *proto.Error) {
-	params, perr := u.callParams(req)
+	var p *mcp.CallToolParams
+	var rp *rawParams
+	var perr *proto.Error
+	if u.rawCalls {
+		rp, perr = newRawParams(req)
+	} else {
+		p, perr = u.callParams(req)
+	}
 	if perr != nil {
 		return nil, perr
 	}
@@ -49,7 +60,13 @@ func (u *Upstream) Call(ctx context.Context, req *proto.Request) ([]byte, *proto
 		if perr != nil {
 			return nil, perr
 		}
-		res, err := u.callOn(ctx, s, l, params)
+		var res []byte
+		var err error
+		if rp != nil {
+			res, err = u.callRawOn(ctx, s, l, rp)
+		} else {
+			res, err = u.callOn(ctx, s, l, p)
+		}
 		if err == nil {
 			return res, nil
 		}
@@ -177,9 +194,25 @@ func (u *Upstream) callOn(ctx context.Context, s *session, l *lazy, p *mcp.CallT
 	return json.Marshal(res)
 }
 
+// callRawOn calls the tool on s (a streamable HTTP session) without the
+// SDK.
+func (u *Upstream) callRawOn(ctx context.Context, s *session, l *lazy, p *rawParams) ([]byte, error) {
+	if l != nil {
+		defer l.use()()
+	}
+	if s.raw == nil { // cannot happen: every streamable session has one
+		return nil, errors.New("session without a raw call path")
+	}
+	hop.Mark(ctx, hop.UpSent)
+	res, err := u.rawCall(ctx, s.raw, p)
+	hop.Mark(ctx, hop.UpRecv)
+	return res, err
+}
+
 // callError converts a failed call into its wire error. A transport error
 // on the pool session asks the actor to ping now; on a dedicated session it
-// drops that session, so the next call opens a fresh one.
+// drops that session, so the next call opens a fresh one. A response over
+// MaxResultBytes (raw path) leaves the session alone.
 func (u *Upstream) callError(ctx context.Context, err error, l *lazy) *proto.Error {
 	if cerr := ctx.Err(); cerr != nil {
 		if errors.Is(cerr, context.DeadlineExceeded) {
@@ -193,6 +226,10 @@ func (u *Upstream) callError(ctx context.Context, err error, l *lazy) *proto.Err
 			code = int64(proto.CodeInternal)
 		}
 		return &proto.Error{Code: int32(code), Msg: werr.Message, Data: werr.Data}
+	}
+	var tl *tooLargeError
+	if errors.As(err, &tl) { // the session is fine
+		return u.unavailable(err.Error())
 	}
 	switch {
 	case l == u.pool:

@@ -58,6 +58,10 @@ func (u *Upstream) refreshCatalog(ctx context.Context, procs []*session) error {
 	if err != nil {
 		return err
 	}
+	if u.rawCalls {
+		b := paramBindings(tools)
+		u.params.Store(&b)
+	}
 	set := &proto.ToolSet{Upstream: u.name, Tools: tools, Hash: hashTools(tools)}
 	if err := u.opts.Tools.Store(ctx, set); err != nil {
 		return fmt.Errorf("store tool set: %w", err)

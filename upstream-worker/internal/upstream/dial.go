@@ -28,7 +28,7 @@ func (u *Upstream) newLazy(dedicated bool) *lazy {
 // transport ties its stream to the Connect context).
 func (u *Upstream) dial(ctx context.Context, dedicated bool) (*session, error) {
 	life, end := context.WithCancel(u.closer.Life())
-	t, err := u.transport(life)
+	t, rawHC, err := u.transport(life)
 	if err != nil {
 		end()
 		return nil, err
@@ -56,24 +56,37 @@ func (u *Upstream) dial(ctx context.Context, dedicated bool) (*session, error) {
 		}
 		return nil, fmt.Errorf("connect: %w", err)
 	}
-	return &session{cs: cs, end: end}, nil
+	s := &session{cs: cs, end: end}
+	if rawHC != nil {
+		s.raw = u.newRawConn(cs, rawHC)
+	}
+	return s, nil
 }
 
 // transport builds the MCP transport of one session whose lifetime is life.
-func (u *Upstream) transport(life context.Context) (mcp.Transport, error) {
+// For a streamable HTTP session with raw calls it also returns the HTTP
+// client of the raw path: the session's own chain (the configured
+// transport, cookie jar and redirect policy, aborted when the lifetime
+// ends) without the capture.
+func (u *Upstream) transport(life context.Context) (mcp.Transport, *http.Client, error) {
 	sp := u.opts.Spec
 	switch sp.Transport {
 	case proto.TransportStreamable:
 		// Never wrap the streamable connection (the SDK calls its
 		// unexported sessionUpdated): capture on the HTTP bodies instead.
-		rt := capture.NewRoundTripper(&abortRT{base: u.baseTransport(), life: life}, u.opts.MaxResultBytes)
-		return &mcp.StreamableClientTransport{Endpoint: sp.URL, HTTPClient: u.httpClient(rt)}, nil
+		abort := &abortRT{base: u.baseTransport(), life: life}
+		rt := capture.NewRoundTripper(abort, u.opts.MaxResultBytes)
+		t := &mcp.StreamableClientTransport{Endpoint: sp.URL, HTTPClient: u.httpClient(rt)}
+		if !u.rawCalls {
+			return t, nil, nil
+		}
+		return t, u.httpClient(abort), nil
 	case proto.TransportSSE:
 		hc := u.httpClient(&abortRT{base: u.baseTransport(), life: life})
-		return capture.WrapTransport(&mcp.SSEClientTransport{Endpoint: sp.URL, HTTPClient: hc, MaxEventSize: u.opts.MaxResultBytes}), nil
+		return capture.WrapTransport(&mcp.SSEClientTransport{Endpoint: sp.URL, HTTPClient: hc, MaxEventSize: u.opts.MaxResultBytes}), nil, nil
 	case proto.TransportStdio:
 		if len(sp.Command) == 0 {
-			return nil, errors.New("stdio upstream without a command")
+			return nil, nil, errors.New("stdio upstream without a command")
 		}
 		// CommandContext kills the process when the lifetime ends.
 		cmd := exec.CommandContext(life, sp.Command[0], sp.Command[1:]...)
@@ -83,9 +96,9 @@ func (u *Upstream) transport(life context.Context) (mcp.Transport, error) {
 		}
 		cmd.Stderr = &lineLog{log: u.log}
 		cmd.WaitDelay = stdioTerminate
-		return capture.WrapTransport(&mcp.CommandTransport{Command: cmd, TerminateDuration: stdioTerminate}), nil
+		return capture.WrapTransport(&mcp.CommandTransport{Command: cmd, TerminateDuration: stdioTerminate}), nil, nil
 	}
-	return nil, fmt.Errorf("unknown transport %q", sp.Transport)
+	return nil, nil, fmt.Errorf("unknown transport %q", sp.Transport)
 }
 
 func (u *Upstream) baseTransport() http.RoundTripper {

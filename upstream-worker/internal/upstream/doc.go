@@ -1,7 +1,30 @@
 // Package upstream runs the worker's connection to one upstream MCP server:
 // an [Upstream] is an actor that owns the upstream's sessions, supervises
 // them, publishes the upstream's tool set, and serves tools/call through
-// them with the raw result bytes (package capture).
+// them with the raw result bytes.
+//
+// # Calls
+//
+// On a streamable HTTP upstream, tools/call does not go through the go-sdk
+// ClientSession, whose per-call cost (jsonrpc2 machinery, SSE reader, typed
+// decode) dominated the worker's CPU: rawCall POSTs the JSON-RPC request on
+// the session's own HTTP chain with the headers and SEP-2575 _meta the
+// SDK's streamable client would send (session id, protocol version; on
+// 2026-07-28 sessions Mcp-Method, Mcp-Name and the SEP-2243 Mcp-Param-*
+// headers, taken from the catalog), and reads the application/json or
+// text/event-stream answer in place: the result bytes are a slice of the
+// response message. In the stream, server-to-client requests are answered
+// as the SDK client would answer them (ping, roots/list: empty results;
+// sampling and elicitation: errors; other methods: -32601); notifications
+// are dropped for now (Upstream.notification is the hook to relay them).
+// An interrupted stream is resumed with Last-Event-ID, a cancelled call
+// sends notifications/cancelled, a message above MaxResultBytes fails the
+// call. The ClientSession still opens and owns the session (initialize or
+// server/discover, the GET stream, pings, tools/list).
+//
+// On stdio and legacy SSE upstreams calls go through the SDK, whose typed
+// decoder sees a stub while package capture takes the raw result off the
+// wire.
 //
 // # Sessions
 //
@@ -17,8 +40,8 @@
 // session shared by every client session: a client session is placed on
 // process hash(edge, session) % Processes, stateless calls go round-robin.
 //
-// A call that fails with mcp.ErrSessionMissing drops that session, opens a
-// new one and is retried once.
+// A call that fails with mcp.ErrSessionMissing (HTTP 404 on a session with
+// an id) drops that session, opens a new one and is retried once.
 //
 // # Supervision
 //

@@ -11,10 +11,12 @@ import (
 )
 
 // session is one upstream MCP session with its lifetime: end aborts its
-// HTTP requests and streams, or kills its process.
+// HTTP requests and streams, or kills its process. raw is the raw
+// tools/call path of a streamable HTTP session (nil for other transports).
 type session struct {
 	cs  *mcp.ClientSession
 	end context.CancelFunc
+	raw *rawConn
 }
 
 var errSessionGone = errors.New("session closed")

@@ -107,6 +107,10 @@ type Upstream struct {
 	client *mcp.Client
 	prober *mcp.Client // no handlers: its sessions open no streams
 	closer *Closer
+	// rawCalls: tools/call bypasses the SDK (streamable HTTP, see rawCall).
+	// Tests clear it before Run to compare with the SDK path.
+	rawCalls bool
+	metaTail []byte // the raw path's clientInfo and clientCapabilities _meta members
 
 	kick  chan struct{} // cap 1: refetch the catalog (list_changed)
 	check chan struct{} // cap 1: ping now (a call saw a transport error)
@@ -114,6 +118,10 @@ type Upstream struct {
 	pings atomic.Uint64 // successful pings of the pool session
 	snap  atomic.Pointer[snapshot]
 	pool  *lazy // HTTP pool session
+	// params holds the SEP-2243 header bindings of the upstream's tools
+	// (by tool name), from the latest catalog fetch.
+	params  atomic.Pointer[map[string][]paramBinding]
+	readers sync.Pool // *bufio.Reader of raw SSE responses (sseReadBuffer)
 
 	catMu sync.Mutex // serializes catalog fetches
 
@@ -145,10 +153,14 @@ func New(o Options) *Upstream {
 		kick:      make(chan struct{}, 1),
 		check:     make(chan struct{}, 1),
 		dedicated: map[sessKey]*lazy{},
+		rawCalls:  o.Spec.Transport == proto.TransportStreamable,
 	}
-	u.client = mcp.NewClient(&mcp.Implementation{Name: "switchyard-worker", Version: "v1"}, &mcp.ClientOptions{
+	impl := &mcp.Implementation{Name: "switchyard-worker", Version: "v1"}
+	caps := &mcp.ClientCapabilities{} // no roots, sampling or elicitation
+	u.metaTail = metaTail(impl, caps)
+	u.client = mcp.NewClient(impl, &mcp.ClientOptions{
 		Logger:                 u.log,
-		Capabilities:           &mcp.ClientCapabilities{}, // no roots, sampling or elicitation
+		Capabilities:           caps,
 		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { signal(u.kick) },
 		MultiRoundTrip:         &mcp.MultiRoundTripOptions{Disabled: true}, // results pass through raw
 	})
@@ -205,6 +217,14 @@ func (u *Upstream) unavailable(reason string) *proto.Error {
 }
 
 func (u *Upstream) isHTTP() bool { return u.opts.Spec.Transport != proto.TransportStdio }
+
+// bindings returns the SEP-2243 header bindings of tool, if it has any.
+func (u *Upstream) bindings(tool string) []paramBinding {
+	if m := u.params.Load(); m != nil {
+		return (*m)[tool]
+	}
+	return nil
+}
 
 // signal does a non-blocking send on a cap-1 channel.
 func signal(c chan struct{}) {

@@ -1,0 +1,116 @@
+package upstream
+
+import (
+	"bytes"
+	"encoding/json"
+)
+
+// A minimal reader of JSON objects that hands out their members as slices
+// of the input, so that forwarded values (and keys) keep their bytes and
+// nothing is decoded that is not needed. Every function here expects valid
+// JSON: check it with json.Valid first.
+
+// objectMembers calls fn with the raw key (quoted, as written) and the raw
+// value of each member of the object data, in order. It reports false when
+// data is not an object.
+func objectMembers(data []byte, fn func(key, val []byte)) bool {
+	i := skipWS(data, 0)
+	if i >= len(data) || data[i] != '{' {
+		return false
+	}
+	i++
+	for {
+		i = skipWS(data, i)
+		switch data[i] {
+		case '}':
+			return true
+		case ',':
+			i = skipWS(data, i+1)
+		}
+		k := i
+		i = skipString(data, i)
+		key := data[k:i]
+		i = skipWS(data, i) + 1 // ':'
+		i = skipWS(data, i)
+		v := i
+		i = skipValue(data, i)
+		fn(key, data[v:i])
+	}
+}
+
+// keyIs reports whether the raw key (quoted) names s.
+func keyIs(key []byte, s string) bool {
+	if len(key) == len(s)+2 && string(key[1:len(key)-1]) == s {
+		return true
+	}
+	return bytes.IndexByte(key, '\\') >= 0 && unquote(key) == s
+}
+
+// unquote returns the string a raw JSON string denotes.
+func unquote(raw []byte) string {
+	if bytes.IndexByte(raw, '\\') < 0 {
+		return string(raw[1 : len(raw)-1])
+	}
+	var s string
+	_ = json.Unmarshal(raw, &s)
+	return s
+}
+
+func skipWS(data []byte, i int) int {
+	for i < len(data) {
+		switch data[i] {
+		case ' ', '\t', '\r', '\n':
+			i++
+		default:
+			return i
+		}
+	}
+	return i
+}
+
+// skipString returns the index after the string starting at data[i].
+func skipString(data []byte, i int) int {
+	for i++; i < len(data); i++ {
+		switch data[i] {
+		case '\\':
+			i++
+		case '"':
+			return i + 1
+		}
+	}
+	return i
+}
+
+// skipValue returns the index after the value starting at data[i].
+func skipValue(data []byte, i int) int {
+	switch data[i] {
+	case '"':
+		return skipString(data, i)
+	case '{', '[':
+		depth := 0
+		for i < len(data) {
+			switch data[i] {
+			case '"':
+				i = skipString(data, i)
+				continue
+			case '{', '[':
+				depth++
+			case '}', ']':
+				depth--
+				if depth == 0 {
+					return i + 1
+				}
+			}
+			i++
+		}
+		return i
+	}
+	for i < len(data) {
+		switch data[i] {
+		case ',', '}', ']', ' ', '\t', '\r', '\n':
+			return i
+		}
+		i++
+	}
+	return i
+}

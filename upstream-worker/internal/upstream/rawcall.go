@@ -1,0 +1,723 @@
+package upstream
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"math/rand/v2"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/switchyard-mcp/switchyard/proto"
+)
+
+// The raw tools/call path of streamable HTTP sessions.
+//
+// The SDK's ClientSession opens the session (initialize or server/discover),
+// keeps its standalone GET stream, answers pings and lists tools; a
+// tools/call skips it and goes out as one hand-written POST on the same
+// HTTP chain, with the headers and per-request _meta the SDK's streamable
+// client would send (go-sdk v1.8.0, mcp/streamable.go Write and
+// setMCPHeaders, mcp/streamable_headers.go setStandardHeaders, mcp/client.go
+// CallTool and injectRequestMeta). The response is read in place: the
+// result's bytes are a slice of the buffered message, never decoded or
+// re-encoded. Our request ids are strings "sy-<n>", a different JSON-RPC id
+// space from the SDK's integer ids on the same session.
+
+// rawConn is the raw call state of one streamable HTTP session. Its fields
+// never change after dial, except seq.
+type rawConn struct {
+	url     string
+	hc      *http.Client // the session's HTTP chain (lifetime abort), without capture
+	sid     []string     // Mcp-Session-Id header value; nil for a sessionless server
+	version []string     // Mcp-Protocol-Version header value: the negotiated version
+	// meta is set on a 2026-07-28+ session: the SEP-2575 _meta members
+	// (protocolVersion, clientInfo, clientCapabilities) the SDK adds to
+	// every request, encoded; such a session also sends Mcp-Method and
+	// Mcp-Name (and Mcp-Param-*) headers.
+	meta []byte
+	max  int // MaxResultBytes
+
+	seq atomic.Uint64
+}
+
+func (u *Upstream) newRawConn(cs *mcp.ClientSession, hc *http.Client) *rawConn {
+	rc := &rawConn{url: u.opts.Spec.URL, hc: hc, max: u.opts.MaxResultBytes}
+	if id := cs.ID(); id != "" {
+		rc.sid = []string{id}
+	}
+	v := cs.InitializeResult().ProtocolVersion
+	rc.version = []string{v}
+	if v >= protocol2026 {
+		m := make([]byte, 0, len(u.metaTail)+64)
+		m = append(m, `"io.modelcontextprotocol/protocolVersion":`...)
+		m = appendJSONString(m, v)
+		rc.meta = append(append(m, ','), u.metaTail...)
+	}
+	return rc
+}
+
+// metaTail encodes the clientInfo and clientCapabilities _meta members of a
+// 2026-07-28+ request from the SDK client's own settings (with no handlers
+// the capabilities are the configured ones; the SDK sends them in its "V2"
+// form, whose roots member is the RootsV2 pointer).
+func metaTail(impl *mcp.Implementation, caps *mcp.ClientCapabilities) []byte {
+	v2 := struct {
+		mcp.ClientCapabilities
+		Roots *mcp.RootCapabilities `json:"roots,omitempty"`
+	}{*caps, caps.RootsV2}
+	info, err := json.Marshal(impl)
+	if err != nil {
+		panic(err)
+	}
+	c, err := json.Marshal(&v2)
+	if err != nil {
+		panic(err)
+	}
+	out := append([]byte(`"`+mcp.MetaKeyClientInfo+`":`), info...)
+	out = append(out, `,"`+mcp.MetaKeyClientCapabilities+`":`...)
+	return append(out, c...)
+}
+
+var (
+	hdrJSON   = []string{"application/json"}
+	hdrAccept = []string{"application/json, text/event-stream"}
+	hdrSSE    = []string{"text/event-stream"}
+	hdrCall   = []string{"tools/call"}
+	hdrCancel = []string{"notifications/cancelled"}
+)
+
+// setHeaders sets what the SDK's setMCPHeaders sets: the protocol version
+// and the session id. (The SDK also sets Authorization from an OAuth
+// handler; the worker configures none.)
+func (rc *rawConn) setHeaders(h http.Header) {
+	h["Mcp-Protocol-Version"] = rc.version
+	if rc.sid != nil {
+		h["Mcp-Session-Id"] = rc.sid
+	}
+}
+
+// newPost builds the POST of one JSON-RPC message on the session, with the
+// headers of the SDK's streamable client's Write: content negotiation,
+// setHeaders, and on a 2026-07-28+ session Mcp-Method for a request
+// (method non-nil).
+func (rc *rawConn) newPost(ctx context.Context, body []byte, method []string) (*http.Request, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, rc.url, bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	req.Header["Content-Type"] = hdrJSON
+	req.Header["Accept"] = hdrAccept
+	rc.setHeaders(req.Header)
+	if method != nil && rc.meta != nil {
+		req.Header["Mcp-Method"] = method
+	}
+	return req, nil
+}
+
+// post sends a message that expects no answer (a notification, or a
+// response to the upstream's request) and discards the reply body.
+func (rc *rawConn) post(ctx context.Context, body []byte, method []string) error {
+	req, err := rc.newPost(ctx, body, method)
+	if err != nil {
+		return err
+	}
+	resp, err := rc.hc.Do(req)
+	if err != nil {
+		return err
+	}
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, drainLimitBytes))
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusAccepted && resp.StatusCode != http.StatusNoContent && resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("status %s", resp.Status)
+	}
+	return nil
+}
+
+// tooLargeError fails a call whose response message exceeds
+// MaxResultBytes. The session stays usable.
+type tooLargeError struct{ max int }
+
+func (e *tooLargeError) Error() string {
+	return fmt.Sprintf("response message exceeds max_result_bytes (%d bytes)", e.max)
+}
+
+// errNoResponse: the response stream ended without the call's response and
+// cannot be resumed (the SDK's "request terminated without response").
+var errNoResponse = errors.New(`calling "tools/call": request terminated without response`)
+
+// Resumption of an interrupted SSE response (2025-11-25, SEP-1699), with
+// the SDK's defaults: 5 reconnects without progress, first delay 1s (or the
+// server's retry field), growing 1.5× with full jitter, capped at 30s.
+const (
+	maxResumes      = 5
+	resumeDelay     = time.Second
+	resumeDelayMax  = 30 * time.Second
+	cancelTimeout   = 5 * time.Second // the SDK's notifyCancellationTimeout
+	drainTimeout    = 5 * time.Second
+	drainLimitBytes = 64 << 10
+)
+
+// rawCall sends p on rc and returns the raw result. Errors: the upstream's
+// *jsonrpc.Error; an error wrapping mcp.ErrSessionMissing (404 on a session
+// with an id); *tooLargeError; otherwise a transport failure. When ctx ends
+// before the answer, notifications/cancelled goes upstream in the
+// background, as the SDK's call does.
+func (u *Upstream) rawCall(ctx context.Context, rc *rawConn, p *rawParams) (res []byte, err error) {
+	n := rc.seq.Add(1)
+	var idBuf [24]byte
+	id := append(strconv.AppendUint(append(idBuf[:0], `"sy-`...), n, 10), '"')
+	body := p.appendRequest(make([]byte, 0, len(p.members)+len(p.meta)+len(rc.meta)+80), id, rc.meta)
+
+	req, err := rc.newPost(ctx, body, hdrCall)
+	if err != nil {
+		return nil, err
+	}
+	if h := req.Header; rc.meta != nil {
+		h["Mcp-Name"] = []string{p.name}
+		if b := u.bindings(p.name); b != nil {
+			for k, v := range paramHeaderValues(b, p.args) {
+				h.Set(k, v)
+			}
+		}
+	}
+	answered := false
+	defer func() {
+		if !answered && ctx.Err() != nil {
+			u.cancelUpstream(ctx, rc, id)
+		}
+	}()
+	resp, err := rc.hc.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf(`sending "tools/call": %w`, err)
+	}
+	if err := rc.check(resp); err != nil {
+		var werr *jsonrpc.Error
+		answered = errors.As(err, &werr)
+		return nil, err
+	}
+	switch mediaType(resp.Header.Get("Content-Type")) {
+	case "application/json":
+		data, err := readAll(resp, rc.max)
+		resp.Body.Close()
+		if err != nil {
+			return nil, err
+		}
+		var m rpcMsg
+		if err := m.decode(data); err != nil {
+			return nil, fmt.Errorf(`calling "tools/call": failed to decode response: %w`, err)
+		}
+		if !m.isResponse() || !bytes.Equal(m.ID, id) {
+			return nil, fmt.Errorf(`calling "tools/call": the JSON response is not the call's response`)
+		}
+		answered = true
+		return m.outcome()
+	case "text/event-stream":
+		res, answered, err = u.rawStream(ctx, rc, id, resp)
+		return res, err
+	default:
+		resp.Body.Close()
+		return nil, fmt.Errorf(`sending "tools/call": unsupported content type %q`, resp.Header.Get("Content-Type"))
+	}
+}
+
+// check classifies a response's status like the SDK's checkResponse (in
+// its order), and rejects a changed session id. On error the body is
+// closed.
+func (rc *rawConn) check(resp *http.Response) (err error) {
+	defer func() {
+		if err != nil {
+			resp.Body.Close()
+		}
+	}()
+	code := resp.StatusCode
+	switch code {
+	case http.StatusInternalServerError, http.StatusBadGateway, http.StatusServiceUnavailable,
+		http.StatusGatewayTimeout, http.StatusTooManyRequests:
+		return fmt.Errorf(`sending "tools/call": %s`, http.StatusText(code))
+	}
+	if code < 200 || code >= 300 {
+		// An error body that is a JSON-RPC error answers the call.
+		if data, err := readAll(resp, rc.max); err == nil {
+			var m rpcMsg
+			if m.decode(data) == nil && m.isResponse() && m.Error != nil {
+				return fmt.Errorf(`sending "tools/call": %w: %s`, m.Error, http.StatusText(code))
+			}
+		}
+		if code == http.StatusNotFound && rc.sid != nil {
+			return fmt.Errorf(`sending "tools/call" (session ID: %v): %w`, rc.sid[0], mcp.ErrSessionMissing)
+		}
+		return fmt.Errorf(`sending "tools/call": %s`, http.StatusText(code))
+	}
+	if sid := resp.Header.Get("Mcp-Session-Id"); sid != "" && rc.sid != nil && sid != rc.sid[0] {
+		return fmt.Errorf("mismatching session IDs %q and %q", rc.sid[0], sid)
+	}
+	return nil
+}
+
+// rawStream reads an SSE response until the call's response, resuming an
+// interrupted stream the way the SDK does.
+func (u *Upstream) rawStream(ctx context.Context, rc *rawConn, id []byte, resp *http.Response) ([]byte, bool, error) {
+	var prevLast string
+	stalled := 0
+	for {
+		res, answered, last, retry, err := u.readEvents(ctx, rc, id, resp.Body)
+		if answered || err != nil {
+			return res, answered, err
+		}
+		if last == "" {
+			return nil, false, errNoResponse
+		}
+		if last != prevLast {
+			prevLast, stalled = last, 0
+		} else if stalled++; stalled > maxResumes {
+			return nil, false, fmt.Errorf(`calling "tools/call": exceeded %d retries without progress`, maxResumes)
+		}
+		if resp, err = rc.resume(ctx, last, retry); err != nil {
+			return nil, false, err
+		}
+	}
+}
+
+// resume reconnects an interrupted response stream with a GET carrying
+// Last-Event-ID, after the server's retry delay or the SDK's backoff.
+func (rc *rawConn) resume(ctx context.Context, last string, retry time.Duration) (*http.Response, error) {
+	delay := backoff(1)
+	if retry > 0 {
+		delay = retry
+	}
+	var lastErr error
+	for attempt := 1; attempt <= maxResumes; attempt++ {
+		t := time.NewTimer(delay)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, ctx.Err()
+		case <-t.C:
+		}
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, rc.url, nil)
+		if err != nil {
+			return nil, err
+		}
+		rc.setHeaders(req.Header)
+		req.Header["Last-Event-Id"] = []string{last}
+		req.Header["Accept"] = hdrSSE
+		resp, err := rc.hc.Do(req)
+		if err != nil {
+			lastErr = err
+			delay = backoff(attempt + 1)
+			continue
+		}
+		if err := rc.check(resp); err != nil {
+			return nil, err
+		}
+		return resp, nil
+	}
+	return nil, fmt.Errorf(`calling "tools/call": reconnect failed after %d attempts: %w`, maxResumes, lastErr)
+}
+
+// backoff is the SDK's calculateReconnectDelay for attempt >= 1.
+func backoff(attempt int) time.Duration {
+	d := time.Duration(float64(resumeDelay) * math.Pow(1.5, float64(attempt-1)))
+	d = min(d, resumeDelayMax)
+	return d + rand.N(d)
+}
+
+// readEvents reads one response stream (the POST's or a resumed one). It
+// returns answered with the call's outcome, or the stream's last event id
+// and retry delay when it ended without the response.
+func (u *Upstream) readEvents(ctx context.Context, rc *rawConn, id []byte, body io.ReadCloser) (res []byte, answered bool, last string, retry time.Duration, err error) {
+	br, _ := u.readers.Get().(*bufio.Reader)
+	if br == nil {
+		br = bufio.NewReaderSize(body, sseReadBuffer)
+	} else {
+		br.Reset(body)
+	}
+	defer func() {
+		br.Reset(nil)
+		u.readers.Put(br)
+	}()
+	sr := sseReader{r: br, max: rc.max}
+	for {
+		ev, err := sr.next()
+		if err != nil {
+			body.Close()
+			var tl *tooLargeError
+			switch {
+			case ctx.Err() != nil:
+				return nil, false, "", 0, ctx.Err()
+			case errors.As(err, &tl), errors.Is(err, errMalformedEvent):
+				return nil, false, "", 0, err
+			}
+			return nil, false, last, retry, nil // the stream ended or broke
+		}
+		if ev.id != "" {
+			last = ev.id
+		}
+		if ev.retry != "" {
+			if ms, err := strconv.ParseInt(ev.retry, 10, 64); err == nil {
+				retry = time.Duration(ms) * time.Millisecond
+			}
+		}
+		if len(ev.data) == 0 || ev.name != "" && ev.name != "message" {
+			continue
+		}
+		var m rpcMsg
+		if err := m.decode(ev.data); err != nil {
+			body.Close()
+			return nil, false, "", 0, fmt.Errorf(`calling "tools/call": failed to decode event: %w`, err)
+		}
+		switch {
+		case m.isResponse():
+			if !bytes.Equal(m.ID, id) {
+				continue // not ours (the SDK drops a response to no pending call)
+			}
+			u.drain(body)
+			res, err := m.outcome()
+			return res, true, "", 0, err
+		case m.ID != nil && string(m.ID) != "null":
+			u.answer(ctx, rc, &m)
+		default:
+			u.notification(ctx, &m)
+		}
+	}
+}
+
+// notification is the hook for a notification that arrives in a call's
+// response stream (progress, logging, ...). The SDK path hands them to the
+// Client's handlers, of which the worker sets none for these, so they are
+// dropped there too. Relaying them to the calling client is future work:
+// it starts here.
+func (u *Upstream) notification(context.Context, *rpcMsg) {}
+
+// answer replies to a server-to-client request from a call's response
+// stream the way the SDK client, configured as the worker's (no roots,
+// sampling or elicitation handlers), does (mcp/client.go
+// clientMethodInfos, createMessage, elicit, listRoots; jsonrpc2
+// processResult), so the upstream never waits for an answer. The reply is
+// POSTed on the session; a failure is ignored (the SDK only logs it).
+func (u *Upstream) answer(ctx context.Context, rc *rawConn, m *rpcMsg) {
+	var method string
+	if json.Unmarshal(m.Method, &method) != nil {
+		return
+	}
+	hasParams := m.Params != nil
+	var result string
+	var werr *jsonrpc.Error
+	switch method {
+	case "ping":
+		result = `{}`
+	case "roots/list":
+		result = `{"roots":[]}`
+	case "sampling/createMessage":
+		if !hasParams {
+			werr = &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: `invalid request: missing required "params"`}
+		} else {
+			werr = &jsonrpc.Error{Code: -31001, Message: "client does not support CreateMessage"}
+		}
+	case "elicitation/create":
+		werr = &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "client does not support elicitation"}
+	case "notifications/cancelled", "notifications/tools/list_changed", "notifications/prompts/list_changed",
+		"notifications/resources/list_changed", "notifications/resources/updated", "notifications/message",
+		"notifications/progress", "notifications/elicitation/complete", "notifications/subscriptions/acknowledged":
+		werr = &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: fmt.Sprintf("invalid request: unexpected id for %q", method)}
+	default:
+		werr = &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: fmt.Sprintf("method not found: %q", method)}
+	}
+	body := append([]byte(`{"jsonrpc":"2.0","id":`), m.ID...)
+	if werr != nil {
+		e, _ := json.Marshal(werr)
+		body = append(append(append(body, `,"error":`...), e...), '}')
+	} else {
+		body = append(append(append(body, `,"result":`...), result...), '}')
+	}
+	if err := rc.post(ctx, body, nil); err != nil {
+		u.log.Debug("answer to upstream request failed", proto.LogMethod, method, proto.LogErr, err)
+	}
+}
+
+// cancelUpstream tells the upstream, in the background, that the call id
+// was abandoned (best effort, bounded like the SDK's).
+func (u *Upstream) cancelUpstream(ctx context.Context, rc *rawConn, id []byte) {
+	reason := ctx.Err().Error()
+	body := make([]byte, 0, 128)
+	body = append(body, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"reason":`...)
+	body = appendJSONString(body, reason)
+	body = append(append(append(body, `,"requestId":`...), id...), "}}"...)
+	nctx := context.WithoutCancel(ctx)
+	u.closer.Go(func() {
+		nctx, stop := context.WithTimeout(nctx, cancelTimeout)
+		defer stop()
+		_ = rc.post(nctx, body, hdrCancel)
+	})
+}
+
+// drain finishes a response stream after the call's response, in the
+// background so the caller does not wait for the end of the stream (the
+// SDK drains it on its reader goroutine too). Reading to the end lets the
+// connection be reused; a stream that goes on is cut.
+func (u *Upstream) drain(body io.ReadCloser) {
+	u.closer.Go(func() {
+		t := time.AfterFunc(drainTimeout, func() { body.Close() })
+		_, _ = io.CopyN(io.Discard, body, drainLimitBytes)
+		t.Stop()
+		body.Close()
+	})
+}
+
+// readAll reads a whole response body of at most max bytes, sized by its
+// Content-Length when it has one, and reads to EOF so that the connection
+// is reused.
+func readAll(resp *http.Response, max int) ([]byte, error) {
+	if resp.ContentLength > int64(max) {
+		return nil, &tooLargeError{max}
+	}
+	n := 4 << 10
+	if resp.ContentLength >= 0 {
+		n = int(resp.ContentLength) + 1
+	}
+	b := make([]byte, 0, n)
+	for {
+		if len(b) == cap(b) {
+			b = append(b, 0)[:len(b)]
+		}
+		k, err := resp.Body.Read(b[len(b):cap(b)])
+		b = b[:len(b)+k]
+		if len(b) > max {
+			return nil, &tooLargeError{max}
+		}
+		if err == io.EOF {
+			return b, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+}
+
+// mediaType is the lowercase media type of a Content-Type value.
+func mediaType(ct string) string {
+	if i := strings.IndexByte(ct, ';'); i >= 0 {
+		ct = ct[:i]
+	}
+	ct = strings.TrimSpace(ct)
+	for i := 0; i < len(ct); i++ {
+		if 'A' <= ct[i] && ct[i] <= 'Z' {
+			return strings.ToLower(ct)
+		}
+	}
+	return ct
+}
+
+// rpcMsg is one JSON-RPC message from the upstream; its raw members are
+// slices of the message (nil when absent), so the result is neither copied
+// nor re-encoded. A message with a "method" member is a request (a
+// notification without an id).
+type rpcMsg struct {
+	Version, ID, Method, Params, Result []byte
+	Error                               *jsonrpc.Error
+}
+
+func (m *rpcMsg) decode(data []byte) error {
+	if !json.Valid(data) {
+		return errors.New("invalid JSON")
+	}
+	var werr []byte
+	isObject := objectMembers(data, func(k, v []byte) {
+		switch {
+		case keyIs(k, "jsonrpc"):
+			m.Version = v
+		case keyIs(k, "id"):
+			m.ID = v
+		case keyIs(k, "method"):
+			m.Method = v
+		case keyIs(k, "params"):
+			m.Params = v
+		case keyIs(k, "result"):
+			m.Result = v
+		case keyIs(k, "error"):
+			werr = v
+		}
+	})
+	if !isObject {
+		return errors.New("not a JSON object")
+	}
+	if string(m.Version) != `"2.0"` {
+		return fmt.Errorf("invalid message version tag %s; expected %q", m.Version, "2.0")
+	}
+	if !isNull(werr) {
+		m.Error = new(jsonrpc.Error)
+		if err := json.Unmarshal(werr, m.Error); err != nil {
+			return fmt.Errorf("error member: %w", err)
+		}
+	}
+	return nil
+}
+
+func (m *rpcMsg) isResponse() bool { return m.Method == nil }
+
+// outcome is a response's result bytes, or its error.
+func (m *rpcMsg) outcome() ([]byte, error) {
+	if m.Error != nil {
+		return nil, m.Error
+	}
+	if m.Result == nil {
+		return nil, errors.New(`calling "tools/call": response has neither result nor error`)
+	}
+	return m.Result, nil
+}
+
+// sseReadBuffer is the read size of one SSE response body.
+const sseReadBuffer = 8 << 10
+
+var errMalformedEvent = errors.New(`calling "tools/call": malformed SSE event`)
+
+// sseReader reads server-sent events as the SDK's scanEvents does: fields
+// event, id, retry and data (joined with "\n", each value trimmed); lines
+// starting with ':' are comments; a line without ':' is malformed; an
+// event of more than max bytes fails with *tooLargeError.
+type sseReader struct {
+	r    *bufio.Reader
+	max  int
+	data []byte // the current event's data
+	long []byte // a line longer than the read buffer
+}
+
+type sseEvent struct {
+	name, id, retry string
+	data            []byte // valid until the next call of next
+}
+
+func (s *sseReader) next() (sseEvent, error) {
+	var ev sseEvent
+	s.data = s.data[:0]
+	hasData := false
+	size := 0
+	for {
+		line, err := s.readLine(s.max - size)
+		if err != nil && err != io.EOF {
+			return ev, err
+		}
+		size += len(line)
+		eof := err == io.EOF
+		line = bytes.TrimRight(line, "\r\n")
+		if len(line) == 0 {
+			if hasData {
+				ev.data = s.data
+			}
+			if ev.name != "" || ev.id != "" || len(ev.data) > 0 || ev.retry != "" {
+				return ev, nil
+			}
+			if eof {
+				return ev, io.EOF
+			}
+			size = 0
+			continue
+		}
+		field, value, ok := bytes.Cut(line, []byte{':'})
+		if !ok {
+			return ev, fmt.Errorf("%w: %q", errMalformedEvent, trunc(line))
+		}
+		switch string(field) {
+		case "event":
+			ev.name = string(bytes.TrimSpace(value))
+		case "id":
+			ev.id = string(bytes.TrimSpace(value))
+		case "retry":
+			ev.retry = string(bytes.TrimSpace(value))
+		case "data":
+			value = bytes.TrimSpace(value)
+			switch {
+			case hasData:
+				s.data = append(append(s.data, '\n'), value...)
+			case len(s.long) > 0 && len(value) > sseReadBuffer:
+				// A long first data line (a big result): keep it where it
+				// was assembled instead of copying it again.
+				s.data, s.long = value, s.data[:0]
+			default:
+				s.data = append(s.data, value...)
+			}
+			hasData = true
+		}
+		if eof {
+			if hasData {
+				ev.data = s.data
+			}
+			if ev.name != "" || ev.id != "" || len(ev.data) > 0 || ev.retry != "" {
+				return ev, nil
+			}
+			return ev, io.EOF
+		}
+	}
+}
+
+// readLine returns the next line with its ending, at most budget bytes.
+func (s *sseReader) readLine(budget int) ([]byte, error) {
+	frag, err := s.r.ReadSlice('\n')
+	if err != bufio.ErrBufferFull {
+		if len(frag) > budget {
+			return nil, &tooLargeError{s.max}
+		}
+		return frag, err
+	}
+	s.long = append(s.long[:0], frag...)
+	for err == bufio.ErrBufferFull {
+		if len(s.long) > budget {
+			return nil, &tooLargeError{s.max}
+		}
+		frag, err = s.r.ReadSlice('\n')
+		s.long = append(s.long, frag...)
+	}
+	if len(s.long) > budget {
+		return nil, &tooLargeError{s.max}
+	}
+	return s.long, err
+}
+
+func trunc(b []byte) []byte {
+	if len(b) > 64 {
+		return b[:64]
+	}
+	return b
+}
+
+// appendJSONString appends s as a JSON string. s is valid UTF-8 (it was
+// decoded from JSON or is a Go literal); only what JSON requires is
+// escaped.
+func appendJSONString(dst []byte, s string) []byte {
+	const hex = "0123456789abcdef"
+	dst = append(dst, '"')
+	start := 0
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c >= 0x20 && c != '"' && c != '\\' {
+			continue
+		}
+		dst = append(dst, s[start:i]...)
+		switch c {
+		case '"', '\\':
+			dst = append(dst, '\\', c)
+		case '\n':
+			dst = append(dst, '\\', 'n')
+		case '\r':
+			dst = append(dst, '\\', 'r')
+		case '\t':
+			dst = append(dst, '\\', 't')
+		default:
+			dst = append(dst, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
+		}
+		start = i + 1
+	}
+	return append(append(dst, s[start:]...), '"')
+}
