@@ -180,8 +180,15 @@ func (u *Upstream) rawCall(ctx context.Context, rc *rawConn, p *rawParams) (res 
 	id := append(strconv.AppendUint(append(idBuf[:0], `"sy-`...), n, 10), '"')
 	body := p.appendRequest(make([]byte, 0, len(p.members)+len(p.meta)+len(rc.meta)+80), id, rc.meta)
 
-	req, err := rc.newPost(ctx, body, hdrCall)
+	// The POST's context follows ctx only until the call returns: the rest
+	// of an SSE response is drained in the background after the answer, and
+	// a request whose context is cancelled mid-body loses its connection
+	// (the next call would dial a new one). Closing the body ends it.
+	reqCtx, cancelReq := context.WithCancel(context.WithoutCancel(ctx))
+	defer context.AfterFunc(ctx, cancelReq)()
+	req, err := rc.newPost(reqCtx, body, hdrCall)
 	if err != nil {
+		cancelReq()
 		return nil, err
 	}
 	if h := req.Header; rc.meta != nil {
@@ -200,8 +207,10 @@ func (u *Upstream) rawCall(ctx context.Context, rc *rawConn, p *rawParams) (res 
 	}()
 	resp, err := rc.hc.Do(req)
 	if err != nil {
+		cancelReq()
 		return nil, fmt.Errorf(`sending "tools/call": %w`, err)
 	}
+	resp.Body = &endBody{ReadCloser: resp.Body, end: cancelReq}
 	if err := rc.check(resp); err != nil {
 		var werr *jsonrpc.Error
 		answered = errors.As(err, &werr)

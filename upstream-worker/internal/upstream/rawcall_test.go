@@ -14,6 +14,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"testing/iotest"
 	"time"
@@ -880,4 +881,46 @@ func FuzzUpstreamObjectMembers(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestRawCallReusesConnections: a call's context ends as soon as it
+// returns (the worker cancels it), while the end of its SSE response may
+// still be on the way; the connection must go back to the pool anyway, or
+// every call dials a new one.
+func TestRawCallReusesConnections(t *testing.T) {
+	s := newTestServer(t, "sse", func(w http.ResponseWriter, r *http.Request, p *posted) bool {
+		if p.msg.Method != "tools/call" {
+			return false
+		}
+		w.Header().Set("Content-Type", "text/event-stream")
+		fmt.Fprintf(w, "event: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":%s,\"result\":{\"content\":[]}}\n\n", p.msg.ID)
+		w.(http.Flusher).Flush()
+		time.Sleep(5 * time.Millisecond) // the stream ends a little after the answer
+		return true
+	})
+	var dials atomic.Int32
+	u := startUpstream(t, s.url(), false, func(o *Options) {
+		tr := http.DefaultTransport.(*http.Transport).Clone()
+		tr.MaxIdleConnsPerHost = 64
+		d := &net.Dialer{}
+		tr.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
+			dials.Add(1)
+			return d.DialContext(ctx, network, addr)
+		}
+		o.HTTPClient = &http.Client{Transport: tr}
+	})
+	const calls = 30
+	before := dials.Load()
+	for i := range calls {
+		ctx, cancel := context.WithCancel(t.Context())
+		_, perr := u.Call(ctx, call("echo", "", `{"arguments":{"i":1}}`))
+		cancel()
+		if perr != nil {
+			t.Fatalf("call %d: %v", i, perr)
+		}
+		time.Sleep(20 * time.Millisecond) // pacing: the stream has ended before the next call
+	}
+	if n := dials.Load() - before; n > calls/3 {
+		t.Fatalf("%d sequential calls dialed %d connections", calls, n)
+	}
 }
