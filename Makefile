@@ -58,6 +58,8 @@ fuzz:
 	cd proto && $(GO) test -run '^$$' -fuzz '^FuzzUnmarshalReply$$' -fuzztime $(FUZZ_EXECS) .
 	cd proto && $(GO) test -run '^$$' -fuzz '^FuzzRouteTokens$$' -fuzztime $(FUZZ_EXECS) .
 	cd internal && $(GO) test -run '^$$' -fuzz '^FuzzParseChunk$$' -fuzztime 50000x ./bus
+	cd internal && $(GO) test -run '^$$' -fuzz '^FuzzMembers$$' -fuzztime $(FUZZ_EXECS) ./jsonscan
+	cd edge && $(GO) test -run '^$$' -fuzz '^FuzzParseBody$$' -fuzztime 50000x .
 
 ## bench: the latency gate (tools/call direct vs through an embedded gateway,
 ## both protocol eras; exit 1 if added p50 > 5 ms), then the Go benchmarks

@@ -126,6 +126,15 @@ func (g *rig) initialize() {
 	if code, body, _ := g.post(`{"jsonrpc":"2.0","method":"notifications/initialized"}`); code != http.StatusAccepted {
 		g.t.Fatalf("initialized: %d %s", code, body)
 	}
+	// The SDK handles the notification after answering 202; until then the
+	// session's calls go through the SDK, not the fast path.
+	deadline := time.Now().Add(5 * time.Second)
+	for cs := g.e.sessions.get(g.sid); !g.e.noFastPath && (cs == nil || !cs.ready.Load()); cs = g.e.sessions.get(g.sid) {
+		if time.Now().After(deadline) {
+			g.t.Fatal("session not ready for the fast path")
+		}
+		time.Sleep(time.Millisecond)
+	}
 }
 
 func (g *rig) call(method, params string) (result json.RawMessage, rpcErr *struct {

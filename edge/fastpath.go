@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"net"
 	"net/http"
 	"net/netip"
@@ -54,7 +55,7 @@ func (s *Service) serveFast(w http.ResponseWriter, r *http.Request, v *view, m *
 		return false
 	}
 	p := m.params()
-	if _, ok := p.Meta["progressToken"]; ok {
+	if p.meta("progressToken") != nil {
 		return false // progress notifications need the SDK's stream
 	}
 	fc := &fastCall{msg: m, op: op}
@@ -85,14 +86,14 @@ func statelessCallOK(r *http.Request, m *probeMsg, p *probeParams, pv string) bo
 		return false
 	}
 	var metaVersion string
-	if json.Unmarshal(p.Meta[mcp.MetaKeyProtocolVersion], &metaVersion) != nil || metaVersion != pv {
+	if json.Unmarshal(p.meta(mcp.MetaKeyProtocolVersion), &metaVersion) != nil || metaVersion != pv {
 		return false
 	}
-	if caps := p.Meta[mcp.MetaKeyClientCapabilities]; len(caps) == 0 || caps[0] != '{' ||
+	if caps := p.meta(mcp.MetaKeyClientCapabilities); len(caps) == 0 || caps[0] != '{' ||
 		json.Unmarshal(caps, &mcp.ClientCapabilities{}) != nil {
 		return false
 	}
-	if info, ok := p.Meta[mcp.MetaKeyClientInfo]; ok && json.Unmarshal(info, &mcp.Implementation{}) != nil {
+	if info := p.meta(mcp.MetaKeyClientInfo); info != nil && json.Unmarshal(info, &mcp.Implementation{}) != nil {
 		return false
 	}
 	return true
@@ -120,7 +121,7 @@ func (s *Service) runFast(w http.ResponseWriter, r *http.Request, v *view, fc *f
 		defer cs.untrack(id)
 	}
 	var stamps nats.Header
-	if fc.op == proto.OpToolsCall && string(p.Meta[hop.MetaKey]) == "true" {
+	if fc.op == proto.OpToolsCall && string(p.meta(hop.MetaKey)) == "true" {
 		stamps = newStamps()
 	}
 	raw, timing, err := s.roundTrip(ctx, &preq, fc.op, stamps)
@@ -135,18 +136,19 @@ func (s *Service) runFast(w http.ResponseWriter, r *http.Request, v *view, fc *f
 		s.writeResponse(w, fc.protocol, m.ID, nil, je)
 		return
 	}
-	var add map[string]any
-	if fc.session == nil {
-		add = map[string]any{mcp.MetaKeyServerInfo: s.impl}
-	}
 	if timing != nil {
 		hop.Set(timing, hop.EdgeOut)
-		if add == nil {
-			add = map[string]any{}
+		add := map[string]any{hop.MetaKey: hop.Relative(hop.Stamps(timing))}
+		if fc.session == nil {
+			add[mcp.MetaKeyServerInfo] = s.impl
 		}
-		add[hop.MetaKey] = hop.Relative(hop.Stamps(timing))
+		raw = mergeMeta(raw, add)
+	} else if fc.session == nil {
+		// The router builds list pages itself, without _meta; a call's
+		// result is the upstream's and may have one.
+		raw = s.withServerInfo(raw, fc.op == proto.OpToolsList)
 	}
-	s.writeResponse(w, fc.protocol, m.ID, s.withMeta(raw, add), nil)
+	s.writeResponse(w, fc.protocol, m.ID, raw, nil)
 }
 
 // codeRequestCancelled answers a call the client cancelled; the client
@@ -155,27 +157,23 @@ const codeRequestCancelled = -32800
 
 var emptyParams = json.RawMessage("{}")
 
-// withMeta adds the keys of add to the result's _meta. A result without
-// _meta anywhere in it gets them spliced in after its opening brace; other
-// results are merged by decoding.
-func (s *Service) withMeta(raw []byte, add map[string]any) []byte {
-	if len(add) == 0 {
-		return raw
+// withServerInfo adds the edge's serverInfo to a 2026-era result's _meta
+// (SEP-2575), as the SDK does for its own results. A result known to have
+// no _meta, or without "_meta" anywhere in it, gets it spliced in after its
+// opening brace; other results are merged by decoding.
+func (s *Service) withServerInfo(raw []byte, noMeta bool) []byte {
+	body := bytes.TrimLeft(raw, " \t\r\n")
+	if len(body) == 0 || body[0] != '{' || !noMeta && bytes.Contains(raw, []byte(`"_meta"`)) {
+		return mergeMeta(raw, map[string]any{mcp.MetaKeyServerInfo: s.impl})
 	}
-	if len(add) == 1 && add[mcp.MetaKeyServerInfo] != nil && !bytes.Contains(raw, []byte(`"_meta"`)) {
-		body := bytes.TrimLeft(raw, " \t\r\n")
-		if len(body) > 0 && body[0] == '{' {
-			rest := bytes.TrimLeft(body[1:], " \t\r\n")
-			out := make([]byte, 0, len(raw)+len(s.serverInfoMeta)+1)
-			out = append(out, '{')
-			out = append(out, s.serverInfoMeta...)
-			if len(rest) > 0 && rest[0] != '}' {
-				out = append(out, ',')
-			}
-			return append(out, rest...)
-		}
+	rest := bytes.TrimLeft(body[1:], " \t\r\n")
+	out := make([]byte, 0, len(raw)+len(s.serverInfoMeta)+1)
+	out = append(out, '{')
+	out = append(out, s.serverInfoMeta...)
+	if len(rest) > 0 && rest[0] != '}' {
+		out = append(out, ',')
 	}
-	return mergeMeta(raw, add)
+	return append(out, rest...)
 }
 
 // writeResponse writes one JSON-RPC response (result or error) the way the
@@ -190,40 +188,54 @@ func (s *Service) writeResponse(w http.ResponseWriter, protocol string, id json.
 			status, sse = st, false
 		}
 	}
-	buf := make([]byte, 0, len(result)+96)
+	// The result goes out as its own Write: a big list page is not copied
+	// into the envelope.
+	head := make([]byte, 0, 160)
 	if sse {
-		buf = append(buf, "event: message\ndata: "...)
+		head = append(head, "event: message\ndata: "...)
 	}
-	buf = append(buf, `{"jsonrpc":"2.0","id":`...)
-	buf = append(buf, id...)
+	head = append(head, `{"jsonrpc":"2.0","id":`...)
+	head = append(head, id...)
 	if je != nil {
-		buf = append(buf, `,"error":{"code":`...)
-		buf = strconv.AppendInt(buf, je.Code, 10)
-		buf = append(buf, `,"message":`...)
+		head = append(head, `,"error":{"code":`...)
+		head = strconv.AppendInt(head, je.Code, 10)
+		head = append(head, `,"message":`...)
 		msg, _ := json.Marshal(je.Message)
-		buf = append(buf, msg...)
+		head = append(head, msg...)
 		if len(je.Data) > 0 {
-			buf = append(buf, `,"data":`...)
-			buf = appendOneLine(buf, je.Data)
+			head = append(head, `,"data":`...)
+			head = appendOneLine(head, je.Data)
 		}
-		buf = append(buf, '}')
+		head = append(head, '}')
+		result = nil
 	} else {
-		buf = append(buf, `,"result":`...)
-		buf = appendOneLine(buf, result)
+		head = append(head, `,"result":`...)
+		if sse && hasNewline(result) {
+			result = appendOneLine(nil, result)
+		}
 	}
-	buf = append(buf, '}')
+	tail := "}"
+	if sse {
+		tail = "}\n\n"
+	}
 	h := w.Header()
 	h.Set("Cache-Control", "no-cache, no-transform")
 	if sse {
-		buf = append(buf, "\n\n"...)
 		h.Set("Content-Type", "text/event-stream")
 		h.Set("Connection", "keep-alive")
 	} else {
 		h.Set("Content-Type", "application/json")
 	}
-	h.Set("Content-Length", strconv.Itoa(len(buf)))
+	h.Set("Content-Length", strconv.Itoa(len(head)+len(result)+len(tail)))
 	w.WriteHeader(status)
-	_, _ = w.Write(buf)
+	if _, err := w.Write(head); err == nil && len(result) > 0 {
+		_, err = w.Write(result)
+	}
+	_, _ = io.WriteString(w, tail)
+}
+
+func hasNewline(b []byte) bool {
+	return bytes.IndexByte(b, '\n') >= 0 || bytes.IndexByte(b, '\r') >= 0
 }
 
 // errorStatus2026 is the HTTP status SEP-2575 requires for a JSON-RPC
@@ -240,10 +252,9 @@ func errorStatus2026(code int64) int {
 }
 
 // appendOneLine appends JSON value v, compacted when it spans lines (an
-// SSE data field is one line; a JSON body may be any shape, but one rule
-// keeps both paths alike).
+// SSE data field is one line).
 func appendOneLine(dst, v []byte) []byte {
-	if bytes.IndexByte(v, '\n') < 0 && bytes.IndexByte(v, '\r') < 0 {
+	if !hasNewline(v) {
 		return append(dst, v...)
 	}
 	var b bytes.Buffer

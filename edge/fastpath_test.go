@@ -172,13 +172,20 @@ func TestFastPathCancelAndDuplicate(t *testing.T) {
 	go func() {
 		first <- g.exchange(`{"jsonrpc":"2.0","id":42,"method":"tools/call","params":{"name":"up__slow"}}`)
 	}()
-	var dup exchange
-	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-		dup = g.exchange(`{"jsonrpc":"2.0","id":42,"method":"tools/call","params":{"name":"up__odd"}}`)
-		if dup.Status == http.StatusBadRequest {
+	// Wait until the first call is in flight, then send its id again.
+	cs := g.e.sessions.get(g.sid)
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
+		cs.mu.Lock()
+		_, inFlight := cs.inflight["42"]
+		cs.mu.Unlock()
+		if inFlight {
 			break
 		}
+		if time.Now().After(deadline) {
+			t.Fatal("first call never in flight")
+		}
 	}
+	dup := g.exchange(`{"jsonrpc":"2.0","id":42,"method":"tools/call","params":{"name":"up__odd"}}`)
 	if dup.Status != http.StatusBadRequest || !strings.Contains(fmt.Sprint(dup.Body), "duplicate") {
 		t.Fatalf("duplicate id answered %+v", dup)
 	}
@@ -200,7 +207,7 @@ func TestFastPathCancelAndDuplicate(t *testing.T) {
 // past its idle timeout, and an idle session is closed (404, session_closed).
 func TestFastPathIdleTimeout(t *testing.T) {
 	var nc *nats.Conn
-	g := newRigWith(t, scriptedRouter(&nc, nil), &rigOpts{sessionTimeout: 400 * time.Millisecond})
+	g := newRigWith(t, scriptedRouter(&nc, nil), &rigOpts{sessionTimeout: time.Second})
 	nc = g.nc
 	events := make(chan *nats.Msg, 4)
 	subj, _ := proto.EvtSessionClosedSubject("edge-t")
@@ -208,7 +215,7 @@ func TestFastPathIdleTimeout(t *testing.T) {
 		t.Fatal(err)
 	}
 	g.initialize()
-	for end := time.Now().Add(1200 * time.Millisecond); time.Now().Before(end); time.Sleep(50 * time.Millisecond) {
+	for end := time.Now().Add(2500 * time.Millisecond); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
 		if res, e := g.call("tools/call", `{"name":"up__odd"}`); e != nil || res == nil {
 			t.Fatalf("active session: %s %+v", res, e)
 		}
@@ -223,22 +230,25 @@ func TestFastPathIdleTimeout(t *testing.T) {
 	}
 }
 
-func TestWithMeta(t *testing.T) {
+func TestWithServerInfo(t *testing.T) {
 	s := &Service{impl: &mcp.Implementation{Name: "switchyard", Version: "v"}}
 	s.serverInfoMeta = []byte(`"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"switchyard","version":"v"}}`)
-	add := map[string]any{mcp.MetaKeyServerInfo: s.impl}
-	tests := []struct{ in, want string }{
-		{`{}`, `{"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"switchyard","version":"v"}}}`},
-		{` { "a" : 1 }`, `{"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"switchyard","version":"v"}},"a" : 1 }`},
-		{`{"_meta":{"x":1},"a":2}`, `{"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"switchyard","version":"v"},"x":1},"a":2}`},
-		{`{"_meta":{"io.modelcontextprotocol/serverInfo":"mine"}}`, `{"_meta":{"io.modelcontextprotocol/serverInfo":"mine"}}`},
-		{`[1]`, `[1]`},
+	tests := []struct {
+		in     string
+		noMeta bool
+		want   string
+	}{
+		{`{}`, false, `{"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"switchyard","version":"v"}}}`},
+		{` { "a" : 1 }`, true, `{"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"switchyard","version":"v"}},"a" : 1 }`},
+		{`{"_meta":{"x":1},"a":2}`, false, `{"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"switchyard","version":"v"},"x":1},"a":2}`},
+		{`{"_meta":{"io.modelcontextprotocol/serverInfo":"mine"}}`, false, `{"_meta":{"io.modelcontextprotocol/serverInfo":"mine"}}`},
+		{`[1]`, false, `[1]`},
 	}
 	for _, tc := range tests {
-		got := s.withMeta([]byte(tc.in), add)
+		got := s.withServerInfo([]byte(tc.in), tc.noMeta)
 		var g, w any
 		if json.Unmarshal(got, &g) != nil || json.Unmarshal([]byte(tc.want), &w) != nil || !reflect.DeepEqual(g, w) {
-			t.Errorf("withMeta(%s) = %s, want %s", tc.in, got, tc.want)
+			t.Errorf("withServerInfo(%s) = %s, want %s", tc.in, got, tc.want)
 		}
 	}
 }
@@ -248,4 +258,49 @@ func TestAppendOneLine(t *testing.T) {
 	if !bytes.Equal(got, []byte(`{"a":"x\ny"}`)) {
 		t.Fatalf("got %s", got)
 	}
+}
+
+// FuzzParseBody: the in-place reader of a POST body never panics, accepts
+// only valid JSON, and reads the members encoding/json sees.
+func FuzzParseBody(f *testing.F) {
+	for _, s := range []string{
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a","_meta":{"k":1}}}`,
+		`[{"jsonrpc":"2.0","method":"x"},null]`, `{"method":1}`, `{"method":null}`, `"s"`, `{`, ``,
+		`{"jsonrpc":"2.0","id":"x","method":"notifications/cancelled","params":{"requestId":"x"}}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		msgs, single, ok := parseBody(body)
+		if !ok {
+			return
+		}
+		if !json.Valid(body) {
+			t.Fatalf("accepted invalid JSON %q", body)
+		}
+		if single == nil {
+			return
+		}
+		if len(msgs) != 1 || msgs[0] != single {
+			t.Fatalf("single message not in msgs")
+		}
+		var m map[string]json.RawMessage
+		if err := json.Unmarshal(body, &m); err != nil {
+			t.Fatalf("accepted %q: %v", body, err)
+		}
+		var method string
+		_ = json.Unmarshal(m["method"], &method)
+		if single.Method != method || !bytes.Equal(single.Params, m["params"]) {
+			t.Fatalf("read method %q params %q, encoding/json %q %q", single.Method, single.Params, method, m["params"])
+		}
+		p := single.params()
+		var pm map[string]json.RawMessage
+		if json.Unmarshal(single.Params, &pm) == nil && p.Name != "" {
+			var name string
+			if json.Unmarshal(pm["name"], &name) != nil || name != p.Name {
+				t.Fatalf("read name %q, encoding/json %s", p.Name, pm["name"])
+			}
+		}
+		_ = p.meta("k")
+	})
 }

@@ -7,6 +7,8 @@ import (
 	"io"
 	"net/http"
 	"strconv"
+
+	"github.com/switchyard-mcp/switchyard/internal/jsonscan"
 )
 
 // clientMethods are the methods a client may send to a server (MCP
@@ -45,17 +47,8 @@ func (s *Service) precheck(w http.ResponseWriter, r *http.Request) (*probeMsg, b
 	}
 	r.Body = io.NopCloser(bytes.NewReader(body))
 	r.ContentLength = int64(len(body))
-	var msgs []*probeMsg
-	var single *probeMsg
-	trimmed := bytes.TrimLeft(body, " \t\r\n")
-	if len(trimmed) > 0 && trimmed[0] == '[' {
-		err = json.Unmarshal(body, &msgs)
-	} else {
-		single = &probeMsg{}
-		err = json.Unmarshal(body, single)
-		msgs = []*probeMsg{single}
-	}
-	if err != nil {
+	msgs, single, ok := parseBody(body)
+	if !ok {
 		writeRPCError(w, http.StatusBadRequest, nil, -32700, "Parse error: body is not valid JSON-RPC")
 		return nil, false
 	}
@@ -65,7 +58,7 @@ func (s *Service) precheck(w http.ResponseWriter, r *http.Request) (*probeMsg, b
 			continue
 		}
 		if stateful && m.Method != "" && m.Method != "initialize" && r.Header.Get("Mcp-Session-Id") == "" &&
-			m.params().Meta[perRequestVersionKey] == nil {
+			m.params().meta(perRequestVersionKey) == nil {
 			// What the transport spec asks of servers that use sessions; the
 			// SDK would answer 200 with a JSON-RPC error of code 0.
 			writeRPCError(w, http.StatusBadRequest, m.ID, -32600, "Bad Request: missing Mcp-Session-Id header (initialize first)")
@@ -83,6 +76,53 @@ func (s *Service) precheck(w http.ResponseWriter, r *http.Request) (*probeMsg, b
 	return single, true
 }
 
+// parseBody decodes a POST body: a batch into msgs, a single message into
+// single (and msgs). ok is false for a body that is not JSON, or whose
+// messages are not objects with string jsonrpc and method members. A
+// single message, the hot case, is read in place without encoding/json.
+func parseBody(body []byte) (msgs []*probeMsg, single *probeMsg, ok bool) {
+	trimmed := bytes.TrimLeft(body, " \t\r\n")
+	if len(trimmed) > 0 && trimmed[0] == '[' {
+		if json.Unmarshal(body, &msgs) != nil {
+			return nil, nil, false
+		}
+		return msgs, nil, true
+	}
+	if !json.Valid(body) {
+		return nil, nil, false
+	}
+	single = &probeMsg{}
+	typed := true
+	isObject := jsonscan.Members(body, func(k, v []byte) {
+		switch {
+		case jsonscan.KeyIs(k, "jsonrpc"):
+			single.JSONRPC, typed = stringValue(v, typed)
+		case jsonscan.KeyIs(k, "method"):
+			single.Method, typed = stringValue(v, typed)
+		case jsonscan.KeyIs(k, "id"):
+			single.ID = v
+		case jsonscan.KeyIs(k, "params"):
+			single.Params = v
+		}
+	})
+	if !isObject || !typed {
+		return nil, nil, false
+	}
+	return []*probeMsg{single}, single, true
+}
+
+// stringValue is the string a raw JSON value holds ("" for null); ok
+// turns false for any other type, as encoding/json would refuse it.
+func stringValue(v []byte, ok bool) (string, bool) {
+	switch v[0] {
+	case '"':
+		return jsonscan.Unquote(v), ok
+	case 'n':
+		return "", ok
+	}
+	return "", false
+}
+
 // probeMsg is one JSON-RPC message as precheck and the fast path see it.
 type probeMsg struct {
 	JSONRPC string          `json:"jsonrpc"`
@@ -93,25 +133,47 @@ type probeMsg struct {
 	p *probeParams // decoded on first use
 }
 
-// probeParams are the params fields the edge looks at.
+// probeParams are the params members the edge looks at, as raw JSON.
 type probeParams struct {
-	Name      string                     `json:"name"`      // tools/call
-	Meta      map[string]json.RawMessage `json:"_meta"`     // any request
-	RequestID json.RawMessage            `json:"requestId"` // notifications/cancelled
+	Name      string          // tools/call
+	Meta      json.RawMessage // any request: the _meta object
+	RequestID json.RawMessage // notifications/cancelled
 }
 
-// params decodes the message's params once; params that are not an object
-// give the zero value (the SDK then answers them).
+// params reads the message's params once; params that are not an object,
+// or whose name is not a string, give the zero value (the SDK then answers
+// them).
 func (m *probeMsg) params() *probeParams {
-	if m.p == nil {
-		m.p = &probeParams{}
-		if len(m.Params) > 0 && m.Params[0] == '{' {
-			if json.Unmarshal(m.Params, m.p) != nil {
-				*m.p = probeParams{}
-			}
+	if m.p != nil {
+		return m.p
+	}
+	m.p = &probeParams{}
+	typed := true
+	jsonscan.Members(m.Params, func(k, v []byte) {
+		switch {
+		case jsonscan.KeyIs(k, "name"):
+			m.p.Name, typed = stringValue(v, typed)
+		case jsonscan.KeyIs(k, "_meta"):
+			m.p.Meta = v
+		case jsonscan.KeyIs(k, "requestId"):
+			m.p.RequestID = v
 		}
+	})
+	if !typed {
+		*m.p = probeParams{}
 	}
 	return m.p
+}
+
+// meta returns the raw value of key in the params' _meta, nil if absent.
+func (p *probeParams) meta(key string) json.RawMessage {
+	var out json.RawMessage
+	jsonscan.Members(p.Meta, func(k, v []byte) {
+		if jsonscan.KeyIs(k, key) {
+			out = v
+		}
+	})
+	return out
 }
 
 // perRequestVersionKey is the _meta key of a 2026-era request that carries

@@ -19,6 +19,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/switchyard-mcp/switchyard/internal/jsonscan"
 	"github.com/switchyard-mcp/switchyard/proto"
 )
 
@@ -543,19 +544,19 @@ func (m *rpcMsg) decode(data []byte) error {
 		return errors.New("invalid JSON")
 	}
 	var werr []byte
-	isObject := objectMembers(data, func(k, v []byte) {
+	isObject := jsonscan.Members(data, func(k, v []byte) {
 		switch {
-		case keyIs(k, "jsonrpc"):
+		case jsonscan.KeyIs(k, "jsonrpc"):
 			m.Version = v
-		case keyIs(k, "id"):
+		case jsonscan.KeyIs(k, "id"):
 			m.ID = v
-		case keyIs(k, "method"):
+		case jsonscan.KeyIs(k, "method"):
 			m.Method = v
-		case keyIs(k, "params"):
+		case jsonscan.KeyIs(k, "params"):
 			m.Params = v
-		case keyIs(k, "result"):
+		case jsonscan.KeyIs(k, "result"):
 			m.Result = v
-		case keyIs(k, "error"):
+		case jsonscan.KeyIs(k, "error"):
 			werr = v
 		}
 	})

@@ -843,46 +843,6 @@ func TestUpstreamRawTooLargeError(t *testing.T) {
 	}
 }
 
-// FuzzUpstreamObjectMembers: on any valid JSON object, objectMembers yields
-// the members encoding/json sees (the last of duplicate keys wins there),
-// and never panics on valid JSON of any kind.
-func FuzzUpstreamObjectMembers(f *testing.F) {
-	for _, s := range []string{
-		`{}`, ` { "a" : 1 , "b":[1,{"c":"}"}],"d":"\"{[" } `, `{"na\u006de":"x","e":null,"f":true,"g":-1.5e3}`,
-		`{"a":{"b":{"c":[[],{}]}},"a":2}`, `[1,2]`, `"s"`, `12`, `{"\\":"\\\"","k":"é\u2028"}`, holoRaw,
-	} {
-		f.Add([]byte(s))
-	}
-	f.Fuzz(func(t *testing.T, data []byte) {
-		if !json.Valid(data) {
-			return
-		}
-		got := map[string]string{}
-		isObject := objectMembers(data, func(k, v []byte) {
-			if !json.Valid(k) || !json.Valid(v) {
-				t.Fatalf("member %q: %q is not a JSON value", k, v)
-			}
-			got[unquote(k)] = string(v)
-		})
-		var want map[string]json.RawMessage
-		err := json.Unmarshal(data, &want)
-		if isObject != (err == nil && want != nil) {
-			t.Fatalf("object %v, encoding/json: %v %v", isObject, want, err)
-		}
-		if !isObject {
-			return
-		}
-		if len(got) != len(want) {
-			t.Fatalf("members %q, want %q", got, want)
-		}
-		for k, v := range want {
-			if !jsonEqual([]byte(got[k]), v) || keyIs(appendJSONString(nil, k), k) != true {
-				t.Fatalf("member %q = %q, want %q", k, got[k], v)
-			}
-		}
-	})
-}
-
 // TestRawCallReusesConnections: a call's context ends as soon as it
 // returns (the worker cancels it), while the end of its SSE response may
 // still be on the way; the connection must go back to the pool anyway, or

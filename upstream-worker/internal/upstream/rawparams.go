@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 
+	"github.com/switchyard-mcp/switchyard/internal/jsonscan"
 	"github.com/switchyard-mcp/switchyard/proto"
 )
 
@@ -35,15 +36,15 @@ func newRawParams(req *proto.Request) (*rawParams, *proto.Error) {
 		if !json.Valid(raw) {
 			return nil, invalidParams("not valid JSON")
 		}
-		isObject := objectMembers(raw, func(k, v []byte) {
+		isObject := jsonscan.Members(raw, func(k, v []byte) {
 			switch {
-			case keyIs(k, "name"):
+			case jsonscan.KeyIs(k, "name"):
 				name = v
-			case keyIs(k, "arguments"):
+			case jsonscan.KeyIs(k, "arguments"):
 				args = v
-			case keyIs(k, "_meta"):
+			case jsonscan.KeyIs(k, "_meta"):
 				meta = v
-			case keyIs(k, "requestState"):
+			case jsonscan.KeyIs(k, "requestState"):
 				state = v
 			}
 		})
@@ -62,7 +63,7 @@ func newRawParams(req *proto.Request) (*rawParams, *proto.Error) {
 	}
 	toolName := req.Name
 	if toolName == "" && !isNull(name) {
-		toolName = unquote(name)
+		toolName = jsonscan.Unquote(name)
 	}
 	if toolName == "" {
 		return nil, proto.Errorf(proto.CodeInvalidParams, "tools/call without a tool name")
@@ -79,13 +80,13 @@ func newRawParams(req *proto.Request) (*rawParams, *proto.Error) {
 	m = append(m, `,"arguments":`...)
 	m = append(m, args...)
 	if len(raw) > 0 {
-		objectMembers(raw, func(k, v []byte) {
+		jsonscan.Members(raw, func(k, v []byte) {
 			switch {
-			case keyIs(k, "name"), keyIs(k, "arguments"), keyIs(k, "_meta"):
+			case jsonscan.KeyIs(k, "name"), jsonscan.KeyIs(k, "arguments"), jsonscan.KeyIs(k, "_meta"):
 				return
-			case keyIs(k, "inputResponses") && (isNull(v) || emptyObject(v)):
+			case jsonscan.KeyIs(k, "inputResponses") && (isNull(v) || emptyObject(v)):
 				return
-			case keyIs(k, "requestState") && dropState:
+			case jsonscan.KeyIs(k, "requestState") && dropState:
 				return
 			}
 			m = append(append(append(append(m, ','), k...), ':'), v...)
@@ -94,7 +95,7 @@ func newRawParams(req *proto.Request) (*rawParams, *proto.Error) {
 	p.members = m
 
 	if !isNull(meta) {
-		objectMembers(meta, func(k, v []byte) {
+		jsonscan.Members(meta, func(k, v []byte) {
 			if isHopKey(k) {
 				return
 			}
@@ -112,7 +113,7 @@ func isHopKey(k []byte) bool {
 	if bytes.IndexByte(k, '\\') < 0 {
 		return hopMeta[string(k[1:len(k)-1])]
 	}
-	return hopMeta[unquote(k)]
+	return hopMeta[jsonscan.Unquote(k)]
 }
 
 // appendRequest appends the JSON-RPC request for p with the given id (raw

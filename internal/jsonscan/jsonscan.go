@@ -1,19 +1,25 @@
-package upstream
+// Package jsonscan reads JSON objects in place: it hands out their members
+// as slices of the input, so that forwarded values (and keys) keep their
+// bytes and nothing is decoded that is not needed. It is the gateway's
+// zero-allocation path for JSON-RPC envelopes (the edge's request check,
+// the worker's params and responses).
+//
+// Every function expects valid JSON: check it with json.Valid first. On
+// duplicate keys fn sees each member, in order (encoding/json keeps the
+// last); keys match exactly (encoding/json also matches struct fields
+// case-insensitively).
+package jsonscan
 
 import (
 	"bytes"
 	"encoding/json"
+	"unicode/utf8"
 )
 
-// A minimal reader of JSON objects that hands out their members as slices
-// of the input, so that forwarded values (and keys) keep their bytes and
-// nothing is decoded that is not needed. Every function here expects valid
-// JSON: check it with json.Valid first.
-
-// objectMembers calls fn with the raw key (quoted, as written) and the raw
+// Members calls fn with the raw key (quoted, as written) and the raw
 // value of each member of the object data, in order. It reports false when
 // data is not an object.
-func objectMembers(data []byte, fn func(key, val []byte)) bool {
+func Members(data []byte, fn func(key, val []byte)) bool {
 	i := skipWS(data, 0)
 	if i >= len(data) || data[i] != '{' {
 		return false
@@ -38,17 +44,18 @@ func objectMembers(data []byte, fn func(key, val []byte)) bool {
 	}
 }
 
-// keyIs reports whether the raw key (quoted) names s.
-func keyIs(key []byte, s string) bool {
+// KeyIs reports whether the raw key (quoted) names s.
+func KeyIs(key []byte, s string) bool {
 	if len(key) == len(s)+2 && string(key[1:len(key)-1]) == s {
 		return true
 	}
-	return bytes.IndexByte(key, '\\') >= 0 && unquote(key) == s
+	return (bytes.IndexByte(key, '\\') >= 0 || !utf8.Valid(key)) && Unquote(key) == s
 }
 
-// unquote returns the string a raw JSON string denotes.
-func unquote(raw []byte) string {
-	if bytes.IndexByte(raw, '\\') < 0 {
+// Unquote returns the string a raw JSON string denotes (invalid UTF-8
+// becomes U+FFFD, as encoding/json decodes it).
+func Unquote(raw []byte) string {
+	if bytes.IndexByte(raw, '\\') < 0 && utf8.Valid(raw) {
 		return string(raw[1 : len(raw)-1])
 	}
 	var s string
