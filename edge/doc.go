@@ -13,6 +13,17 @@
 // including initialize, goes to a stateful handler whose session ids
 // (Mcp-Session-Id) start with the edge's id: "<edge>-<random>".
 //
+// # Fast path
+//
+// tools/call and tools/list are answered at the HTTP level when the request
+// passes every check the go-sdk handler would make (see fastpath.go): the
+// params go on the bus as sent and the response is written around the
+// result bytes, with no SDK decode or encode. Anything else (initialize,
+// batches, progress tokens, unknown sessions, mismatched headers) goes to
+// the SDK server, whose receiving middleware forwards the same way. The
+// edge, not the SDK, keeps each 2025-era session's idle timer
+// (Config.SessionTimeout) and the ids of the calls the fast path serves.
+//
 // # Bus
 //
 // tools/list and tools/call are published as msgpack proto.Request on
