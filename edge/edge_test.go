@@ -105,6 +105,10 @@ func (g *rig) post(body string, hdr ...string) (int, string, http.Header) {
 		req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
 	}
 	for i := 0; i+1 < len(hdr); i += 2 {
+		if hdr[i] == "Host" {
+			req.Host = hdr[i+1] // the client sends req.Host, not a Host header
+			continue
+		}
 		req.Header.Set(hdr[i], hdr[i+1])
 	}
 	resp, err := http.DefaultClient.Do(req)

@@ -17,6 +17,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/switchyard-mcp/switchyard/internal/hop"
+	"github.com/switchyard-mcp/switchyard/internal/jsonscan"
 	"github.com/switchyard-mcp/switchyard/proto"
 )
 
@@ -44,17 +45,22 @@ type fastCall struct {
 // serveFast serves r on the fast path if it qualifies and reports whether
 // it did; when it returns false nothing has been written.
 func (s *Service) serveFast(w http.ResponseWriter, r *http.Request, v *view, m *probeMsg) bool {
-	if m == nil || s.noFastPath || m.JSONRPC != "2.0" || !plainPOST(r) {
+	// precheck returned m only for a POST that passed the SDK's transport
+	// checks.
+	if m == nil || s.noFastPath || m.JSONRPC != "2.0" || r.Header.Get("Last-Event-ID") != "" {
 		return false
 	}
 	if m.Method == "notifications/cancelled" {
 		return s.cancelFast(w, r, v, m)
 	}
 	op, ok := fastMethods[m.Method]
-	if !ok || !validID(m.ID) || (len(m.Params) > 0 && m.Params[0] != '{') {
+	if !ok || !validID(m.ID) || (len(m.Params) > 0 && m.Params[0] != '{') || tooDeep(m.Params) {
 		return false
 	}
 	p := m.params()
+	if op == proto.OpToolsCall && p.Name == "" {
+		return false // the SDK rejects missing params or name
+	}
 	if p.meta("progressToken") != nil {
 		return false // progress notifications need the SDK's stream
 	}
@@ -67,8 +73,8 @@ func (s *Service) serveFast(w http.ResponseWriter, r *http.Request, v *view, m *
 		fc.protocol = pv
 	} else {
 		cs := s.sessions.get(r.Header.Get("Mcp-Session-Id"))
-		if cs == nil || cs.view != v.name || !cs.ready.Load() || pv != cs.protocol {
-			return false
+		if cs == nil || cs.view != v.name || !cs.ready.Load() || pv != cs.protocol || p.meta(mcp.MetaKeyProtocolVersion) != nil {
+			return false // a 2026 _meta on a stateful session: the SDK refuses it
 		}
 		fc.session, fc.protocol = cs, cs.protocol
 	}
@@ -93,7 +99,7 @@ func statelessCallOK(r *http.Request, m *probeMsg, p *probeParams, pv string) bo
 		json.Unmarshal(caps, &mcp.ClientCapabilities{}) != nil {
 		return false
 	}
-	if info := p.meta(mcp.MetaKeyClientInfo); info != nil && json.Unmarshal(info, &mcp.Implementation{}) != nil {
+	if info := p.meta(mcp.MetaKeyClientInfo); info != nil && (info[0] != '{' || json.Unmarshal(info, &mcp.Implementation{}) != nil) {
 		return false
 	}
 	return true
@@ -102,7 +108,15 @@ func statelessCallOK(r *http.Request, m *probeMsg, p *probeParams, pv string) bo
 // runFast sends the call over the bus and writes its JSON-RPC response.
 func (s *Service) runFast(w http.ResponseWriter, r *http.Request, v *view, fc *fastCall) {
 	m, p := fc.msg, fc.msg.params()
-	ctx, cancel := context.WithCancel(r.Context())
+	// A 2026-era call ends with its HTTP request (the SDK's
+	// PropagateRequestCancellation); a 2025-era one does not: a dropped
+	// connection is not a cancellation (MCP transports), only
+	// notifications/cancelled or the session's end are.
+	parent := r.Context()
+	if fc.session != nil {
+		parent = context.WithoutCancel(parent)
+	}
+	ctx, cancel := context.WithCancel(parent)
 	defer cancel()
 	preq := proto.Request{Method: m.Method, Tenant: s.cfg.Tenant, Edge: s.cfg.ID, View: v.name, Protocol: fc.protocol, Params: m.Params}
 	if fc.op == proto.OpToolsCall {
@@ -113,9 +127,9 @@ func (s *Service) runFast(w http.ResponseWriter, r *http.Request, v *view, fc *f
 	}
 	if cs := fc.session; cs != nil {
 		preq.Session = cs.ss.ID()
-		id := string(m.ID)
+		id := idKey(m.ID)
 		if !cs.track(id, cancel) {
-			writeRPCError(w, http.StatusBadRequest, m.ID, int(jsonrpc.CodeInvalidRequest), "duplicate in-flight request ID "+id)
+			writeRPCError(w, http.StatusBadRequest, m.ID, int(jsonrpc.CodeInvalidRequest), "duplicate in-flight request ID "+string(m.ID))
 			return
 		}
 		defer cs.untrack(id)
@@ -275,11 +289,52 @@ func (s *Service) cancelFast(w http.ResponseWriter, r *http.Request, v *view, m 
 		return false
 	}
 	id := m.params().RequestID
-	if len(id) == 0 || !cs.cancel(string(id)) {
+	if len(id) == 0 || !validID(id) || !cs.cancel(idKey(id)) {
 		return false
 	}
 	w.WriteHeader(http.StatusAccepted)
 	return true
+}
+
+// idKey is the in-flight table key of a raw JSON-RPC id, equal for ids
+// the SDK takes as equal: a number by its integer value (1, 1.0 and 1e0
+// are one id), a string by its value however it is escaped.
+func idKey(raw json.RawMessage) string {
+	if raw[0] == '"' {
+		return "s" + jsonscan.Unquote(raw)
+	}
+	if n, err := strconv.ParseInt(string(raw), 10, 64); err == nil {
+		return "n" + strconv.FormatInt(n, 10)
+	}
+	f, _ := strconv.ParseFloat(string(raw), 64)
+	return "n" + strconv.FormatInt(int64(f), 10)
+}
+
+// maxDepth is the deepest nesting the SDK's decoder accepts; deeper
+// params go to the SDK, which refuses them.
+const maxDepth = 1000
+
+// tooDeep reports whether valid JSON v nests arrays and objects close to
+// maxDepth (the envelope adds a level or two).
+func tooDeep(v []byte) bool {
+	depth := 0
+	for i := 0; i < len(v); i++ {
+		switch v[i] {
+		case '"':
+			for i++; i < len(v) && v[i] != '"'; i++ {
+				if v[i] == '\\' {
+					i++
+				}
+			}
+		case '{', '[':
+			if depth++; depth >= maxDepth-2 {
+				return true
+			}
+		case '}', ']':
+			depth--
+		}
+	}
+	return false
 }
 
 // validID reports whether a raw JSON-RPC id is a string or a number, the

@@ -2,6 +2,7 @@ package edge
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -109,6 +110,15 @@ func TestFastPathMatchesSDK(t *testing.T) {
 		req{"2026 meta version missing", `{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"up__odd"}}`, hdr2026("tools/call", "up__odd")},
 		req{"2025 wrong accept", `{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"up__odd"}}`, []string{"Accept", "application/json"}},
 		req{"2025 null id", `{"jsonrpc":"2.0","id":null,"method":"tools/call","params":{"name":"up__odd"}}`, nil},
+		req{"2025 no params", `{"jsonrpc":"2.0","id":6,"method":"tools/call"}`, nil},
+		req{"2025 name not a string", `{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":5}}`, nil},
+		req{"2025 session with 2026 meta", `{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"up__odd",` + meta2026 + `}}`, nil},
+		req{"2025 Last-Event-ID", `{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"up__odd"}}`, []string{"Last-Event-ID", "x"}},
+		req{"2025 too deep", `{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"up__odd","arguments":{"a":` + strings.Repeat("[", 1200) + strings.Repeat("]", 1200) + `}}}`, nil},
+		req{"2025 wrong host", `{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"up__odd"}}`, []string{"Host", "evil.example"}},
+		req{"2025 text/plain", `{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"up__odd"}}`, []string{"Content-Type", "text/plain"}},
+		req{"2025 unknown session, unknown method", `{"jsonrpc":"2.0","id":6,"method":"bogus/x"}`, []string{"Mcp-Session-Id", "nosuch"}},
+		req{"2026 clientInfo null", `{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"up__odd","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":null}}}`, hdr2026("tools/call", "up__odd")},
 	)
 	for _, sse := range []bool{false, true} {
 		t.Run(fmt.Sprintf("sse=%v", sse), func(t *testing.T) {
@@ -176,7 +186,7 @@ func TestFastPathCancelAndDuplicate(t *testing.T) {
 	cs := g.e.sessions.get(g.sid)
 	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
 		cs.mu.Lock()
-		_, inFlight := cs.inflight["42"]
+		_, inFlight := cs.inflight[idKey(json.RawMessage("42"))]
 		cs.mu.Unlock()
 		if inFlight {
 			break
@@ -303,4 +313,95 @@ func FuzzParseBody(f *testing.F) {
 		}
 		_ = p.meta("k")
 	})
+}
+
+// TestFastPathDisconnectIsNotCancel: a 2025-era call whose client
+// connection drops keeps running (MCP: a disconnect is not a
+// cancellation); notifications/cancelled still ends it.
+func TestFastPathDisconnectIsNotCancel(t *testing.T) {
+	var nc *nats.Conn
+	g := newRigWith(t, scriptedRouter(&nc, nil), nil)
+	nc = g.nc
+	g.initialize()
+	ctx, drop := context.WithCancel(t.Context())
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, g.url,
+		strings.NewReader(`{"jsonrpc":"2.0","id":"d1","method":"tools/call","params":{"name":"up__slow"}}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Mcp-Session-Id", g.sid)
+	req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if resp, err := http.DefaultClient.Do(req); err == nil {
+			resp.Body.Close()
+		}
+	}()
+	cs := g.e.sessions.get(g.sid)
+	key := idKey(json.RawMessage(`"d1"`))
+	inFlight := func() bool {
+		cs.mu.Lock()
+		defer cs.mu.Unlock()
+		_, ok := cs.inflight[key]
+		return ok
+	}
+	for deadline := time.Now().Add(5 * time.Second); !inFlight(); time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("call never in flight")
+		}
+	}
+	drop()
+	<-done
+	time.Sleep(100 * time.Millisecond) // time for a wrongly cancelled call to end
+	if !inFlight() {
+		t.Fatal("the call ended when its connection dropped")
+	}
+	// Escaped the other way round, the same id cancels it.
+	code, body, _ := g.post(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"\u00641"}}`)
+	if code != http.StatusAccepted {
+		t.Fatalf("cancel: %d %s", code, body)
+	}
+	for deadline := time.Now().Add(5 * time.Second); inFlight(); time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("notifications/cancelled did not end the call")
+		}
+	}
+}
+
+func TestIDKey(t *testing.T) {
+	same := [][]string{{`1`, `1.0`, `1e0`}, {`"ab"`, `"a\u0062"`}, {`-3`, `-3.0`}}
+	for _, group := range same {
+		for _, id := range group[1:] {
+			if idKey(json.RawMessage(id)) != idKey(json.RawMessage(group[0])) {
+				t.Errorf("idKey(%s) != idKey(%s)", id, group[0])
+			}
+		}
+	}
+	if idKey(json.RawMessage(`1`)) == idKey(json.RawMessage(`"1"`)) {
+		t.Error("number 1 and string \"1\" share a key")
+	}
+}
+
+// TestPrecheckLeavesTransportErrorsToSDK: the SDK's transport checks come
+// before the edge's JSON-RPC checks, as they would without the edge.
+func TestPrecheckLeavesTransportErrorsToSDK(t *testing.T) {
+	g := newRig(t, nil)
+	g.initialize()
+	bad := `{"jsonrpc":"2.0","id":1,"method":`
+	tests := []struct {
+		name string
+		body string
+		hdr  []string
+		code int
+	}{
+		{"foreign Host", bad, []string{"Host", "evil.example"}, http.StatusForbidden},
+		{"text/plain", bad, []string{"Content-Type", "text/plain"}, http.StatusUnsupportedMediaType},
+		{"unknown session", `{"jsonrpc":"2.0","id":1,"method":"bogus/x"}`, []string{"Mcp-Session-Id", "nosuch"}, http.StatusNotFound},
+		{"malformed on a good request", bad, nil, http.StatusBadRequest},
+	}
+	for _, tc := range tests {
+		if code, body, _ := g.post(tc.body, tc.hdr...); code != tc.code {
+			t.Errorf("%s: %d %s, want %d", tc.name, code, body, tc.code)
+		}
+	}
 }

@@ -27,12 +27,16 @@ var clientMethods = map[string]bool{
 
 // precheck reads a POST body (bounded) and answers malformed JSON with
 // -32700 and requests for unknown methods with -32601, both as JSON-RPC
-// error responses. It restores the body for the SDK and reports whether the
+// error responses, once the request has passed the checks the SDK handler
+// makes before it reads a body. It restores the body for the SDK and reports whether the
 // request may go on; a body of one message (not a batch) is returned
 // decoded for the fast path.
 func (s *Service) precheck(w http.ResponseWriter, r *http.Request) (*probeMsg, bool) {
-	if r.Method != http.MethodPost || r.Body == nil {
-		return nil, true
+	if r.Method != http.MethodPost || r.Body == nil || !plainPOST(r) {
+		return nil, true // the SDK's transport checks (403, 415, 400) come first
+	}
+	if sid := r.Header.Get("Mcp-Session-Id"); sid != "" && r.Header.Get("Mcp-Protocol-Version") < protocol2026 && s.sessions.get(sid) == nil {
+		return nil, true // a session the edge does not track: the SDK answers (404)
 	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxRequestBodyBytes))
 	if err != nil {

@@ -25,7 +25,7 @@ type clientSession struct {
 	refs     int         // guarded by mu: POSTs in progress
 	timer    *time.Timer // guarded by mu: nil without a timeout or once closed
 	timeout  time.Duration
-	inflight map[string]context.CancelFunc // guarded by mu: fast-path calls by raw JSON id
+	inflight map[string]context.CancelFunc // guarded by mu: fast-path calls by idKey
 }
 
 // sessionTable holds the edge's stateful client sessions by session id.
@@ -68,6 +68,9 @@ func (t *sessionTable) add(ss *mcp.ServerSession, view, protocol string, timeout
 			cs.timer.Stop()
 			cs.timer = nil
 		}
+		for _, cancel := range cs.inflight {
+			cancel() // the session is over: so are its calls
+		}
 		cs.mu.Unlock()
 		gone(id)
 	}()
@@ -92,8 +95,8 @@ func (cs *clientSession) startPOST() func() {
 	}
 }
 
-// track records a fast-path call by its raw JSON id; false if a call with
-// that id is already in flight on the session.
+// track records a fast-path call by its idKey; false if a call with that
+// id is already in flight on the session.
 func (cs *clientSession) track(id string, cancel context.CancelFunc) bool {
 	cs.mu.Lock()
 	defer cs.mu.Unlock()
@@ -110,8 +113,8 @@ func (cs *clientSession) untrack(id string) {
 	cs.mu.Unlock()
 }
 
-// cancel cancels the fast-path call with raw JSON id, reporting whether
-// there was one.
+// cancel cancels the fast-path call with idKey id, reporting whether there
+// was one.
 func (cs *clientSession) cancel(id string) bool {
 	cs.mu.Lock()
 	c, ok := cs.inflight[id]

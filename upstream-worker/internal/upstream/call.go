@@ -229,7 +229,7 @@ func (u *Upstream) callError(ctx context.Context, err error, l *lazy) *proto.Err
 	}
 	var tl *tooLargeError
 	if errors.As(err, &tl) { // the session is fine
-		return u.unavailable(err.Error())
+		return proto.Errorf(proto.CodePayloadTooLarge, "upstream %s: %v", u.name, err)
 	}
 	switch {
 	case l == u.pool:

@@ -228,7 +228,7 @@ func (u *Upstream) rawCall(ctx context.Context, rc *rawConn, p *rawParams) (res 
 		if err := m.decode(data); err != nil {
 			return nil, fmt.Errorf(`calling "tools/call": failed to decode response: %w`, err)
 		}
-		if !m.isResponse() || !bytes.Equal(m.ID, id) {
+		if !m.isResponse() || !sameID(m.ID, id) {
 			return nil, fmt.Errorf(`calling "tools/call": the JSON response is not the call's response`)
 		}
 		answered = true
@@ -390,7 +390,7 @@ func (u *Upstream) readEvents(ctx context.Context, rc *rawConn, id []byte, body 
 		}
 		switch {
 		case m.isResponse():
-			if !bytes.Equal(m.ID, id) {
+			if !sameID(m.ID, id) {
 				continue // not ours (the SDK drops a response to no pending call)
 			}
 			u.drain(body)
@@ -730,4 +730,10 @@ func appendJSONString(dst []byte, s string) []byte {
 		start = i + 1
 	}
 	return append(append(dst, s[start:]...), '"')
+}
+
+// sameID reports whether a response's raw id is our string id, however the
+// upstream escaped it.
+func sameID(got, ours []byte) bool {
+	return bytes.Equal(got, ours) || len(got) > 0 && got[0] == '"' && jsonscan.Unquote(got) == jsonscan.Unquote(ours)
 }

@@ -615,7 +615,7 @@ func TestUpstreamRawTooLarge(t *testing.T) {
 			u := startUpstream(t, s.url(), false, func(o *Options) { o.MaxResultBytes = 256 << 10 })
 			inits := s.inits.Load()
 			_, perr := u.Call(t.Context(), call("big", "", `{}`))
-			if perr == nil || perr.Code != proto.CodeUpstreamUnavailable || !strings.Contains(perr.Msg, "max_result_bytes (262144 bytes)") {
+			if perr == nil || perr.Code != proto.CodePayloadTooLarge || !strings.Contains(perr.Msg, "max_result_bytes (262144 bytes)") {
 				t.Fatalf("big result: %v", perr)
 			}
 			if _, perr := u.Call(t.Context(), call("echo", "", `{}`)); perr != nil {
@@ -835,7 +835,7 @@ func TestUpstreamRawJSONString(t *testing.T) {
 func TestUpstreamRawTooLargeError(t *testing.T) {
 	u := New(Options{Spec: proto.UpstreamSpec{Name: "up", Transport: proto.TransportStreamable}, Tools: &memTools{}, Closer: NewCloser()})
 	perr := u.callError(t.Context(), fmt.Errorf("x: %w", &tooLargeError{10}), nil)
-	if perr.Code != proto.CodeUpstreamUnavailable || !strings.Contains(perr.Msg, "max_result_bytes (10 bytes)") {
+	if perr.Code != proto.CodePayloadTooLarge || !strings.Contains(perr.Msg, "max_result_bytes (10 bytes)") {
 		t.Fatalf("%v", perr)
 	}
 	if !errors.Is(fmt.Errorf("w: %w", errNoResponse), errNoResponse) {
@@ -882,5 +882,16 @@ func TestRawCallReusesConnections(t *testing.T) {
 	}
 	if n := dials.Load() - before; n > calls/3 {
 		t.Fatalf("%d sequential calls dialed %d connections", calls, n)
+	}
+}
+
+func TestSameID(t *testing.T) {
+	for _, tc := range []struct {
+		got  string
+		want bool
+	}{{`"sy-1"`, true}, {`"sy\u002d1"`, true}, {`"sy-2"`, false}, {`1`, false}, {``, false}} {
+		if sameID([]byte(tc.got), []byte(`"sy-1"`)) != tc.want {
+			t.Errorf("sameID(%s) != %v", tc.got, tc.want)
+		}
 	}
 }
