@@ -59,8 +59,10 @@
 // bypasses the go-sdk client: the worker POSTs the JSON-RPC request itself
 // on the SDK session (same headers and per-request _meta as the SDK) and
 // slices the raw `result` out of the response; the SDK session still opens
-// the session, pings, lists tools and holds the GET stream. On stdio and
-// legacy SSE upstreams the call goes through the SDK and the raw `result`
+// the session, pings, lists tools and holds the GET stream. On stdio
+// upstreams the worker writes the request itself on the SDK's connection
+// to the process and takes the response out of the SDK's message stream.
+// On legacy SSE upstreams the call goes through the SDK and the raw `result`
 // bytes are captured off the wire (internal/capture) while the SDK's typed
 // decoder sees a stub.
 package worker

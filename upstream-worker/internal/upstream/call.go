@@ -41,8 +41,9 @@ type callParams struct {
 // for concurrent use; it returns when ctx ends even if the upstream ignores
 // the cancellation.
 //
-// On a streamable HTTP upstream the call bypasses the SDK (rawCall); stdio
-// and legacy SSE upstreams call through the SDK with a capture hook.
+// On streamable HTTP and stdio upstreams the call bypasses the SDK client
+// (rawCall, pipeCall); legacy SSE upstreams call through the SDK with a
+// capture hook.
 func (u *Upstream) Call(ctx context.Context, req *proto.Request) ([]byte, *proto.Error) {
 	var p *mcp.CallToolParams
 	var rp *rawParams
@@ -194,17 +195,24 @@ func (u *Upstream) callOn(ctx context.Context, s *session, l *lazy, p *mcp.CallT
 	return json.Marshal(res)
 }
 
-// callRawOn calls the tool on s (a streamable HTTP session) without the
-// SDK.
+// callRawOn calls the tool on s (a streamable HTTP or stdio session)
+// without the SDK client.
 func (u *Upstream) callRawOn(ctx context.Context, s *session, l *lazy, p *rawParams) ([]byte, error) {
 	if l != nil {
 		defer l.use()()
 	}
-	if s.raw == nil { // cannot happen: every streamable session has one
+	var res []byte
+	var err error
+	switch {
+	case s.raw != nil:
+		hop.Mark(ctx, hop.UpSent)
+		res, err = u.rawCall(ctx, s.raw, p)
+	case s.pipe != nil:
+		hop.Mark(ctx, hop.UpSent)
+		res, err = u.pipeCall(ctx, s.pipe, p)
+	default: // cannot happen: rawCalls is only set where sessions have one
 		return nil, errors.New("session without a raw call path")
 	}
-	hop.Mark(ctx, hop.UpSent)
-	res, err := u.rawCall(ctx, s.raw, p)
 	hop.Mark(ctx, hop.UpRecv)
 	return res, err
 }

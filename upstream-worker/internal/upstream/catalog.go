@@ -58,7 +58,7 @@ func (u *Upstream) refreshCatalog(ctx context.Context, procs []*session) error {
 	if err != nil {
 		return err
 	}
-	if u.rawCalls {
+	if u.rawCalls && u.isHTTP() { // the Mcp-Param headers of raw HTTP calls
 		b := paramBindings(tools)
 		u.params.Store(&b)
 	}

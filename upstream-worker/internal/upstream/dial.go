@@ -60,6 +60,10 @@ func (u *Upstream) dial(ctx context.Context, dedicated bool) (*session, error) {
 	if rawHC != nil {
 		s.raw = u.newRawConn(cs, rawHC)
 	}
+	if pt, ok := t.(*pipeTransport); ok {
+		pt.conn.meta = u.requestMeta(cs.InitializeResult().ProtocolVersion)
+		s.pipe = pt.conn
+	}
 	return s, nil
 }
 
@@ -96,7 +100,11 @@ func (u *Upstream) transport(life context.Context) (mcp.Transport, *http.Client,
 		}
 		cmd.Stderr = &lineLog{log: u.log}
 		cmd.WaitDelay = stdioTerminate
-		return capture.WrapTransport(&mcp.CommandTransport{Command: cmd, TerminateDuration: stdioTerminate}), nil, nil
+		t := capture.WrapTransport(&mcp.CommandTransport{Command: cmd, TerminateDuration: stdioTerminate})
+		if u.rawCalls {
+			t = &pipeTransport{inner: t}
+		}
+		return t, nil, nil
 	}
 	return nil, nil, fmt.Errorf("unknown transport %q", sp.Transport)
 }

@@ -22,9 +22,17 @@
 // call. The ClientSession still opens and owns the session (initialize or
 // server/discover, the GET stream, pings, tools/list).
 //
-// On stdio and legacy SSE upstreams calls go through the SDK, whose typed
-// decoder sees a stub while package capture takes the raw result off the
-// wire.
+// On stdio upstreams pipeCall does the same on the process's connection:
+// it writes the tools/call request (SEP-2575 _meta on 2026-07-28 sessions)
+// with its own id ("sy-<n>") on the SDK's connection, and pipeConn, the
+// outermost wrapper of that connection, takes the response out of the
+// SDK's message stream; everything else (the server's requests,
+// notifications, the SDK's own responses) still reaches the SDK, which
+// answers it. A read failure (the process exited) fails every pending call
+// at once; a cancelled call sends notifications/cancelled.
+//
+// On legacy SSE upstreams calls go through the SDK, whose typed decoder
+// sees a stub while package capture takes the raw result off the wire.
 //
 // # Sessions
 //

@@ -94,10 +94,73 @@ func newTestServer(t testing.TB, kind string, intercept interceptor) *testServer
 func newServer(t testing.TB, kind string, intercept interceptor, record bool) *testServer {
 	t.Helper()
 	s := &testServer{intercept: intercept, blocked: make(chan struct{}, 16), cancelled: make(chan struct{}, 16), seen: map[string]bool{}, expired: map[string]bool{}}
-	s.srv = mcp.NewServer(&mcp.Implementation{Name: "test-upstream", Version: "1"}, &mcp.ServerOptions{
+	s.srv = newToolServer(s)
+
+	get := func(*http.Request) *mcp.Server { return s.srv }
+	var opts mcp.StreamableHTTPOptions
+	switch kind {
+	case "json":
+		opts.JSONResponse = true
+	case "stateless":
+		opts.Stateless = true
+	case "resumable":
+		opts.EventStore = mcp.NewMemoryEventStore(nil)
+	case "sse":
+	default:
+		t.Fatalf("unknown server kind %q", kind)
+	}
+	inner := mcp.NewStreamableHTTPHandler(get, &opts)
+	s.ts = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id := r.Header.Get("Mcp-Session-Id")
+		s.mu.Lock()
+		gone := s.expired[id]
+		if id != "" && !gone {
+			s.seen[id] = true
+		}
+		s.mu.Unlock()
+		if gone {
+			http.Error(w, "session not found", http.StatusNotFound)
+			return
+		}
+		if r.Method == http.MethodGet && r.Header.Get("Last-Event-ID") != "" && id != "" &&
+			r.Header.Get("Mcp-Protocol-Version") != "" && r.Header.Get("Accept") == "text/event-stream" {
+			s.resumes.Add(1)
+		}
+		if r.Method == http.MethodPost && (record || intercept != nil) {
+			body, _ := io.ReadAll(r.Body)
+			r.Body = io.NopCloser(bytes.NewReader(body))
+			p := &posted{header: r.Header.Clone(), body: body}
+			_ = json.Unmarshal(body, &p.msg)
+			if p.msg.Method == "tools/call" {
+				var n struct{ Name string }
+				_ = json.Unmarshal(p.msg.Params, &n)
+				p.toolName = n.Name
+			}
+			if record {
+				s.mu.Lock()
+				s.posts = append(s.posts, p)
+				s.mu.Unlock()
+			}
+			if s.intercept != nil && s.intercept(w, r, p) {
+				return
+			}
+		}
+		inner.ServeHTTP(w, r)
+	}))
+	t.Cleanup(func() {
+		s.ts.CloseClientConnections()
+		s.ts.Close()
+	})
+	return s
+}
+
+// newToolServer is the test upstream's go-sdk server with the test tools;
+// s receives its events.
+func newToolServer(s *testServer) *mcp.Server {
+	srv := mcp.NewServer(&mcp.Implementation{Name: "test-upstream", Version: "1"}, &mcp.ServerOptions{
 		InitializedHandler: func(context.Context, *mcp.InitializedRequest) { s.inits.Add(1) },
 	})
-	s.srv.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+	srv.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
 		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 			if p, ok := req.GetParams().(*mcp.CallToolParamsRaw); ok && method == "tools/call" {
 				switch p.Name {
@@ -111,7 +174,7 @@ func newServer(t testing.TB, kind string, intercept interceptor, record bool) *t
 		}
 	})
 	obj := json.RawMessage(`{"type":"object"}`)
-	add := func(name string, h mcp.ToolHandler) { s.srv.AddTool(&mcp.Tool{Name: name, InputSchema: obj}, h) }
+	add := func(name string, h mcp.ToolHandler) { srv.AddTool(&mcp.Tool{Name: name, InputSchema: obj}, h) }
 	text := func(s string) *mcp.CallToolResult {
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: s}}}
 	}
@@ -174,67 +237,11 @@ func newServer(t testing.TB, kind string, intercept interceptor, record bool) *t
 		}
 		return text("resumed"), nil
 	})
-	s.srv.AddTool(&mcp.Tool{Name: "hdr", InputSchema: annotatedSchema}, func(_ context.Context, r *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	srv.AddTool(&mcp.Tool{Name: "hdr", InputSchema: annotatedSchema}, func(_ context.Context, r *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		h := r.Extra.Header
 		return text(fmt.Sprintf("region=%q n=%q flag=%q", h.Get("Mcp-Param-Region"), h.Get("Mcp-Param-N"), h.Get("Mcp-Param-Flag"))), nil
 	})
-
-	get := func(*http.Request) *mcp.Server { return s.srv }
-	var opts mcp.StreamableHTTPOptions
-	switch kind {
-	case "json":
-		opts.JSONResponse = true
-	case "stateless":
-		opts.Stateless = true
-	case "resumable":
-		opts.EventStore = mcp.NewMemoryEventStore(nil)
-	case "sse":
-	default:
-		t.Fatalf("unknown server kind %q", kind)
-	}
-	inner := mcp.NewStreamableHTTPHandler(get, &opts)
-	s.ts = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		id := r.Header.Get("Mcp-Session-Id")
-		s.mu.Lock()
-		gone := s.expired[id]
-		if id != "" && !gone {
-			s.seen[id] = true
-		}
-		s.mu.Unlock()
-		if gone {
-			http.Error(w, "session not found", http.StatusNotFound)
-			return
-		}
-		if r.Method == http.MethodGet && r.Header.Get("Last-Event-ID") != "" && id != "" &&
-			r.Header.Get("Mcp-Protocol-Version") != "" && r.Header.Get("Accept") == "text/event-stream" {
-			s.resumes.Add(1)
-		}
-		if r.Method == http.MethodPost && (record || intercept != nil) {
-			body, _ := io.ReadAll(r.Body)
-			r.Body = io.NopCloser(bytes.NewReader(body))
-			p := &posted{header: r.Header.Clone(), body: body}
-			_ = json.Unmarshal(body, &p.msg)
-			if p.msg.Method == "tools/call" {
-				var n struct{ Name string }
-				_ = json.Unmarshal(p.msg.Params, &n)
-				p.toolName = n.Name
-			}
-			if record {
-				s.mu.Lock()
-				s.posts = append(s.posts, p)
-				s.mu.Unlock()
-			}
-			if s.intercept != nil && s.intercept(w, r, p) {
-				return
-			}
-		}
-		inner.ServeHTTP(w, r)
-	}))
-	t.Cleanup(func() {
-		s.ts.CloseClientConnections()
-		s.ts.Close()
-	})
-	return s
+	return srv
 }
 
 func (s *testServer) url() string { return s.ts.URL }

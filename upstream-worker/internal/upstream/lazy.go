@@ -14,9 +14,10 @@ import (
 // HTTP requests and streams, or kills its process. raw is the raw
 // tools/call path of a streamable HTTP session (nil for other transports).
 type session struct {
-	cs  *mcp.ClientSession
-	end context.CancelFunc
-	raw *rawConn
+	cs   *mcp.ClientSession
+	end  context.CancelFunc
+	raw  *rawConn  // streamable HTTP with raw calls
+	pipe *pipeConn // stdio with raw calls
 }
 
 var errSessionGone = errors.New("session closed")

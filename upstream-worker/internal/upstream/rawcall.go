@@ -60,13 +60,21 @@ func (u *Upstream) newRawConn(cs *mcp.ClientSession, hc *http.Client) *rawConn {
 	}
 	v := cs.InitializeResult().ProtocolVersion
 	rc.version = []string{v}
-	if v >= protocol2026 {
-		m := make([]byte, 0, len(u.metaTail)+64)
-		m = append(m, `"io.modelcontextprotocol/protocolVersion":`...)
-		m = appendJSONString(m, v)
-		rc.meta = append(append(m, ','), u.metaTail...)
-	}
+	rc.meta = u.requestMeta(v)
 	return rc
+}
+
+// requestMeta is what the SDK client adds to the _meta of every request on
+// a session that negotiated version v: on 2026-07-28+ the SEP-2575 members
+// (protocolVersion, clientInfo, clientCapabilities), encoded; before, nil.
+func (u *Upstream) requestMeta(v string) []byte {
+	if v < protocol2026 {
+		return nil
+	}
+	m := make([]byte, 0, len(u.metaTail)+64)
+	m = append(m, `"`+mcp.MetaKeyProtocolVersion+`":`...)
+	m = appendJSONString(m, v)
+	return append(append(m, ','), u.metaTail...)
 }
 
 // metaTail encodes the clientInfo and clientCapabilities _meta members of a

@@ -121,7 +121,14 @@ func isHopKey(k []byte) bool {
 func (p *rawParams) appendRequest(dst, id, extraMeta []byte) []byte {
 	dst = append(dst, `{"jsonrpc":"2.0","id":`...)
 	dst = append(dst, id...)
-	dst = append(dst, `,"method":"tools/call","params":{`...)
+	dst = append(dst, `,"method":"tools/call","params":`...)
+	return append(p.appendParams(dst, extraMeta), '}')
+}
+
+// appendParams appends the tools/call params object for p with extra _meta
+// members (a 2026 session's, or nil).
+func (p *rawParams) appendParams(dst, extraMeta []byte) []byte {
+	dst = append(dst, '{')
 	if len(p.meta) > 0 || len(extraMeta) > 0 {
 		dst = append(dst, `"_meta":{`...)
 		dst = append(dst, p.meta...)
@@ -132,7 +139,7 @@ func (p *rawParams) appendRequest(dst, id, extraMeta []byte) []byte {
 		dst = append(dst, "},"...)
 	}
 	dst = append(dst, p.members...)
-	return append(dst, "}}"...)
+	return append(dst, '}')
 }
 
 func emptyObject(b []byte) bool {

@@ -107,7 +107,8 @@ type Upstream struct {
 	client *mcp.Client
 	prober *mcp.Client // no handlers: its sessions open no streams
 	closer *Closer
-	// rawCalls: tools/call bypasses the SDK (streamable HTTP, see rawCall).
+	// rawCalls: tools/call bypasses the SDK (streamable HTTP, see rawCall;
+	// stdio, see pipeCall).
 	// Tests clear it before Run to compare with the SDK path.
 	rawCalls bool
 	metaTail []byte // the raw path's clientInfo and clientCapabilities _meta members
@@ -153,7 +154,7 @@ func New(o Options) *Upstream {
 		kick:      make(chan struct{}, 1),
 		check:     make(chan struct{}, 1),
 		dedicated: map[sessKey]*lazy{},
-		rawCalls:  o.Spec.Transport == proto.TransportStreamable,
+		rawCalls:  o.Spec.Transport == proto.TransportStreamable || o.Spec.Transport == proto.TransportStdio,
 	}
 	impl := &mcp.Implementation{Name: "switchyard-worker", Version: "v1"}
 	caps := &mcp.ClientCapabilities{} // no roots, sampling or elicitation

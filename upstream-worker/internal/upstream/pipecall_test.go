@@ -1,0 +1,374 @@
+package upstream
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/switchyard-mcp/switchyard/proto"
+)
+
+// The stdio test upstream is this test binary, re-executed with
+// stdioEraEnv set (see TestMain): the test tools over stdio.
+const (
+	// stdioEraEnv selects the stdio server: "2026" serves server/discover
+	// (2026-07-28), "2025" refuses it so the client falls back to
+	// initialize (2025-11-25).
+	stdioEraEnv = "SWITCHYARD_UPSTREAM_TEST_STDIO"
+	// stdioLogEnv names a file the stdio server appends events to, one a
+	// line: "block started", "block cancelled", "cancelled <requestId>".
+	stdioLogEnv = "SWITCHYARD_UPSTREAM_TEST_STDIO_LOG"
+)
+
+func TestMain(m *testing.M) {
+	if era := os.Getenv(stdioEraEnv); era != "" {
+		serveStdio(era, os.Getenv(stdioLogEnv))
+		return
+	}
+	os.Exit(m.Run())
+}
+
+func serveStdio(era, logPath string) {
+	var mu sync.Mutex
+	note := func(line string) {
+		if logPath == "" {
+			return
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		f, err := os.OpenFile(logPath, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
+		if err != nil {
+			return
+		}
+		fmt.Fprintln(f, line)
+		f.Close()
+	}
+	s := &testServer{blocked: make(chan struct{}, 16), cancelled: make(chan struct{}, 16)}
+	srv := newToolServer(s)
+	srv.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			switch method {
+			case "server/discover":
+				if era == "2025" {
+					return nil, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: "no discover here"}
+				}
+			case "notifications/cancelled":
+				if p, ok := req.GetParams().(*mcp.CancelledParams); ok {
+					note(fmt.Sprintf("cancelled %v", p.RequestID))
+				}
+			}
+			return next(ctx, method, req)
+		}
+	})
+	obj := json.RawMessage(`{"type":"object"}`)
+	srv.AddTool(&mcp.Tool{Name: "exit", InputSchema: obj}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		os.Exit(3)
+		return nil, nil
+	})
+	srv.AddTool(&mcp.Tool{Name: "hang", InputSchema: obj}, func(ctx context.Context, _ *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		note("block started")
+		<-ctx.Done()
+		note("block cancelled")
+		return nil, ctx.Err()
+	})
+	_ = srv.Run(context.TODO(), &mcp.StdioTransport{})
+}
+
+// startStdio runs an Upstream over one stdio test server of era ("2026"
+// or "2025") and returns it with the server's event log. sdk forces the
+// SDK call path.
+func startStdio(tb testing.TB, era string, sdk bool) (*Upstream, string) {
+	tb.Helper()
+	logPath := filepath.Join(tb.TempDir(), "server.log")
+	u := startUpstream(tb, "", sdk, func(o *Options) {
+		o.Spec = proto.UpstreamSpec{
+			Name: "up", Transport: proto.TransportStdio, Processes: 1,
+			Command: []string{os.Args[0]},
+			Env:     map[string]string{stdioEraEnv: era, stdioLogEnv: logPath, "GORACE": "atexit_sleep_ms=0"},
+		}
+	})
+	return u, logPath
+}
+
+// stdioSession is the running process's session.
+func stdioSession(tb testing.TB, u *Upstream) *session {
+	tb.Helper()
+	procs := u.snap.Load().procs
+	if len(procs) != 1 {
+		tb.Fatalf("%d processes", len(procs))
+	}
+	return procs[0]
+}
+
+func serverLog(path string) string {
+	b, _ := os.ReadFile(path)
+	return string(b)
+}
+
+func (c *pipeConn) numPending() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.pending)
+}
+
+// TestUpstreamPipeEquivalence: on a stdio go-sdk server the raw path and
+// the SDK path answer the same calls the same way, in both protocol eras;
+// the raw path keeps the upstream's bytes.
+func TestUpstreamPipeEquivalence(t *testing.T) {
+	cases := []equivCase{
+		{name: "text", tool: "echo", params: `{"name":"up__echo","arguments":{"a":[1,2.50,"x"],"u":"\u00e9\u2028"}}`},
+		{name: "no arguments", tool: "echo", params: `{"name":"up__echo"}`},
+		{name: "no params", tool: "echo", params: ``},
+		{name: "structured", tool: "structured", params: `{"arguments":{}}`},
+		{name: "isError", tool: "fail", params: `{"arguments":null}`},
+		{name: "unknown content type", tool: "hologram", params: `{}`},
+		{name: "big", tool: "big", params: `{}`},
+		{name: "upstream error", tool: "badparams", params: `{}`},
+		{name: "unknown tool", tool: "nope", params: `{}`},
+		{name: "meta", tool: "meta", params: `{"_meta":{"io.modelcontextprotocol/protocolVersion":"2099-01-01",` +
+			`"io.modelcontextprotocol/clientInfo":{"name":"c","version":"1"},"io.modelcontextprotocol/clientCapabilities":{},` +
+			`"io.modelcontextprotocol/logLevel":"debug","progressToken":7,"custom":{"n":1}},"inputResponses":{},"requestState":""}`},
+		{name: "server requests", tool: "probe", params: `{}`},
+	}
+	for _, era := range []struct{ name, want string }{{"2026", protocol2026}, {"2025", legacyProtocol}} {
+		t.Run("era="+era.name, func(t *testing.T) {
+			raw, _ := startStdio(t, era.name, false)
+			sdk, _ := startStdio(t, era.name, true)
+			for _, u := range []*Upstream{raw, sdk} {
+				if v := stdioSession(t, u).cs.InitializeResult().ProtocolVersion; v != era.want {
+					t.Fatalf("negotiated %s, want %s", v, era.want)
+				}
+			}
+			if stdioSession(t, raw).pipe == nil || stdioSession(t, sdk).pipe != nil {
+				t.Fatal("raw upstream without a pipe, or SDK upstream with one")
+			}
+			for _, c := range cases {
+				rr, re := raw.Call(t.Context(), call(c.tool, "", c.params))
+				sr, se := sdk.Call(t.Context(), call(c.tool, "", c.params))
+				sameOutcome(t, c.name, rr, re, sr, se)
+				if re != nil && isGatewayCode(re.Code) {
+					t.Errorf("%s: the call failed in the gateway: %v", c.name, re)
+				}
+				switch c.tool {
+				case "hologram":
+					if string(rr) != holoRaw || string(sr) != holoRaw {
+						t.Errorf("%s: raw %s, sdk %s, want the upstream's bytes %s", c.name, rr, sr, holoRaw)
+					}
+				case "big":
+					if string(rr) != bigRaw {
+						t.Errorf("%s: big result of %d bytes differs", c.name, len(rr))
+					}
+				case "badparams":
+					if re == nil || re.Code != jsonrpc.CodeInvalidParams || re.Msg != "bad widget" || string(re.Data) != `{"field":"w"}` {
+						t.Errorf("%s: raw error %+v", c.name, re)
+					}
+				case "meta":
+					keys := `"keys":["custom","progressToken"]`
+					if era.name == "2026" {
+						keys = `"keys":["custom","io.modelcontextprotocol/clientCapabilities","io.modelcontextprotocol/clientInfo","io.modelcontextprotocol/protocolVersion","progressToken"]`
+					}
+					if !strings.Contains(string(rr), strings.ReplaceAll(keys, `"`, `\"`)) {
+						t.Errorf("%s: raw result %s, want %s", c.name, rr, keys)
+					}
+				case "probe": // 2026 servers cannot send requests to the client
+					if era.name == "2025" && !strings.Contains(string(rr), `roots: {\"roots\":[]}`) {
+						t.Errorf("%s: roots/list not answered: %s", c.name, rr)
+					}
+				}
+			}
+			if n := stdioSession(t, raw).pipe.numPending(); n != 0 {
+				t.Errorf("%d raw calls still pending", n)
+			}
+		})
+	}
+}
+
+// TestUpstreamPipeInterleaved: raw calls run concurrently with the SDK's
+// own traffic on the same process (tools/list, pings, and the server's
+// roots/list and sampling requests, which the SDK answers; a 2025-era
+// session, since a 2026 server sends none).
+func TestUpstreamPipeInterleaved(t *testing.T) {
+	u, _ := startStdio(t, "2025", false)
+	s := stdioSession(t, u)
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Go(func() {
+			for i := range 25 {
+				arg := fmt.Sprintf(`{"g":%d,"i":%d}`, g, i)
+				res, perr := u.Call(t.Context(), call("echo", "", `{"arguments":`+arg+`}`))
+				if perr != nil {
+					t.Errorf("echo %s: %v", arg, perr)
+					return
+				}
+				if want := strings.ReplaceAll(arg, `"`, `\"`); !strings.Contains(string(res), want) {
+					t.Errorf("echo %s answered %s", arg, res)
+					return
+				}
+			}
+		})
+	}
+	wg.Go(func() {
+		for range 10 {
+			res, perr := u.Call(t.Context(), call("probe", "", `{}`))
+			if perr != nil || !strings.Contains(string(res), `roots: {\"roots\":[]}`) || !strings.Contains(string(res), "sampling error") {
+				t.Errorf("probe: %s, %v", res, perr)
+				return
+			}
+		}
+	})
+	wg.Go(func() {
+		for range 20 {
+			if err := s.cs.Ping(t.Context(), nil); err != nil {
+				t.Errorf("ping: %v", err)
+				return
+			}
+			if _, err := listTools(t.Context(), s.cs); err != nil {
+				t.Errorf("tools/list: %v", err)
+				return
+			}
+		}
+	})
+	wg.Wait()
+	if n := s.pipe.numPending(); n != 0 {
+		t.Errorf("%d raw calls still pending", n)
+	}
+}
+
+// TestUpstreamPipeProcessExit: when the process exits mid-call every
+// pending raw call fails at once as upstream-unavailable, as on the SDK
+// path, and the connection keeps no pending call.
+func TestUpstreamPipeProcessExit(t *testing.T) {
+	for _, path := range []string{"raw", "sdk"} {
+		t.Run("path="+path, func(t *testing.T) {
+			u, log := startStdio(t, "2025", path == "sdk")
+			s := stdioSession(t, u)
+			blocked := make(chan *proto.Error, 1)
+			go func() {
+				_, perr := u.Call(t.Context(), call("hang", "", `{}`))
+				blocked <- perr
+			}()
+			eventually(t, 15*time.Second, "hang call started", func() bool { return strings.Contains(serverLog(log), "block started") })
+			_, perr := u.Call(t.Context(), call("exit", "", `{}`))
+			if perr == nil || perr.Code != proto.CodeUpstreamUnavailable {
+				t.Fatalf("exit call: %v, want code %d", perr, proto.CodeUpstreamUnavailable)
+			}
+			if perr := recv(t, blocked, "the pending call's failure"); perr == nil || perr.Code != proto.CodeUpstreamUnavailable {
+				t.Fatalf("pending call: %v, want code %d", perr, proto.CodeUpstreamUnavailable)
+			}
+			t.Logf("%s: %v", path, perr)
+			if s.pipe != nil {
+				if n := s.pipe.numPending(); n != 0 {
+					t.Errorf("%d raw calls still pending", n)
+				}
+				// A call on the dead connection fails at once.
+				rp, _ := newRawParams(call("echo", "", `{}`))
+				if _, err := u.pipeCall(t.Context(), s.pipe, rp); err == nil {
+					t.Error("call on the dead connection succeeded")
+				}
+			}
+			// Supervision restarts the process.
+			eventually(t, 15*time.Second, "a new process", func() bool {
+				p := u.snap.Load().procs
+				return u.State().Up && len(p) == 1 && p[0] != s
+			})
+			if _, perr := u.Call(t.Context(), call("echo", "", `{}`)); perr != nil {
+				t.Fatalf("call after restart: %v", perr)
+			}
+		})
+	}
+}
+
+// TestUpstreamPipeCancel: a cancelled raw call returns at once and the
+// server gets notifications/cancelled for its "sy-" id, which ends the
+// tool's handler.
+func TestUpstreamPipeCancel(t *testing.T) {
+	u, log := startStdio(t, "2026", false)
+	s := stdioSession(t, u)
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan *proto.Error, 1)
+	go func() {
+		_, perr := u.Call(ctx, call("hang", "", `{}`))
+		done <- perr
+	}()
+	eventually(t, 15*time.Second, "hang call started", func() bool { return strings.Contains(serverLog(log), "block started") })
+	cancel()
+	if perr := recv(t, done, "the cancelled call"); perr == nil || perr.Code != proto.CodeInternal {
+		t.Fatalf("cancelled call: %v, want code %d", perr, proto.CodeInternal)
+	}
+	eventually(t, 15*time.Second, "notifications/cancelled and the handler's end", func() bool {
+		l := serverLog(log)
+		return strings.Contains(l, "cancelled sy-") && strings.Contains(l, "block cancelled")
+	})
+	if n := s.pipe.numPending(); n != 0 {
+		t.Errorf("%d raw calls still pending", n)
+	}
+	if _, perr := u.Call(t.Context(), call("echo", "", `{}`)); perr != nil {
+		t.Fatalf("call after cancel: %v", perr)
+	}
+}
+
+// TestUpstreamPipeDeadline: a call whose deadline passes is a timeout.
+func TestUpstreamPipeDeadline(t *testing.T) {
+	u, log := startStdio(t, "2025", false)
+	ctx, cancel := context.WithTimeout(t.Context(), 200*time.Millisecond)
+	defer cancel()
+	_, perr := u.Call(ctx, call("hang", "", `{}`))
+	if perr == nil || perr.Code != proto.CodeTimeout {
+		t.Fatalf("call: %v, want code %d", perr, proto.CodeTimeout)
+	}
+	eventually(t, 15*time.Second, "notifications/cancelled", func() bool { return strings.Contains(serverLog(log), "cancelled sy-") })
+}
+
+// TestUpstreamPipeRawSeq: only "sy-" string ids are the raw calls'.
+func TestUpstreamPipeRawSeq(t *testing.T) {
+	for _, tc := range []struct {
+		id   any
+		n    uint64
+		ours bool
+	}{
+		{"sy-12", 12, true}, {"sy-x", 0, true}, {float64(12), 0, false}, {"12", 0, false}, {"SY-1", 0, false},
+	} {
+		id, err := jsonrpc.MakeID(tc.id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n, ours := rawSeq(id); n != tc.n || ours != tc.ours {
+			t.Errorf("rawSeq(%v) = %d, %v; want %d, %v", tc.id, n, ours, tc.n, tc.ours)
+		}
+	}
+}
+
+// BenchmarkUpstreamStdioCall is one small tools/call through Upstream.Call
+// on a stdio go-sdk server (a re-executed test binary), raw and SDK path.
+// Client and server share the CPUs; worker-cpu-ns/op is the CPU time of
+// this process alone (the worker's side, the server excluded).
+func BenchmarkUpstreamStdioCall(b *testing.B) {
+	for _, era := range []string{"2026", "2025"} {
+		for _, path := range []string{"raw", "sdk"} {
+			b.Run("era="+era+"/path="+path, func(b *testing.B) {
+				u, _ := startStdio(b, era, path == "sdk")
+				req := call("echo", "", `{"name":"up__echo","arguments":{"text":"hello","n":1}}`)
+				if _, perr := u.Call(b.Context(), req); perr != nil {
+					b.Fatal(perr)
+				}
+				b.ReportAllocs()
+				cpu := selfCPU()
+				for b.Loop() {
+					if _, perr := u.Call(b.Context(), req); perr != nil {
+						b.Fatal(perr)
+					}
+				}
+				b.ReportMetric(float64(selfCPU()-cpu)/float64(b.N), "worker-cpu-ns/op")
+			})
+		}
+	}
+}
