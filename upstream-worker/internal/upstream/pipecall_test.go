@@ -124,21 +124,7 @@ func (c *pipeConn) numPending() int {
 // the SDK path answer the same calls the same way, in both protocol eras;
 // the raw path keeps the upstream's bytes.
 func TestUpstreamPipeEquivalence(t *testing.T) {
-	cases := []equivCase{
-		{name: "text", tool: "echo", params: `{"name":"up__echo","arguments":{"a":[1,2.50,"x"],"u":"\u00e9\u2028"}}`},
-		{name: "no arguments", tool: "echo", params: `{"name":"up__echo"}`},
-		{name: "no params", tool: "echo", params: ``},
-		{name: "structured", tool: "structured", params: `{"arguments":{}}`},
-		{name: "isError", tool: "fail", params: `{"arguments":null}`},
-		{name: "unknown content type", tool: "hologram", params: `{}`},
-		{name: "big", tool: "big", params: `{}`},
-		{name: "upstream error", tool: "badparams", params: `{}`},
-		{name: "unknown tool", tool: "nope", params: `{}`},
-		{name: "meta", tool: "meta", params: `{"_meta":{"io.modelcontextprotocol/protocolVersion":"2099-01-01",` +
-			`"io.modelcontextprotocol/clientInfo":{"name":"c","version":"1"},"io.modelcontextprotocol/clientCapabilities":{},` +
-			`"io.modelcontextprotocol/logLevel":"debug","progressToken":7,"custom":{"n":1}},"inputResponses":{},"requestState":""}`},
-		{name: "server requests", tool: "probe", params: `{}`},
-	}
+	cases := sharedEquivCases()
 	for _, era := range []struct{ name, want string }{{"2026", protocol2026}, {"2025", legacyProtocol}} {
 		t.Run("era="+era.name, func(t *testing.T) {
 			raw, _ := startStdio(t, era.name, false)

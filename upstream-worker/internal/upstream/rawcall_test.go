@@ -105,24 +105,11 @@ func runEquivalence(t *testing.T, kind, url, wantPool string, cases []equivCase)
 // same calls the same way, on stateful (2025-11-25) and stateless
 // (2026-07-28) go-sdk servers.
 func TestUpstreamRawEquivalence(t *testing.T) {
-	cases := []equivCase{
-		{name: "text", tool: "echo", params: `{"name":"up__echo","arguments":{"a":[1,2.50,"x"],"u":"\u00e9\u2028"}}`},
-		{name: "no arguments", tool: "echo", params: `{"name":"up__echo"}`},
-		{name: "no params", tool: "echo", params: ``},
-		{name: "structured", tool: "structured", params: `{"arguments":{}}`},
-		{name: "isError", tool: "fail", params: `{"arguments":null}`},
-		{name: "unknown content type", tool: "hologram", params: `{}`},
-		{name: "big", tool: "big", params: `{}`},
-		{name: "upstream error", tool: "badparams", params: `{}`},
-		{name: "unknown tool", tool: "nope", params: `{}`},
-		{name: "meta", tool: "meta", params: `{"_meta":{"io.modelcontextprotocol/protocolVersion":"2099-01-01",` +
-			`"io.modelcontextprotocol/clientInfo":{"name":"c","version":"1"},"io.modelcontextprotocol/clientCapabilities":{},` +
-			`"io.modelcontextprotocol/logLevel":"debug","progressToken":7,"custom":{"n":1}},"inputResponses":{},"requestState":""}`},
-		{name: "server requests", tool: "probe", params: `{}`},
+	cases := append(sharedEquivCases(), []equivCase{
 		{name: "param headers", tool: "hdr", params: `{"arguments":{"region":"zürich","n":42,"deep":{"flag":true}}}`},
 		{name: "param headers absent", tool: "hdr", params: `{"arguments":{"region":null,"n":1.5}}`},
 		{name: "resumed stream", tool: "resume", params: `{}`, kinds: []string{"resumable"}},
-	}
+	}...)
 	for _, kind := range []string{"sse", "json", "stateless", "resumable"} {
 		t.Run("server="+kind, func(t *testing.T) {
 			want := legacyProtocol
@@ -893,5 +880,25 @@ func TestSameID(t *testing.T) {
 		if sameID([]byte(tc.got), []byte(`"sy-1"`)) != tc.want {
 			t.Errorf("sameID(%s) != %v", tc.got, tc.want)
 		}
+	}
+}
+
+// sharedEquivCases are the calls both raw paths (HTTP and stdio) must
+// answer as the SDK path does.
+func sharedEquivCases() []equivCase {
+	return []equivCase{
+		{name: "text", tool: "echo", params: `{"name":"up__echo","arguments":{"a":[1,2.50,"x"],"u":"\u00e9\u2028"}}`},
+		{name: "no arguments", tool: "echo", params: `{"name":"up__echo"}`},
+		{name: "no params", tool: "echo", params: ``},
+		{name: "structured", tool: "structured", params: `{"arguments":{}}`},
+		{name: "isError", tool: "fail", params: `{"arguments":null}`},
+		{name: "unknown content type", tool: "hologram", params: `{}`},
+		{name: "big", tool: "big", params: `{}`},
+		{name: "upstream error", tool: "badparams", params: `{}`},
+		{name: "unknown tool", tool: "nope", params: `{}`},
+		{name: "meta", tool: "meta", params: `{"_meta":{"io.modelcontextprotocol/protocolVersion":"2099-01-01",` +
+			`"io.modelcontextprotocol/clientInfo":{"name":"c","version":"1"},"io.modelcontextprotocol/clientCapabilities":{},` +
+			`"io.modelcontextprotocol/logLevel":"debug","progressToken":7,"custom":{"n":1}},"inputResponses":{},"requestState":""}`},
+		{name: "server requests", tool: "probe", params: `{}`},
 	}
 }
