@@ -3,6 +3,7 @@ package proto
 import (
 	"bytes"
 	"encoding/binary"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"reflect"
@@ -90,7 +91,7 @@ func refUnmarshal(data []byte, v any) (any, error) {
 		}
 		return r, err
 	}
-	panic("refUnmarshal: unexpected type")
+	return nil, fmt.Errorf("refUnmarshal: unexpected type %T", v)
 }
 
 func TestRefUnmarshalIsReflection(t *testing.T) {

@@ -274,7 +274,8 @@ func recv[T any](t *testing.T, c <-chan T, d time.Duration, what string) T {
 	case <-time.After(d):
 		t.Fatalf("timed out after %v waiting for %s", d, what)
 	}
-	panic("unreachable")
+	var zero T // Fatalf does not return
+	return zero
 }
 
 // toolSet reads the upstream's tool set from KV (zero value if absent).

@@ -50,7 +50,8 @@ func TestMain(m *testing.M) {
 		if os.Getenv(stdioHangEnv) == "1" {
 			signal.Ignore(syscall.SIGTERM)
 		}
-		_ = newUpstream(0).srv.Run(context.TODO(), &mcp.StdioTransport{})
+		// This process lives until its stdin closes: no test context here.
+		_ = newUpstream(0).srv.Run(context.Background(), &mcp.StdioTransport{})
 		if os.Getenv(stdioHangEnv) == "1" {
 			select {} // ignore stdin EOF and SIGTERM: only SIGKILL ends it
 		}

@@ -390,5 +390,6 @@ func recv[T any](tb testing.TB, c <-chan T, what string) T {
 	case <-time.After(15 * time.Second):
 		tb.Fatalf("timed out waiting for %s", what)
 	}
-	panic("unreachable")
+	var zero T // Fatalf does not return
+	return zero
 }

@@ -80,7 +80,8 @@ func serveStdio(era, logPath string) {
 		note("block cancelled")
 		return nil, ctx.Err()
 	})
-	_ = srv.Run(context.TODO(), &mcp.StdioTransport{})
+	// A child process's main: it lives until its stdin closes.
+	_ = srv.Run(context.Background(), &mcp.StdioTransport{})
 }
 
 // startStdio runs an Upstream over one stdio test server of era ("2026"
