@@ -20,7 +20,7 @@
 // # KV buckets
 //
 //	switchyard_upstreams   key <upstream>: [UpstreamSpec], owned by tenancy-svc
-//	switchyard_tools       key <upstream>: [ToolSet], written by workers
+//	switchyard_lists       key <upstream>.<kind>: [ListSet], written by workers
 //
 // Nothing in this package depends on nats.go, nats-server or the MCP SDK.
 package proto

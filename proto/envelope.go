@@ -86,13 +86,27 @@ type UpstreamSpec struct {
 	CallTimeoutMs int64 `msgpack:"o,omitempty"`
 }
 
-// ToolSet is the complete tool list of one upstream (all pages), as raw
-// JSON tool objects in the upstream's order, in KV bucket [BucketTools]
-// under the upstream's name. Workers write it after (re)connecting and on
-// notifications/tools/list_changed; Hash lets them skip identical writes.
-type ToolSet struct {
+// List kinds: the MCP lists a worker catalogs per upstream, each stored in
+// KV bucket [BucketLists] under [ListKey](upstream, kind).
+const (
+	KindTools             = "tools"              // tools/list: objects keyed by "name"
+	KindPrompts           = "prompts"            // prompts/list: objects keyed by "name"
+	KindResources         = "resources"          // resources/list: objects keyed by "uri"
+	KindResourceTemplates = "resource_templates" // resources/templates/list: keyed by "uriTemplate"
+)
+
+// ListKinds are every list kind, in a fixed order.
+var ListKinds = []string{KindTools, KindPrompts, KindResources, KindResourceTemplates}
+
+// ListSet is the complete list of one kind (all pages) of one upstream, as
+// raw JSON objects in the upstream's order, in KV bucket [BucketLists] under
+// [ListKey](Upstream, Kind). Workers write it after (re)connecting and on
+// the kind's notifications/.../list_changed; an upstream without the
+// capability has an empty set. Hash lets them skip identical writes.
+type ListSet struct {
 	Upstream string   `msgpack:"u"`
-	Tools    [][]byte `msgpack:"t"`
+	Kind     string   `msgpack:"k"`
+	Items    [][]byte `msgpack:"t"`
 	Hash     uint64   `msgpack:"h"`
 }
 

@@ -986,12 +986,12 @@ func FuzzUnmarshalReply(f *testing.F) {
 }
 
 func TestProtoUnmarshalBoundsReflectedTypes(t *testing.T) {
-	// A ToolSet whose Tools array claims 2^32-1 entries in 6 bytes.
+	// A ListSet whose Items array claims 2^32-1 entries in 6 bytes.
 	for _, in := range [][]byte{
 		{0x81, 0xa1, 't', 0xdd, 0xff, 0xff, 0xff, 0xff},
 		{0x81, 0xa1, 'u', 0xc6, 0xff, 0xff, 0xff, 0xff},
 	} {
-		var ts ToolSet
+		var ts ListSet
 		if err := Unmarshal(in, &ts); err == nil {
 			t.Fatalf("%x decoded", in)
 		}

@@ -111,7 +111,7 @@ var golden = map[string]any{
 	"cancel":         &Cancel{Edge: "edge-1", ID: 42},
 	"heartbeat":      &Heartbeat{Worker: "w-1", Boot: 1, IntervalMs: 500, InFlight: 3, Upstreams: []UpstreamState{{Name: "a", Up: true}, {Name: "b", Err: "refused"}}},
 	"upstream_spec":  &UpstreamSpec{Name: "fs", Transport: TransportStdio, Command: []string{"fs-server", "--root", "/"}, Env: map[string]string{"B": "2", "A": "1"}, Processes: 2},
-	"toolset":        &ToolSet{Upstream: "a", Tools: [][]byte{[]byte(`{"name":"x"}`)}, Hash: 7},
+	"listset":        &ListSet{Upstream: "a", Kind: KindTools, Items: [][]byte{[]byte(`{"name":"x"}`)}, Hash: 7},
 	"session_closed": &SessionClosed{Edge: "edge-1", Session: "edge-1-abc"},
 	"tools_changed":  &ToolsChanged{Tenant: "default", Upstreams: []string{"a", "b"}},
 }

@@ -28,14 +28,43 @@ const (
 // KV bucket names.
 const (
 	BucketUpstreams = "switchyard_upstreams"
-	BucketTools     = "switchyard_tools"
+	BucketLists     = "switchyard_lists"
 )
+
+// ListKey is the key of an upstream's list of kind in [BucketLists]:
+// "<upstream>.<kind>".
+func ListKey(upstream, kind string) string { return upstream + "." + kind }
+
+// ParseListKey splits a [BucketLists] key into its upstream and kind; ok is
+// false for a key of another shape or an unknown kind.
+func ParseListKey(key string) (upstream, kind string, ok bool) {
+	i := strings.LastIndexByte(key, '.')
+	if i <= 0 {
+		return "", "", false
+	}
+	upstream, kind = key[:i], key[i+1:]
+	for _, k := range ListKinds {
+		if k == kind {
+			return upstream, kind, true
+		}
+	}
+	return "", "", false
+}
 
 // Ops: MCP methods as subject tokens.
 const (
-	OpToolsList = "tools_list"
-	OpToolsCall = "tools_call"
-	// OpCatalog asks a worker pool to refresh an upstream's tool set.
+	OpToolsList             = "tools_list"
+	OpToolsCall             = "tools_call"
+	OpPromptsList           = "prompts_list"
+	OpPromptsGet            = "prompts_get"
+	OpResourcesList         = "resources_list"
+	OpResourceTemplatesList = "resources_templates_list"
+	OpResourcesRead         = "resources_read"
+	OpResourcesSubscribe    = "resources_subscribe"
+	OpResourcesUnsubscribe  = "resources_unsubscribe"
+	OpCompletionComplete    = "completion_complete"
+	OpLoggingSetLevel       = "logging_setlevel"
+	// OpCatalog asks a worker pool to refresh an upstream's list sets.
 	OpCatalog = "catalog"
 	// OpCancel cancels an in-flight call on a worker (body: [Cancel]).
 	OpCancel = "cancel"
@@ -76,8 +105,37 @@ func ValidSlug(s string) bool {
 	return true
 }
 
-// Op converts an MCP method to its subject token ("tools/call" -> "tools_call").
-func Op(method string) string { return strings.ReplaceAll(method, "/", "_") }
+// methodOps maps the MCP methods the gateway forwards to their ops.
+var methodOps = map[string]string{
+	"tools/list":               OpToolsList,
+	"tools/call":               OpToolsCall,
+	"prompts/list":             OpPromptsList,
+	"prompts/get":              OpPromptsGet,
+	"resources/list":           OpResourcesList,
+	"resources/templates/list": OpResourceTemplatesList,
+	"resources/read":           OpResourcesRead,
+	"resources/subscribe":      OpResourcesSubscribe,
+	"resources/unsubscribe":    OpResourcesUnsubscribe,
+	"completion/complete":      OpCompletionComplete,
+	"logging/setLevel":         OpLoggingSetLevel,
+}
+
+// Op converts an MCP method to its subject token: "/" becomes "_" and the
+// result is lowercase ("tools/call" -> "tools_call", "logging/setLevel" ->
+// "logging_setlevel"). Known methods cost no allocation.
+func Op(method string) string {
+	if op, ok := methodOps[method]; ok {
+		return op
+	}
+	return strings.ToLower(strings.ReplaceAll(method, "/", "_"))
+}
+
+// Forwarded reports whether the gateway forwards method (a client request)
+// to an upstream, and its op.
+func Forwarded(method string) (op string, ok bool) {
+	op, ok = methodOps[method]
+	return op, ok
+}
 
 func appendSubject(dst []byte, kind string, a, b string) ([]byte, error) {
 	if !ValidToken(a) || (b != "" && !ValidToken(b)) {

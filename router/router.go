@@ -117,7 +117,7 @@ func (s *Service) Run(ctx context.Context) error {
 	run := func(f func()) { wg.Add(1); go func() { defer wg.Done(); f() }() }
 	run(func() { _ = s.presence.Run(ctx) })
 	run(func() { _ = bus.Watch(ctx, js, proto.BucketUpstreams, s.onUpstream) })
-	run(func() { _ = bus.Watch(ctx, js, proto.BucketTools, s.onToolSet) })
+	run(func() { _ = bus.Watch(ctx, js, proto.BucketLists, s.onListSet) })
 	s.log.Info("router running")
 	<-ctx.Done()
 	s.ready.Store(false)
@@ -140,20 +140,28 @@ func (s *Service) onUpstream(ev *bus.KVEvent, initial bool) {
 	s.rebuild()
 }
 
-func (s *Service) onToolSet(ev *bus.KVEvent, initial bool) {
+func (s *Service) onListSet(ev *bus.KVEvent, initial bool) {
 	s.mu.Lock()
+	var upstream, kind string
+	ok := false
+	if !initial {
+		upstream, kind, ok = proto.ParseListKey(ev.Key)
+	}
 	switch {
 	case initial:
 		s.loadedT = true
+	case !ok:
+		s.log.Warn("bad list key", proto.LogUpstream, ev.Key)
+	case kind != proto.KindTools:
 	case ev.Deleted:
-		_ = s.state.SetTools(ev.Key, nil)
+		_ = s.state.SetTools(upstream, nil)
 	default:
-		var ts proto.ToolSet
-		if err := proto.Unmarshal(ev.Value, &ts); err != nil {
-			s.log.Warn("bad tool set", proto.LogUpstream, ev.Key, proto.LogErr, err)
+		var ls proto.ListSet
+		if err := proto.Unmarshal(ev.Value, &ls); err != nil {
+			s.log.Warn("bad list set", proto.LogUpstream, ev.Key, proto.LogErr, err)
 			break
 		}
-		if err := s.state.SetTools(ev.Key, ts.Tools); err != nil {
+		if err := s.state.SetTools(upstream, ls.Items); err != nil {
 			s.log.Warn("tools skipped", proto.LogUpstream, ev.Key, proto.LogErr, err)
 		}
 	}

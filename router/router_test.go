@@ -40,7 +40,7 @@ func newRig(t *testing.T) *rig {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tools, err := bus.Bucket(t.Context(), js, proto.BucketTools)
+	tools, err := bus.Bucket(t.Context(), js, proto.BucketLists)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,12 +71,12 @@ func (g *rig) upstream(name string, tools ...string) {
 	if _, err := g.kv.Put(g.t.Context(), name, spec); err != nil {
 		g.t.Fatal(err)
 	}
-	ts := &proto.ToolSet{Upstream: name}
+	ts := &proto.ListSet{Upstream: name, Kind: proto.KindTools}
 	for _, n := range tools {
-		ts.Tools = append(ts.Tools, []byte(fmt.Sprintf(`{"name":%q,"inputSchema":{"type":"object"}}`, n)))
+		ts.Items = append(ts.Items, []byte(fmt.Sprintf(`{"name":%q,"inputSchema":{"type":"object"}}`, n)))
 	}
 	data, _ := proto.Marshal(ts)
-	if _, err := g.tools.Put(g.t.Context(), name, data); err != nil {
+	if _, err := g.tools.Put(g.t.Context(), proto.ListKey(name, proto.KindTools), data); err != nil {
 		g.t.Fatal(err)
 	}
 }

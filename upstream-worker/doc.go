@@ -38,7 +38,7 @@
 // # KV buckets
 //
 //	switchyard_upstreams  watched: the catalog of upstream specs (owned by tenancy-svc)
-//	switchyard_tools      written: key <upstream> = proto.ToolSet, only when its hash changes
+//	switchyard_lists      written: key <upstream>.<kind> = proto.ListSet, only when its hash changes
 //	                      (the bucket is created, history 1, if missing)
 //
 // # Upstream sessions

@@ -279,14 +279,14 @@ func recv[T any](t *testing.T, c <-chan T, d time.Duration, what string) T {
 }
 
 // toolSet reads the upstream's tool set from KV (zero value if absent).
-func (e *env) toolSet(name string) proto.ToolSet {
+func (e *env) toolSet(name string) proto.ListSet {
 	e.t.Helper()
-	var set proto.ToolSet
-	kv, err := e.js.KeyValue(e.t.Context(), proto.BucketTools)
+	var set proto.ListSet
+	kv, err := e.js.KeyValue(e.t.Context(), proto.BucketLists)
 	if err != nil {
 		return set
 	}
-	ent, err := kv.Get(e.t.Context(), name)
+	ent, err := kv.Get(e.t.Context(), proto.ListKey(name, proto.KindTools))
 	if err != nil {
 		return set
 	}
@@ -298,11 +298,11 @@ func (e *env) toolSet(name string) proto.ToolSet {
 
 func (e *env) toolSetRevision(name string) uint64 {
 	e.t.Helper()
-	kv, err := e.js.KeyValue(e.t.Context(), proto.BucketTools)
+	kv, err := e.js.KeyValue(e.t.Context(), proto.BucketLists)
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	ent, err := kv.Get(e.t.Context(), name)
+	ent, err := kv.Get(e.t.Context(), proto.ListKey(name, proto.KindTools))
 	if err != nil {
 		e.t.Fatal(err)
 	}

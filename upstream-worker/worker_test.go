@@ -168,11 +168,11 @@ func TestWorkerToolSet(t *testing.T) {
 	e := startWorker(t, Config{}, streamableSpec("up", h.ts.URL))
 	e.waitUp("up")
 	set := e.toolSet("up")
-	if set.Upstream != "up" || len(set.Tools) != fixedTools+extra {
-		t.Fatalf("tool set of %q has %d tools, want %d", set.Upstream, len(set.Tools), fixedTools+extra)
+	if set.Upstream != "up" || len(set.Items) != fixedTools+extra {
+		t.Fatalf("tool set of %q has %d tools, want %d", set.Upstream, len(set.Items), fixedTools+extra)
 	}
 	var names []string
-	for _, raw := range set.Tools {
+	for _, raw := range set.Items {
 		var tl struct{ Name string }
 		if err := json.Unmarshal(raw, &tl); err != nil {
 			t.Fatalf("tool %s: %v", raw, err)
@@ -192,7 +192,7 @@ func TestWorkerToolSet(t *testing.T) {
 	// A new tool: list_changed reaches the worker, which rewrites the set.
 	u.addTool("late")
 	eventually(t, 10*time.Second, "tool set with the late tool", func() bool {
-		return len(e.toolSet("up").Tools) == fixedTools+extra+1
+		return len(e.toolSet("up").Items) == fixedTools+extra+1
 	})
 }
 

@@ -1,5 +1,6 @@
-// Package toolstore writes upstream tool sets to the JetStream KV bucket
-// proto.BucketTools (key: upstream name, value: msgpack proto.ToolSet).
+// Package toolstore writes upstream list sets to the JetStream KV bucket
+// proto.BucketLists (key: proto.ListKey(upstream, kind), value: msgpack
+// proto.ListSet).
 package toolstore
 
 import (
@@ -24,30 +25,31 @@ type KV struct {
 	kv jetstream.KeyValue // guarded by mu: opened on first use
 }
 
-// New returns a store on bucket proto.BucketTools.
-func New(js jetstream.JetStream) *KV { return &KV{js: js, bucket: proto.BucketTools} }
+// New returns a store on bucket proto.BucketLists.
+func New(js jetstream.JetStream) *KV { return &KV{js: js, bucket: proto.BucketLists} }
 
-// Store writes set under set.Upstream unless the stored set has the same
-// Hash.
-func (s *KV) Store(ctx context.Context, set *proto.ToolSet) error {
+// Store writes set under proto.ListKey(set.Upstream, set.Kind) unless the
+// stored set has the same Hash.
+func (s *KV) Store(ctx context.Context, set *proto.ListSet) error {
 	kv, err := s.open(ctx)
 	if err != nil {
 		return err
 	}
-	if e, err := kv.Get(ctx, set.Upstream); err == nil {
-		var old proto.ToolSet
-		if proto.Unmarshal(e.Value(), &old) == nil && old.Hash == set.Hash && old.Upstream == set.Upstream {
+	key := proto.ListKey(set.Upstream, set.Kind)
+	if e, err := kv.Get(ctx, key); err == nil {
+		var old proto.ListSet
+		if proto.Unmarshal(e.Value(), &old) == nil && old.Hash == set.Hash && old.Upstream == set.Upstream && old.Kind == set.Kind {
 			return nil
 		}
 	} else if !errors.Is(err, jetstream.ErrKeyNotFound) {
-		return fmt.Errorf("get %s/%s: %w", s.bucket, set.Upstream, err)
+		return fmt.Errorf("get %s/%s: %w", s.bucket, key, err)
 	}
 	data, err := proto.Marshal(set)
 	if err != nil {
 		return err
 	}
-	if _, err := kv.Put(ctx, set.Upstream, data); err != nil {
-		return fmt.Errorf("put %s/%s: %w", s.bucket, set.Upstream, err)
+	if _, err := kv.Put(ctx, key, data); err != nil {
+		return fmt.Errorf("put %s/%s: %w", s.bucket, key, err)
 	}
 	return nil
 }

@@ -18,13 +18,13 @@ func TestToolstoreSkipsSameHash(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := New(js)
-	set := &proto.ToolSet{Upstream: "up", Tools: [][]byte{[]byte(`{"name":"a"}`)}, Hash: 1}
+	set := &proto.ListSet{Upstream: "up", Kind: proto.KindTools, Items: [][]byte{[]byte(`{"name":"a"}`)}, Hash: 1}
 	rev := func() uint64 {
-		kv, err := js.KeyValue(t.Context(), proto.BucketTools)
+		kv, err := js.KeyValue(t.Context(), proto.BucketLists)
 		if err != nil {
 			t.Fatal(err)
 		}
-		e, err := kv.Get(t.Context(), "up")
+		e, err := kv.Get(t.Context(), "up.tools")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -46,7 +46,7 @@ func TestToolstoreSkipsSameHash(t *testing.T) {
 			t.Fatalf("step %d: wrote=%v, want %v", i, wrote, want.write)
 		}
 	}
-	kv, _ := js.KeyValue(t.Context(), proto.BucketTools)
+	kv, _ := js.KeyValue(t.Context(), proto.BucketLists)
 	st, err := kv.Status(t.Context())
 	if err != nil || st.History() != 1 {
 		t.Fatalf("bucket history %v, %v", st, err)

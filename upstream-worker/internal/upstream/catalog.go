@@ -62,7 +62,7 @@ func (u *Upstream) refreshCatalog(ctx context.Context, procs []*session) error {
 		b := paramBindings(tools)
 		u.params.Store(&b)
 	}
-	set := &proto.ToolSet{Upstream: u.name, Tools: tools, Hash: hashTools(tools)}
+	set := &proto.ListSet{Upstream: u.name, Kind: proto.KindTools, Items: tools, Hash: hashTools(tools)}
 	if err := u.opts.Tools.Store(ctx, set); err != nil {
 		return fmt.Errorf("store tool set: %w", err)
 	}

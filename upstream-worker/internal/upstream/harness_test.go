@@ -272,10 +272,10 @@ func (s *testServer) recorded(f func(*posted) bool) []*posted {
 // memTools is a ToolStore that keeps the latest set.
 type memTools struct {
 	mu  sync.Mutex
-	set *proto.ToolSet
+	set *proto.ListSet
 }
 
-func (m *memTools) Store(_ context.Context, set *proto.ToolSet) error {
+func (m *memTools) Store(_ context.Context, set *proto.ListSet) error {
 	m.mu.Lock()
 	m.set = set
 	m.mu.Unlock()

@@ -16,11 +16,11 @@ import (
 )
 
 // ToolStore receives an upstream's complete tool set after every fetch
-// (KV bucket proto.BucketTools in production). Store may skip a write whose
+// (KV bucket proto.BucketLists in production). Store may skip a write whose
 // Hash matches the stored one. It is called by one fetch at a time per
 // upstream.
 type ToolStore interface {
-	Store(ctx context.Context, set *proto.ToolSet) error
+	Store(ctx context.Context, set *proto.ListSet) error
 }
 
 // Defaults of the [Options] tunables.
