@@ -3,9 +3,11 @@ package main
 import (
 	"flag"
 	"io"
+	"reflect"
 	"strings"
 	"testing"
 
+	"github.com/switchyard-mcp/switchyard/bench/internal/latency"
 	"github.com/switchyard-mcp/switchyard/bench/internal/report"
 )
 
@@ -124,5 +126,46 @@ func TestEndpointFlagsEnvTopology(t *testing.T) {
 	// Without -start-cluster the environment is not looked at.
 	if _, err := parse(t, "-start-embedded"); err != nil {
 		t.Errorf("-start-embedded with WORKERS set: %v", err)
+	}
+}
+
+func TestLatencyFlagsProxy(t *testing.T) {
+	urls := []string{"-gateway", "http://g/mcp", "-direct", "http://d/mcp"}
+	for _, tc := range []struct {
+		name      string
+		args      []string
+		wantErr   string
+		wantProxy *latency.Target // config() before anything is started
+	}{
+		{name: "no proxy", args: urls},
+		{name: "started proxy", args: []string{"-start-embedded", "-proxy"}},
+		{name: "started proxy in a cluster", args: []string{"-start-cluster", "-proxy"}},
+		{name: "running proxy", args: append([]string{"-proxy-url", "http://p/mcp"}, urls...), wantProxy: &latency.Target{URL: "http://p/mcp", Tool: "echo"}},
+		{name: "running proxy calls -tool", args: append([]string{"-proxy-url", "http://p/mcp", "-tool", "t"}, urls...), wantProxy: &latency.Target{URL: "http://p/mcp", Tool: "t"}},
+		{name: "-proxy in url mode", args: append([]string{"-proxy"}, urls...), wantErr: "-proxy needs -start-embedded or -start-cluster"},
+		{name: "-proxy-url with -start-embedded", args: []string{"-start-embedded", "-proxy-url", "http://p/mcp"}, wantErr: "-proxy-url needs -gateway and -direct"},
+		{name: "both", args: []string{"-start-embedded", "-proxy", "-proxy-url", "http://p/mcp"}, wantErr: "-proxy-url needs"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Setenv("EDGES", "")
+			fs, o := latencyFlags()
+			fs.SetOutput(io.Discard)
+			if err := fs.Parse(tc.args); err != nil {
+				t.Fatalf("Parse(%q): %v", tc.args, err)
+			}
+			callArgs, err := o.check(fs)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Errorf("check = %v, want %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("check: %v", err)
+			}
+			if got := o.config(callArgs).Proxy; !reflect.DeepEqual(got, tc.wantProxy) {
+				t.Errorf("config().Proxy = %+v, want %+v", got, tc.wantProxy)
+			}
+		})
 	}
 }

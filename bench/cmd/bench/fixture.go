@@ -74,10 +74,15 @@ func serveHTTP(ctx context.Context, server *mcp.Server, addr string, stateless b
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", h)
 	mux.Handle("/", h)
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 
 	fmt.Fprintf(os.Stderr, "fixture listening on http://%s/mcp\n", dialAddr(addr, ln.Addr()))
+	return serve(ctx, ln, mux)
+}
 
+// serve serves h on ln until ctx is done, then shuts the server down,
+// giving open requests up to 5 seconds.
+func serve(ctx context.Context, ln net.Listener, h http.Handler) error {
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	select {

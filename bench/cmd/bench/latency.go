@@ -21,7 +21,6 @@ import (
 // the gate passes, 1 when it fails or the run fails, 2 on bad usage.
 func runLatency(args []string) int {
 	fs, o := latencyFlags()
-	f := &o.endpoint
 	if err := fs.Parse(args); err != nil {
 		return usageExit(err)
 	}
@@ -35,37 +34,103 @@ func runLatency(args []string) int {
 	ctx, cancelTimeout := context.WithTimeout(ctx, o.timeout)
 	defer cancelTimeout()
 
-	cfg := latency.Config{
-		Direct:  latency.Target{URL: f.direct, Tool: f.tool},
-		Gateway: latency.Target{URL: f.gateway, Tool: f.gwTool},
-		Args:    callArgs, Warmup: o.warmup, N: o.n, Protocol: f.protocol, Mode: f.mode, Log: os.Stderr,
-		Hops: o.hops,
-	}
-	var e *launch.Stack
-	var logDir string
-	if f.starts() {
-		if f.startCluster {
-			logDir = filepath.Join(o.out, fmt.Sprintf("latency-%s-%s-%s-logs", f.mode, f.protocol, report.Stamp(time.Now())))
-		}
-		if e, err = f.launch(ctx, 1, 0, logDir, idleRSSAfter); err != nil {
+	cfg := o.config(callArgs)
+	var st *started
+	if o.endpoint.starts() {
+		if st, err = o.start(ctx, &cfg); err != nil {
 			fmt.Fprintf(os.Stderr, "bench latency: %v\n", err)
 			return 1
 		}
-		defer func() { _ = stop(e) }()
-		cfg.Direct.URL, cfg.Gateway.URL, cfg.GatewayPIDs = e.FixtureURLs[0], e.URLs()[0], e.GatewayPIDs()
-		if urls := e.URLs(); len(urls) > 1 {
-			cfg.Gateway.URLs = urls // one session per edge, calls rotating over them
-		}
+		defer st.stop()
 	}
 	r, err := latency.Run(ctx, cfg)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "bench latency: %v\n", err)
 		return 1
 	}
-	if e != nil {
-		r.GOGC, r.Topology, r.GatewayLogs, r.IdleRSS = e.GOGC(), e.Topology(), logDir, e.IdleRSS()
+	if st != nil {
+		e := st.stack
+		r.GOGC, r.Topology, r.GatewayLogs, r.IdleRSS = e.GOGC(), e.Topology(), st.logDir, e.IdleRSS()
 	}
 	return latencyReport(r, o.out, o.maxAdded)
+}
+
+// config returns the run's configuration from the flags; with -start-*,
+// [latencyOpts.start] fills in the URLs.
+func (o *latencyOpts) config(callArgs json.RawMessage) latency.Config {
+	f := &o.endpoint
+	cfg := latency.Config{
+		Direct:  latency.Target{URL: f.direct, Tool: f.tool},
+		Gateway: latency.Target{URL: f.gateway, Tool: f.gwTool},
+		Args:    callArgs, Warmup: o.warmup, N: o.n, Protocol: f.protocol, Mode: f.mode, Log: os.Stderr,
+		Hops: o.hops,
+	}
+	if o.proxyURL != "" {
+		cfg.Proxy = &latency.Target{URL: o.proxyURL, Tool: f.tool}
+	}
+	return cfg
+}
+
+// started is what the driver started for a run: the stack and, with
+// -proxy, the proxy in front of its first fixture (else nil).
+type started struct {
+	stack  *launch.Stack
+	proxy  *launch.Process
+	logDir string // the cluster's logs; empty for embedded
+}
+
+// stop stops the proxy, then the stack, reporting failures on stderr.
+func (s *started) stop() {
+	if s.proxy != nil {
+		if err := s.proxy.Stop(); err != nil {
+			fmt.Fprintln(os.Stderr, "stopping:", err)
+		}
+	}
+	_ = stop(s.stack)
+}
+
+// start starts the stack (and with -proxy the proxy) and points cfg's
+// targets at them. On error nothing is left running.
+func (o *latencyOpts) start(ctx context.Context, cfg *latency.Config) (*started, error) {
+	f := &o.endpoint
+	st := &started{}
+	if f.startCluster {
+		st.logDir = filepath.Join(o.out, fmt.Sprintf("latency-%s-%s-%s-logs", f.mode, f.protocol, report.Stamp(time.Now())))
+	}
+	e, err := f.launch(ctx, 1, 0, st.logDir, idleRSSAfter)
+	if err != nil {
+		return nil, err
+	}
+	st.stack = e
+	cfg.Direct.URL, cfg.Gateway.URL, cfg.GatewayPIDs = e.FixtureURLs[0], e.URLs()[0], e.GatewayPIDs()
+	if urls := e.URLs(); len(urls) > 1 {
+		cfg.Gateway.URLs = urls // one session per edge, calls rotating over them
+	}
+	if o.proxy {
+		url, err := st.startProxy(ctx, f.switchyard, e.FixtureURLs[0])
+		if err != nil {
+			st.stop()
+			return nil, err
+		}
+		cfg.Proxy = &latency.Target{URL: url, Tool: f.tool}
+	}
+	return st, nil
+}
+
+// startProxy starts "bench proxy" (this binary) in front of upstream and
+// returns its MCP endpoint.
+func (s *started) startProxy(ctx context.Context, sy, upstream string) (string, error) {
+	self, _, err := binaries(sy)
+	if err != nil {
+		return "", err
+	}
+	p, url, err := launch.StartProxy(ctx, "proxy", self, upstream)
+	if err != nil {
+		return "", err
+	}
+	s.proxy = p
+	fmt.Fprintf(os.Stderr, "started proxy %s (pid %d) in front of %s\n", url, p.PID(), upstream)
+	return url, nil
 }
 
 // latencyOpts are the flags of "bench latency".
@@ -75,6 +140,10 @@ type latencyOpts struct {
 	maxAdded, timeout time.Duration
 	out               string
 	hops              bool
+	// proxy (-proxy) starts a proxy in front of the started fixture;
+	// proxyURL (-proxy-url) is one already running, in url mode.
+	proxy    bool
+	proxyURL string
 }
 
 // latencyFlags returns the flag set of "bench latency" and where it puts
@@ -89,6 +158,8 @@ func latencyFlags() (*flag.FlagSet, *latencyOpts) {
 	fs.StringVar(&o.out, "out", "results", "directory for the JSON and Markdown results")
 	fs.DurationVar(&o.timeout, "timeout", 10*time.Minute, "give up on the whole run after this long")
 	fs.BoolVar(&o.hops, "hops", true, "ask the gateway for per-hop timing stamps on every call and report the median of each hop")
+	fs.BoolVar(&o.proxy, "proxy", false, "with -start-embedded or -start-cluster: also measure the fixture through a minimal reverse proxy process ('bench proxy'), the floor any gateway adds")
+	fs.StringVar(&o.proxyURL, "proxy-url", "", "with -gateway and -direct: also measure the same upstream through this already running proxy's MCP endpoint (see 'bench proxy')")
 	return fs, o
 }
 
@@ -98,7 +169,20 @@ func (o *latencyOpts) check(fs *flag.FlagSet) (json.RawMessage, error) {
 	if err == nil && (o.n < 1 || o.warmup < 0) {
 		err = errors.New("need -n >= 1 and -warmup >= 0")
 	}
-	return callArgs, errors.Join(err, extraArgs(fs))
+	return callArgs, errors.Join(err, o.checkProxy(), extraArgs(fs))
+}
+
+// checkProxy checks that -proxy comes with -start-* and -proxy-url
+// without.
+func (o *latencyOpts) checkProxy() error {
+	starts := o.endpoint.starts()
+	switch {
+	case o.proxy && !starts:
+		return errors.New("-proxy needs -start-embedded or -start-cluster (with -gateway and -direct, pass a running proxy's -proxy-url)")
+	case o.proxyURL != "" && starts:
+		return errors.New("-proxy-url needs -gateway and -direct (with -start-embedded or -start-cluster, use -proxy)")
+	}
+	return nil
 }
 
 // latencyReport prints r, writes its files and applies the gate.

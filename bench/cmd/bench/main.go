@@ -4,6 +4,7 @@
 //
 //	bench fixture [flags]   serve the fixture upstream MCP server
 //	bench latency [flags]   the latency gate: tools/call direct vs through the gateway
+//	bench proxy [flags]     a minimal reverse proxy to one upstream (the latency floor)
 //	bench sweep [flags]     concurrency and federation sweep, with tables and plots
 //	bench scale [flags]     horizontal scaling: throughput vs upstream-workers in cluster mode
 //
@@ -20,6 +21,7 @@ const usage = `usage: bench <command> [flags]
 commands:
   fixture   serve the fixture upstream MCP server (stdio or streamable HTTP)
   latency   the latency gate: added p50 of tools/call through the gateway
+  proxy     a minimal HTTP reverse proxy to one upstream MCP endpoint (latency -proxy)
   sweep     throughput and latency vs connections, direct and through the gateway
   scale     throughput vs upstream-workers (1, 2, 4) of a multi-process gateway
 `
@@ -34,6 +36,8 @@ func main() {
 		os.Exit(runFixture(args))
 	case "latency":
 		os.Exit(runLatency(args))
+	case "proxy":
+		os.Exit(runProxy(args))
 	case "sweep":
 		os.Exit(runSweep(args))
 	case "scale":

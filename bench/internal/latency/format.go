@@ -16,8 +16,11 @@ import (
 //
 //	BENCH_RESULT mode=M protocol=V n=N direct_p50_us=.. direct_p99_us=.. gw_p50_us=.. gw_p90_us=.. gw_p99_us=.. added_p50_us=.. added_p99_us=..
 //
-// When per-hop stamps were collected, extra keys follow those (which never
-// change): hops_n (calls with every stamp), hops_<segment>_p50_us for each
+// When the proxy side ran, proxy_p50_us, proxy_added_p50_us (proxy p50
+// minus direct p50) and added_over_proxy_p50_us (gateway p50 minus proxy
+// p50) follow those keys (which never change).
+//
+// When per-hop stamps were collected, extra keys follow: hops_n (calls with every stamp), hops_<segment>_p50_us for each
 // segment in path order (edge, bus1, router, bus2, worker_before,
 // upstream, worker_after, bus3, edge_after, outside) and hops_sum_p50_us,
 // the sum of those medians. That sum approximates, but does not equal, the
@@ -35,6 +38,10 @@ func (r *Result) BenchLine() string {
 		us(r.Direct.Summary.P50), us(r.Direct.Summary.P99),
 		us(r.Gateway.Summary.P50), us(r.Gateway.Summary.P90), us(r.Gateway.Summary.P99),
 		us(r.AddedP50), us(r.AddedP99))
+	if p := r.Proxy; p != nil {
+		line += fmt.Sprintf(" proxy_p50_us=%s proxy_added_p50_us=%s added_over_proxy_p50_us=%s",
+			us(p.Summary.P50), us(r.ProxyAddedP50), us(r.OverProxyP50))
+	}
 	if h := r.Hops; h != nil && h.Complete > 0 {
 		var b strings.Builder
 		b.WriteString(line)
@@ -52,14 +59,11 @@ func (r *Result) BenchLine() string {
 }
 
 // WriteText writes a short human-readable report (percentiles per side and
-// the added latency) to w.
+// the added latency, in microseconds) to w.
 func (r *Result) WriteText(w io.Writer) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "latency: mode=%s protocol=%s n=%d warmup=%d (%.1fs)\n", r.Mode, r.Protocol, r.N, r.Warmup, r.Elapsed.Seconds())
-	for _, s := range []struct {
-		name string
-		side Side
-	}{{"direct", r.Direct}, {"gateway", r.Gateway}} {
+	for _, s := range r.namedSides() {
 		m := s.side.Summary
 		fmt.Fprintf(&b, "  %-8s p50 %7dµs  p90 %7dµs  p99 %7dµs  max %7dµs  errors %d  (%s, %s)\n",
 			s.name, m.P50.Microseconds(), m.P90.Microseconds(), m.P99.Microseconds(), m.Max.Microseconds(),
@@ -70,6 +74,9 @@ func (r *Result) WriteText(w io.Writer) error {
 		fmt.Fprintf(&b, "  gateway CPU %.0fµs/call", *r.GatewayCPUPerCall)
 	}
 	b.WriteString("\n")
+	if r.Proxy != nil {
+		fmt.Fprintf(&b, "  added over the proxy p50 %7dµs  (the proxy itself adds p50 %dµs)\n", r.OverProxyP50.Microseconds(), r.ProxyAddedP50.Microseconds())
+	}
 	if h := r.Hops; h != nil {
 		if h.Complete == 0 {
 			fmt.Fprintf(&b, "  hops: none of %d gateway calls returned complete stamps (does the gateway support %s?)\n", h.Calls, hops.MetaKey)
@@ -90,7 +97,9 @@ func (r *Result) WriteText(w io.Writer) error {
 }
 
 // Markdown returns the result as a Markdown section: a table with one row
-// per side plus the added latency, in microseconds.
+// per side plus the added latency, in microseconds. When the proxy side
+// ran, its row comes between direct and gateway, and two rows follow the
+// added one: the proxy's p50 over direct and the gateway's over the proxy.
 func (r *Result) Markdown() string {
 	t := mdtable.Table{
 		Header: []string{"side", "tool", "protocol", "p50 µs", "p90 µs", "p99 µs", "p99.9 µs", "max µs", "mean µs", "errors"},
@@ -100,14 +109,23 @@ func (r *Result) Markdown() string {
 		cells := append([]string{name, s.Tool, s.Protocol}, micros(s.Summary)...)
 		t.AddRow(append(cells, strconv.Itoa(s.Errors))...)
 	}
-	row("direct", r.Direct)
-	row("gateway", r.Gateway)
+	for _, s := range r.namedSides() {
+		row(s.name, *s.side)
+	}
 	t.AddRow("added", "", "", us(r.AddedP50), "", us(r.AddedP99))
+	if r.Proxy != nil {
+		t.AddRow("added by the proxy", "", "", us(r.ProxyAddedP50))
+		t.AddRow("added over the proxy", "", "", us(r.OverProxyP50))
+	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "## Latency gate: mode=%s protocol=%s\n\n", r.Mode, r.Protocol)
 	sessions := "one session per side"
 	if n := len(r.Gateway.URLs); n > 1 {
-		sessions = fmt.Sprintf("one session on the direct side, one per edge (%d) on the gateway side, calls rotating over them", n)
+		others := "the direct side"
+		if r.Proxy != nil {
+			others = "the direct and the proxy side"
+		}
+		sessions = fmt.Sprintf("one session on %s, one per edge (%d) on the gateway side, calls rotating over them", others, n)
 	}
 	fmt.Fprintf(&b, "%s, n=%d per side after %d warmup calls, interleaved on %s.\n\n",
 		r.Start.UTC().Format(time.RFC3339), r.N, r.Warmup, sessions)
@@ -124,6 +142,9 @@ func (r *Result) Markdown() string {
 	}
 	if r.GatewayCPUPerCall != nil {
 		fmt.Fprintf(&b, " Gateway CPU: %.1f µs per call.", *r.GatewayCPUPerCall)
+	}
+	if r.Proxy != nil {
+		b.WriteString(" The proxy side goes through a minimal reverse proxy process (httputil.ReverseProxy) in front of the same upstream: the floor any gateway process adds on this machine.")
 	}
 	b.WriteString("\n")
 	if r.IdleRSS != nil {

@@ -3,6 +3,12 @@
 // call on one session per side, so that both sides see the same machine
 // state and the difference is what the gateway adds.
 //
+// With [Config.Proxy], a third side calls the same upstream through a
+// minimal reverse proxy (a separate process, see package proxy): its
+// added latency is the floor any gateway process adds on the machine, and
+// the gateway's latency over the proxy's is what Switchyard adds above
+// that floor.
+//
 // With [Config.Hops], the gateway side asks for per-hop timing stamps on
 // every call and the result attributes the gateway's latency to the hops
 // of the path (see package hops).
@@ -58,6 +64,10 @@ type Config struct {
 	// Direct is the upstream itself, Gateway the same upstream through
 	// Switchyard (Tool is then its federated name).
 	Direct, Gateway Target
+	// Proxy, when not nil, is the same upstream through a minimal reverse
+	// proxy (Tool is the direct tool name): a third side, measured like
+	// the other two. Nil means two sides.
+	Proxy *Target
 	// Args is the JSON object passed as the tool's arguments; nil means {}.
 	Args json.RawMessage
 	// Warmup calls per side are made first and discarded; N calls per side
@@ -113,10 +123,19 @@ type Result struct {
 	GatewayLogs string `json:"gateway_logs,omitempty"`
 	Direct      Side   `json:"direct"`
 	Gateway     Side   `json:"gateway"`
+	// Proxy is the side through the minimal reverse proxy; nil unless
+	// Config.Proxy was set.
+	Proxy *Side `json:"proxy,omitempty"`
 	// AddedP50 and AddedP99 are the gateway's percentile minus the direct
 	// one (negative if the gateway side was faster).
 	AddedP50 time.Duration `json:"added_p50_ns"`
 	AddedP99 time.Duration `json:"added_p99_ns"`
+	// ProxyAddedP50 is the proxy's p50 minus the direct one (the floor a
+	// gateway process adds), OverProxyP50 the gateway's p50 minus the
+	// proxy's (what Switchyard adds above that floor); both zero when
+	// Proxy is nil.
+	ProxyAddedP50 time.Duration `json:"proxy_added_p50_ns,omitempty"`
+	OverProxyP50  time.Duration `json:"added_over_proxy_p50_ns,omitempty"`
 	// GatewayCPUPerCall is the gateway processes' CPU time per measured
 	// call in microseconds; nil when Config.GatewayPIDs was empty or
 	// unreadable.
@@ -130,54 +149,105 @@ type Result struct {
 	IdleRSS *report.IdleRSS `json:"idle_rss,omitempty"`
 }
 
-// Run measures cfg.Warmup+cfg.N calls per side, alternating which side goes
-// first on each iteration. It fails only if a session cannot be opened or
-// ctx ends; call errors are counted in the result (see [Result.Check]).
+// Run measures cfg.Warmup+cfg.N calls per side, rotating which side goes
+// first on each iteration (i mod the number of sides), so that no side is
+// always first. It fails only if a session cannot be opened or ctx ends;
+// call errors are counted in the result (see [Result.Check]).
 func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if cfg.N <= 0 || cfg.Warmup < 0 {
 		return nil, fmt.Errorf("latency: need n > 0 and warmup >= 0, got n=%d warmup=%d", cfg.N, cfg.Warmup)
 	}
-	direct, err := newRunner(ctx, "direct", cfg.Direct, cfg, false)
+	sides, err := openSides(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
-	defer direct.close()
-	gw, err := newRunner(ctx, "gateway", cfg.Gateway, cfg, cfg.Hops)
-	if err != nil {
-		return nil, err
-	}
-	defer gw.close()
+	defer sides.close()
 
 	r := &Result{
 		Mode: cfg.Mode, Protocol: cfg.Protocol, N: cfg.N, Warmup: cfg.Warmup, Args: cfg.Args,
 		Start: time.Now(), Host: report.HostInfo(),
 	}
 	var cpu cpuSpan
+	order := sides.order()
 	for i := range cfg.Warmup + cfg.N {
 		if i == cfg.Warmup {
 			cpu.begin(cfg.GatewayPIDs)
 		}
-		first, second := direct, gw
-		if i%2 == 1 {
-			first, second = gw, direct
-		}
 		measured := i >= cfg.Warmup
-		first.call(ctx, measured)
-		second.call(ctx, measured)
+		for j := range order {
+			order[(i+j)%len(order)].call(ctx, measured)
+		}
 		if err := ctx.Err(); err != nil {
 			return nil, fmt.Errorf("latency: interrupted after %d iterations: %w", i, err)
 		}
 	}
 	r.GatewayCPUPerCall = cpu.end(cfg.N)
 	r.Elapsed = time.Since(r.Start)
-	r.Direct, r.Gateway = direct.side(), gw.side()
+	sides.fill(r)
+	return r, nil
+}
+
+// sides are the runners of one run; proxy is nil without Config.Proxy.
+type sides struct {
+	direct, gateway, proxy *runner
+}
+
+// openSides opens the sessions of every side cfg names. On error none is
+// left open.
+func openSides(ctx context.Context, cfg Config) (_ *sides, err error) {
+	s := &sides{}
+	defer func() {
+		if err != nil {
+			s.close()
+		}
+	}()
+	if s.direct, err = newRunner(ctx, "direct", cfg.Direct, cfg, false); err != nil {
+		return nil, err
+	}
+	if s.gateway, err = newRunner(ctx, "gateway", cfg.Gateway, cfg, cfg.Hops); err != nil {
+		return nil, err
+	}
+	if cfg.Proxy != nil {
+		if s.proxy, err = newRunner(ctx, "proxy", *cfg.Proxy, cfg, false); err != nil {
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
+// order returns the runners in their order on the first iteration:
+// direct, then the proxy if any, then the gateway.
+func (s *sides) order() []*runner {
+	if s.proxy == nil {
+		return []*runner{s.direct, s.gateway}
+	}
+	return []*runner{s.direct, s.proxy, s.gateway}
+}
+
+// fill sets r's sides and the differences between them.
+func (s *sides) fill(r *Result) {
+	r.Direct, r.Gateway = s.direct.side(), s.gateway.side()
 	r.AddedP50 = r.Gateway.Summary.P50 - r.Direct.Summary.P50
 	r.AddedP99 = r.Gateway.Summary.P99 - r.Direct.Summary.P99
-	if gw.hops != nil {
-		h := gw.hops.Summary()
+	if s.proxy != nil {
+		p := s.proxy.side()
+		r.Proxy = &p
+		r.ProxyAddedP50 = p.Summary.P50 - r.Direct.Summary.P50
+		r.OverProxyP50 = r.Gateway.Summary.P50 - p.Summary.P50
+	}
+	if s.gateway.hops != nil {
+		h := s.gateway.hops.Summary()
 		r.Hops = &h
 	}
-	return r, nil
+}
+
+// close closes every opened side's sessions.
+func (s *sides) close() {
+	for _, r := range []*runner{s.direct, s.gateway, s.proxy} {
+		if r != nil {
+			r.close()
+		}
+	}
 }
 
 // runner measures one side.
@@ -317,15 +387,13 @@ func readAll(pids []int) (time.Duration, bool) {
 }
 
 // Check returns nil if r passes the gate: at most [MaxErrorRate] failed
-// calls per side, both sides on the same protocol version, and (when
-// maxAddedP50 > 0) an added p50 of at most maxAddedP50. Otherwise it
-// returns every failure, joined.
+// calls per side (the proxy's too, when it ran), every side on the same
+// protocol version, and (when maxAddedP50 > 0) an added p50 (gateway
+// minus direct; the proxy plays no part in it) of at most maxAddedP50.
+// Otherwise it returns every failure, joined.
 func (r *Result) Check(maxAddedP50 time.Duration) error {
 	var errs []error
-	for _, s := range []struct {
-		name string
-		side *Side
-	}{{"direct", &r.Direct}, {"gateway", &r.Gateway}} {
+	for _, s := range r.namedSides() {
 		if float64(s.side.Errors) > MaxErrorRate*float64(r.N) {
 			errs = append(errs, fmt.Errorf("%s: %d of %d calls failed (more than %g%%)", s.name, s.side.Errors, r.N, MaxErrorRate*100))
 		}
@@ -333,8 +401,27 @@ func (r *Result) Check(maxAddedP50 time.Duration) error {
 	if r.Direct.Protocol != r.Gateway.Protocol {
 		errs = append(errs, fmt.Errorf("sides negotiated different protocols: direct %q, gateway %q", r.Direct.Protocol, r.Gateway.Protocol))
 	}
+	if r.Proxy != nil && r.Proxy.Protocol != r.Direct.Protocol {
+		errs = append(errs, fmt.Errorf("sides negotiated different protocols: direct %q, proxy %q", r.Direct.Protocol, r.Proxy.Protocol))
+	}
 	if maxAddedP50 > 0 && r.AddedP50 > maxAddedP50 {
 		errs = append(errs, fmt.Errorf("added p50 %v exceeds the limit %v", r.AddedP50.Round(time.Microsecond), maxAddedP50))
 	}
 	return errors.Join(errs...)
+}
+
+// namedSide is a side of a result with its name.
+type namedSide struct {
+	name string
+	side *Side
+}
+
+// namedSides returns r's sides in report order: direct, the proxy if it
+// ran, gateway.
+func (r *Result) namedSides() []namedSide {
+	s := []namedSide{{"direct", &r.Direct}}
+	if r.Proxy != nil {
+		s = append(s, namedSide{"proxy", r.Proxy})
+	}
+	return append(s, namedSide{"gateway", &r.Gateway})
 }

@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -17,6 +18,7 @@ import (
 	"github.com/switchyard-mcp/switchyard/bench/fixture"
 	"github.com/switchyard-mcp/switchyard/bench/internal/hops"
 	"github.com/switchyard-mcp/switchyard/bench/internal/latency"
+	"github.com/switchyard-mcp/switchyard/bench/internal/proxy"
 	"github.com/switchyard-mcp/switchyard/bench/internal/report"
 	"github.com/switchyard-mcp/switchyard/bench/internal/session"
 	"github.com/switchyard-mcp/switchyard/bench/internal/stats"
@@ -86,6 +88,14 @@ func TestLatencyCheck(t *testing.T) {
 		{name: "errors at 1% pass", edit: func(r *latency.Result) { r.Gateway.Errors = 20 }},
 		{name: "errors above 1%", edit: func(r *latency.Result) { r.Direct.Errors = 21 }, wantErr: []string{"direct: 21 of 2000"}},
 		{name: "protocol mismatch", edit: func(r *latency.Result) { r.Direct.Protocol = session.Protocol2026 }, wantErr: []string{"different protocols"}},
+		{name: "proxy passes", edit: withProxy, max: 5 * time.Millisecond},
+		{name: "proxy errors at 1% pass", edit: func(r *latency.Result) { withProxy(r); r.Proxy.Errors = 20 }},
+		{name: "proxy errors above 1%", edit: func(r *latency.Result) { withProxy(r); r.Proxy.Errors = 21 }, wantErr: []string{"proxy: 21 of 2000"}},
+		{name: "proxy protocol mismatch", edit: func(r *latency.Result) { withProxy(r); r.Proxy.Protocol = session.Protocol2026 }, wantErr: []string{"direct \"2025-11-25\", proxy \"2026-07-28\""}},
+		{
+			name: "limit on gateway minus direct only", max: 200 * us,
+			edit: func(r *latency.Result) { withProxy(r); r.OverProxyP50, r.ProxyAddedP50 = time.Hour, time.Hour },
+		},
 		{
 			name: "several", max: 100 * us,
 			edit:    func(r *latency.Result) { r.Gateway.Errors = 2000 },
@@ -193,27 +203,45 @@ func checkSide(t *testing.T, name string, s latency.Side, url, tool, protocol st
 }
 
 func TestLatencyRunCountsErrors(t *testing.T) {
-	direct := serveFixture(t, fixture.Options{}, false)
-	var log bytes.Buffer
-	r, err := latency.Run(t.Context(), latency.Config{
-		Direct:   latency.Target{URL: direct, Tool: "echo"},
-		Gateway:  latency.Target{URL: direct, Tool: "fail"}, // IsError results
-		Warmup:   1,
-		N:        3,
-		Protocol: session.Protocol2025,
-		Log:      &log,
-	})
-	if err != nil {
-		t.Fatalf("Run: %v", err)
-	}
-	if r.Gateway.Errors != 3 || r.Gateway.WarmupErrors != 1 || r.Gateway.Summary.N != 0 || r.Direct.Errors != 0 {
-		t.Errorf("errors: gateway %d (+%d warmup, %d ok), direct %d", r.Gateway.Errors, r.Gateway.WarmupErrors, r.Gateway.Summary.N, r.Direct.Errors)
-	}
-	if !strings.Contains(log.String(), "gateway: call fail:") {
-		t.Errorf("errors not logged: %q", log.String())
-	}
-	if err := r.Check(0); err == nil || !strings.Contains(err.Error(), "gateway: 3 of 3") {
-		t.Errorf("Check = %v, want the gateway's error rate", err)
+	for _, failing := range []string{"gateway", "proxy"} {
+		t.Run("side="+failing, func(t *testing.T) {
+			direct := serveFixture(t, fixture.Options{}, false)
+			cfg := latency.Config{
+				Direct:   latency.Target{URL: direct, Tool: "echo"},
+				Gateway:  latency.Target{URL: direct, Tool: "echo"},
+				Proxy:    &latency.Target{URL: direct, Tool: "echo"},
+				Warmup:   1,
+				N:        3,
+				Protocol: session.Protocol2025,
+			}
+			fail := &cfg.Gateway
+			if failing == "proxy" {
+				fail = cfg.Proxy
+			}
+			fail.Tool = "fail" // IsError results
+			var log bytes.Buffer
+			cfg.Log = &log
+			r, err := latency.Run(t.Context(), cfg)
+			if err != nil {
+				t.Fatalf("Run: %v", err)
+			}
+			sides := map[string]*latency.Side{"direct": &r.Direct, "gateway": &r.Gateway, "proxy": r.Proxy}
+			for name, sd := range sides {
+				want := [3]int{0, 0, 3} // errors, warmup errors, successes
+				if name == failing {
+					want = [3]int{3, 1, 0}
+				}
+				if got := [3]int{sd.Errors, sd.WarmupErrors, sd.Summary.N}; got != want {
+					t.Errorf("%s: errors, warmup errors, successes = %v, want %v", name, got, want)
+				}
+			}
+			if !strings.Contains(log.String(), failing+": call fail:") {
+				t.Errorf("errors not logged: %q", log.String())
+			}
+			if err := r.Check(0); err == nil || !strings.Contains(err.Error(), failing+": 3 of 3") {
+				t.Errorf("Check = %v, want the %s side's error rate", err, failing)
+			}
+		})
 	}
 }
 
@@ -372,5 +400,190 @@ func TestLatencyIdleRSS(t *testing.T) {
 	}
 	if strings.Contains(sample().Markdown(), "Idle RSS") {
 		t.Error("Markdown without IdleRSS mentions it")
+	}
+}
+
+// withProxy adds a proxy side to r: p50 170µs, so 26µs over direct and
+// 131µs under the gateway.
+func withProxy(r *latency.Result) {
+	r.Proxy = &latency.Side{
+		Target:   latency.Target{URL: "http://p/mcp", Tool: "echo"},
+		Protocol: session.Protocol2025,
+		Summary:  stats.Summary{N: 2000, Min: 100 * us, Mean: 175 * us, P50: 170 * us, P90: 200 * us, P99: 450 * us, P999: 950 * us, Max: 1300 * us},
+	}
+	r.ProxyAddedP50 = r.Proxy.Summary.P50 - r.Direct.Summary.P50
+	r.OverProxyP50 = r.Gateway.Summary.P50 - r.Proxy.Summary.P50
+}
+
+func TestLatencyProxyOutput(t *testing.T) {
+	r := sample()
+	withProxy(r)
+	base := sample().BenchLine()
+	if got, want := r.BenchLine(), base+" proxy_p50_us=170 proxy_added_p50_us=26 added_over_proxy_p50_us=131"; got != want {
+		t.Errorf("BenchLine() =\n%s\nwant\n%s", got, want)
+	}
+	if got, want := withHops(r).BenchLine(), want3(base, " proxy_p50_us=170 proxy_added_p50_us=26 added_over_proxy_p50_us=131", withHops(sample()).BenchLine()); got != want {
+		t.Errorf("BenchLine() with hops =\n%s\nwant\n%s", got, want)
+	}
+	for _, key := range []string{"proxy_p50_us", "proxy_added_p50_us", "added_over_proxy_p50_us"} {
+		if strings.Contains(base, key) {
+			t.Errorf("BenchLine without a proxy has %s: %s", key, base)
+		}
+	}
+	md := r.Markdown()
+	for _, want := range []string{
+		"| direct               | echo          | 2025-11-25 |    143 |",
+		"| proxy                | echo          | 2025-11-25 |    170 |    200 |    450 |      950 |   1300 |     175 |      0 |\n" +
+			"| gateway              | fixture__echo |",
+		"| added by the proxy   |               |            |     26 |",
+		"| added over the proxy |               |            |    131 |",
+		"minimal reverse proxy",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("Markdown lacks %q:\n%s", want, md)
+		}
+	}
+	var text bytes.Buffer
+	if err := r.WriteText(&text); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"  proxy    p50     170µs  p90     200µs  p99     450µs  max    1300µs  errors 0  (echo, 2025-11-25)\n  gateway ",
+		"  added over the proxy p50     131µs  (the proxy itself adds p50 26µs)\n",
+	} {
+		if !strings.Contains(text.String(), want) {
+			t.Errorf("text lacks %q:\n%s", want, text.String())
+		}
+	}
+	var plain bytes.Buffer
+	if err := sample().WriteText(&plain); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(plain.String(), "proxy") || strings.Contains(sample().Markdown(), "proxy") {
+		t.Errorf("output without a proxy side mentions it:\n%s", plain.String())
+	}
+}
+
+// want3 returns the hops line with the proxy keys inserted after the
+// base keys.
+func want3(base, proxyKeys, withHops string) string {
+	return base + proxyKeys + strings.TrimPrefix(withHops, base)
+}
+
+// callLog records which side each call reached, in order.
+type callLog struct {
+	mu    sync.Mutex
+	sides []string
+}
+
+func (l *callLog) add(side string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.sides = append(l.sides, side)
+}
+
+// recordingServer serves tool, recording each call under side in log.
+func recordingServer(t *testing.T, side, tool string, log *callLog) string {
+	t.Helper()
+	s := mcp.NewServer(&mcp.Implementation{Name: side, Version: "v0"}, nil)
+	s.AddTool(&mcp.Tool{Name: tool, InputSchema: json.RawMessage(`{"type":"object"}`)},
+		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			log.add(side)
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "hi"}}}, nil
+		})
+	srv := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, nil))
+	t.Cleanup(srv.Close)
+	return srv.URL + "/mcp"
+}
+
+func TestLatencyRunRotatesSides(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		proxy bool
+		first []string // the side called first on iterations 0, 1, 2, ...
+	}{
+		{"sides=2", false, []string{"direct", "gateway"}},
+		{"sides=3", true, []string{"direct", "proxy", "gateway"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var log callLog
+			cfg := latency.Config{
+				Direct:   latency.Target{URL: recordingServer(t, "direct", "echo", &log), Tool: "echo"},
+				Gateway:  latency.Target{URL: recordingServer(t, "gateway", "fixture__echo", &log), Tool: "fixture__echo"},
+				Warmup:   1,
+				N:        6,
+				Protocol: session.Protocol2025,
+			}
+			if tc.proxy {
+				cfg.Proxy = &latency.Target{URL: recordingServer(t, "proxy", "echo", &log), Tool: "echo"}
+			}
+			if _, err := latency.Run(t.Context(), cfg); err != nil {
+				t.Fatalf("Run: %v", err)
+			}
+			n := len(tc.first)
+			var want []string
+			for i := range 7 {
+				for j := range n {
+					want = append(want, tc.first[(i+j)%n])
+				}
+			}
+			if got := strings.Join(log.sides, " "); got != strings.Join(want, " ") {
+				t.Errorf("call order\n%s\nwant\n%s", got, strings.Join(want, " "))
+			}
+		})
+	}
+}
+
+func TestLatencyRunThroughProxy(t *testing.T) {
+	direct := serveFixture(t, fixture.Options{}, false)
+	u, err := proxy.ParseUpstream(direct)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := proxy.New(u, nil)
+	psrv := httptest.NewServer(p)
+	t.Cleanup(psrv.Close)
+	t.Cleanup(p.Transport.(*http.Transport).CloseIdleConnections)
+	proxied := proxy.Endpoint(psrv.Listener.Addr().String(), u)
+	gateway := serveFixture(t, fixture.Options{ExtraTools: 1}, false)
+	r, err := latency.Run(t.Context(), latency.Config{
+		Direct:   latency.Target{URL: direct, Tool: "echo"},
+		Gateway:  latency.Target{URL: gateway, Tool: fixture.ExtraToolName(1)},
+		Proxy:    &latency.Target{URL: proxied, Tool: "echo"},
+		Args:     json.RawMessage(`{"text":"hi"}`),
+		Warmup:   5,
+		N:        20,
+		Protocol: session.Protocol2025,
+		Mode:     "test",
+	})
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if r.Proxy == nil {
+		t.Fatal("Result.Proxy is nil with Config.Proxy set")
+	}
+	checkSide(t, "direct", r.Direct, direct, "echo", session.Protocol2025)
+	checkSide(t, "proxy", *r.Proxy, proxied, "echo", session.Protocol2025)
+	checkSide(t, "gateway", r.Gateway, gateway, "tool-0001", session.Protocol2025)
+	if r.ProxyAddedP50 != r.Proxy.Summary.P50-r.Direct.Summary.P50 || r.OverProxyP50 != r.Gateway.Summary.P50-r.Proxy.Summary.P50 {
+		t.Errorf("proxy added %v, over proxy %v: inconsistent with the summaries", r.ProxyAddedP50, r.OverProxyP50)
+	}
+	if r.AddedP50 != r.Gateway.Summary.P50-r.Direct.Summary.P50 {
+		t.Errorf("added p50 %v is not gateway minus direct", r.AddedP50)
+	}
+	if err := r.Check(0); err != nil {
+		t.Errorf("Check(0) = %v", err)
+	}
+	if line := r.BenchLine(); !strings.Contains(line, " proxy_p50_us=") || !strings.Contains(line, " added_over_proxy_p50_us=") {
+		t.Errorf("BenchLine lacks the proxy keys: %s", line)
+	}
+	b, err := json.Marshal(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, key := range []string{`"proxy":{`, `"proxy_added_p50_ns":`, `"added_over_proxy_p50_ns":`} {
+		if !bytes.Contains(b, []byte(key)) {
+			t.Errorf("JSON lacks %s", key)
+		}
 	}
 }

@@ -19,7 +19,14 @@ const StartTimeout = 60 * time.Second
 // running.
 func StartFixture(ctx context.Context, name, bin string, args ...string) (*Process, string, error) {
 	argv := append([]string{"fixture", "-http", "127.0.0.1:0"}, args...)
-	p, err := start(name, exec.Command(bin, argv...), newLineWatcher(FixtureListening))
+	return startAnnounced(ctx, name, exec.Command(bin, argv...), FixtureListening)
+}
+
+// startAnnounced starts cmd and waits up to [StartTimeout] for a line of
+// its output starting with prefix; it returns the process and the rest of
+// that line (a URL). On error nothing is left running.
+func startAnnounced(ctx context.Context, name string, cmd *exec.Cmd, prefix string) (*Process, string, error) {
+	p, err := start(name, cmd, newLineWatcher(prefix))
 	if err != nil {
 		return nil, "", err
 	}

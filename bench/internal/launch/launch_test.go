@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/signal"
 	"strings"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/switchyard-mcp/switchyard/bench/fixture"
 	"github.com/switchyard-mcp/switchyard/bench/internal/proccpu"
+	"github.com/switchyard-mcp/switchyard/bench/internal/proxy"
 	"github.com/switchyard-mcp/switchyard/bench/internal/session"
 )
 
@@ -27,6 +29,8 @@ func TestMain(m *testing.M) {
 		os.Exit(helperFixture())
 	case "switchyard":
 		os.Exit(helperSwitchyard())
+	case "proxy":
+		os.Exit(helperProxy())
 	case "fail":
 		fmt.Fprintln(os.Stderr, "helper: failing on purpose")
 		os.Exit(3)
@@ -47,6 +51,34 @@ func helperFixture() int {
 	srv := &http.Server{Handler: mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, nil)}
 	go func() { _ = srv.Serve(ln) }()
 	fmt.Fprintf(os.Stderr, "some log line\nfixture listening on http://%s/mcp\n", ln.Addr())
+	<-term
+	_ = srv.Close()
+	return 0
+}
+
+// helperProxy serves what "bench proxy -listen 127.0.0.1:0 -upstream URL"
+// serves (package proxy's handler), announced the same way, until
+// SIGTERM; other arguments make it fail.
+func helperProxy() int {
+	term := make(chan os.Signal, 1)
+	signal.Notify(term, syscall.SIGTERM)
+	args := os.Args[1:]
+	if len(args) != 5 || args[0] != "proxy" || args[1] != "-listen" || args[2] != "127.0.0.1:0" || args[3] != "-upstream" {
+		fmt.Fprintf(os.Stderr, "helper: unexpected arguments %q\n", args)
+		return 2
+	}
+	up, err := proxy.ParseUpstream(args[4])
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	ln, err := net.Listen("tcp", args[2])
+	if err != nil {
+		return 1
+	}
+	srv := &http.Server{Handler: proxy.New(up, nil)}
+	go func() { _ = srv.Serve(ln) }()
+	fmt.Fprintf(os.Stderr, "%s%s\n", ProxyListening, proxy.Endpoint(ln.Addr().String(), up))
 	<-term
 	_ = srv.Close()
 	return 0
@@ -133,5 +165,34 @@ func TestLaunchFixtureEarlyExit(t *testing.T) {
 	_, _, err := StartFixture(t.Context(), "helper", os.Args[0])
 	if err == nil || !strings.Contains(err.Error(), "failing on purpose") {
 		t.Errorf("StartFixture = %v, want the child's output in the error", err)
+	}
+}
+
+func TestLaunchProxyProcess(t *testing.T) {
+	fx := fixture.NewServer(fixture.Options{})
+	mux := http.NewServeMux()
+	mux.Handle("/up/mcp", mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return fx }, nil))
+	up := httptest.NewServer(mux)
+	t.Cleanup(up.Close)
+
+	t.Setenv(helperEnv, "proxy")
+	p, url, err := StartProxy(t.Context(), "proxy", os.Args[0], up.URL+"/up/mcp")
+	if err != nil {
+		t.Fatalf("StartProxy: %v", err)
+	}
+	defer func() { _ = p.Stop() }()
+	if !strings.HasPrefix(url, "http://127.0.0.1:") || !strings.HasSuffix(url, "/up/mcp") || strings.HasPrefix(url, up.URL) {
+		t.Errorf("url = %q, want the proxy's address with the upstream's path /up/mcp", url)
+	}
+	s, err := session.Dial(t.Context(), url, session.Protocol2025)
+	if err != nil {
+		t.Fatalf("Dial through the proxy: %v", err)
+	}
+	if err := session.CallTool(s.ClientSession, "echo", nil)(t.Context()); err != nil {
+		t.Errorf("echo through the proxy: %v", err)
+	}
+	_ = s.Close()
+	if err := p.Stop(); err != nil {
+		t.Errorf("Stop: %v", err)
 	}
 }
