@@ -12,7 +12,7 @@
 //	switchyard.v1.pool.<upstream>.<op>     any worker serving <upstream>, queue group "pool.<upstream>"
 //	switchyard.v1.evt.worker.<worker>      worker presence heartbeats (and a goodbye)
 //	switchyard.v1.evt.presence             "announce yourselves" query to every worker
-//	switchyard.v1.evt.tools_changed.<t>    the router's view of tenant t changed
+//	switchyard.v1.evt.list_changed.<t>    the router's view of tenant t changed
 //	switchyard.v1.evt.session_closed.<e>   a client session on edge e ended
 //
 // <op> is the MCP method with "/" replaced by "_" (tools/call -> tools_call).

@@ -117,11 +117,14 @@ type SessionClosed struct {
 	Session string `msgpack:"s"`
 }
 
-// ToolsChanged is published by routers on
-// switchyard.v1.evt.tools_changed.<tenant> when the tools a tenant sees
-// changed: Upstreams names the upstreams whose tools were added, removed
-// or changed (their passthrough views, and the federated view, changed).
-type ToolsChanged struct {
+// ListChanged is published by routers on
+// switchyard.v1.evt.list_changed.<tenant> when a list a tenant sees
+// changed: Kind is the list ([KindTools], [KindPrompts], [KindResources] or
+// [KindResourceTemplates]) and Upstreams names the upstreams whose items
+// were added, removed or changed (their passthrough views, and the
+// federated view, changed).
+type ListChanged struct {
 	Tenant    string   `msgpack:"t"`
+	Kind      string   `msgpack:"k"`
 	Upstreams []string `msgpack:"u"`
 }

@@ -34,14 +34,14 @@ func TestProtoSubjectsMatchWildcards(t *testing.T) {
 	workerAll, _ := WorkerSubjectAll("w-1")
 	poolAll, _ := PoolSubjectAll("everything")
 	hb, _ := EvtWorkerSubject("w-1")
-	tc, _ := EvtToolsChangedSubject("default")
+	tc, _ := EvtListChangedSubject("default")
 	sc, _ := EvtSessionClosedSubject("edge-1")
 	tests := []struct{ pattern, subject string }{
 		{SubjRouteAll, string(route)},
 		{workerAll, string(worker)},
 		{poolAll, string(pool)},
 		{SubjEvtWorkerAll, hb},
-		{SubjEvtToolsChangedAll, tc},
+		{SubjEvtListChangedAll, tc},
 		{SubjEvtSessionClosedAll, sc},
 	}
 	for _, tc := range tests {
@@ -113,7 +113,7 @@ var golden = map[string]any{
 	"upstream_spec":  &UpstreamSpec{Name: "fs", Transport: TransportStdio, Command: []string{"fs-server", "--root", "/"}, Env: map[string]string{"B": "2", "A": "1"}, Processes: 2},
 	"listset":        &ListSet{Upstream: "a", Kind: KindTools, Items: [][]byte{[]byte(`{"name":"x"}`)}, Hash: 7},
 	"session_closed": &SessionClosed{Edge: "edge-1", Session: "edge-1-abc"},
-	"tools_changed":  &ToolsChanged{Tenant: "default", Upstreams: []string{"a", "b"}},
+	"list_changed":   &ListChanged{Tenant: "default", Kind: KindTools, Upstreams: []string{"a", "b"}},
 }
 
 func TestProtoGolden(t *testing.T) {

@@ -16,8 +16,8 @@ const (
 	SubjEvtWorkerAll = Prefix + "evt.worker.*"
 	// SubjEvtPresence asks every worker to publish a heartbeat now.
 	SubjEvtPresence = Prefix + "evt.presence"
-	// SubjEvtToolsChangedAll matches every tools_changed event.
-	SubjEvtToolsChangedAll = Prefix + "evt.tools_changed.*"
+	// SubjEvtListChangedAll matches every list_changed event.
+	SubjEvtListChangedAll = Prefix + "evt.list_changed.*"
 	// SubjEvtSessionClosedAll matches every session_closed event.
 	SubjEvtSessionClosedAll = Prefix + "evt.session_closed.*"
 
@@ -198,9 +198,9 @@ func EvtWorkerSubject(worker string) (string, error) {
 	return string(b), err
 }
 
-// EvtToolsChangedSubject is the tools_changed event subject of a tenant.
-func EvtToolsChangedSubject(tenant string) (string, error) {
-	b, err := appendSubject(nil, "evt", "tools_changed", tenant)
+// EvtListChangedSubject is the list_changed event subject of a tenant.
+func EvtListChangedSubject(tenant string) (string, error) {
+	b, err := appendSubject(nil, "evt", "list_changed", tenant)
 	return string(b), err
 }
 

@@ -39,14 +39,32 @@ func (s *Service) onCall(m *nats.Msg) {
 		s.fail(m, proto.Errorf(proto.CodeTimeout, "deadline passed before routing"))
 		return
 	}
+	if kind, ok := listOps[op]; ok {
+		s.list(m, &req, kind)
+		return
+	}
 	switch op {
-	case proto.OpToolsList:
-		s.toolsList(m, &req)
 	case proto.OpToolsCall:
 		s.toolsCall(m, &req)
+	case proto.OpPromptsGet:
+		s.promptsGet(m, &req)
+	case proto.OpResourcesRead, proto.OpResourcesSubscribe, proto.OpResourcesUnsubscribe:
+		s.resourceCall(m, &req)
+	case proto.OpCompletionComplete:
+		s.complete(m, &req)
+	case proto.OpLoggingSetLevel:
+		s.setLevel(m, &req)
 	default:
 		s.fail(m, proto.Errorf(proto.CodeMethodNotFound, "method %q not found", req.Method))
 	}
+}
+
+// listOps are the list methods the router answers from its snapshot.
+var listOps = map[string]string{
+	proto.OpToolsList:             proto.KindTools,
+	proto.OpPromptsList:           proto.KindPrompts,
+	proto.OpResourcesList:         proto.KindResources,
+	proto.OpResourceTemplatesList: proto.KindResourceTemplates,
 }
 
 func (s *Service) fail(m *nats.Msg, e *proto.Error) {
@@ -55,7 +73,8 @@ func (s *Service) fail(m *nats.Msg, e *proto.Error) {
 	}
 }
 
-// view returns the view a request addresses, or nil for an unknown upstream.
+// view returns the tool view a request addresses, or nil for an unknown
+// upstream.
 func (s *Service) view(req *proto.Request) *catalog.View {
 	snap := s.snap.Load()
 	if req.View == "" {
@@ -68,13 +87,14 @@ type listParams struct {
 	Cursor string `json:"cursor"`
 }
 
-func (s *Service) toolsList(m *nats.Msg, req *proto.Request) {
+// list answers a list method of kind from the snapshot.
+func (s *Service) list(m *nats.Msg, req *proto.Request, kind string) {
 	var p listParams
 	if err := decodeParams(req.Params, &p); err != nil {
 		s.fail(m, proto.Errorf(proto.CodeInvalidParams, "invalid params: %v", err))
 		return
 	}
-	v := s.view(req)
+	v := s.snap.Load().List(kind, req.View)
 	if v == nil {
 		s.fail(m, proto.Errorf(proto.CodeInvalidParams, "unknown upstream %q", req.View))
 		return
@@ -105,10 +125,27 @@ func (s *Service) toolsCall(m *nats.Msg, req *proto.Request) {
 		return
 	}
 	req.Upstream, req.Name = e.Upstream, e.Orig
+	s.send(m, req, worker)
+}
+
+// send forwards req to worker, answering the edge if that fails.
+func (s *Service) send(m *nats.Msg, req *proto.Request, worker string) {
 	if err := s.forward(m, req, worker); err != nil {
 		s.log.Warn("forward failed", proto.LogWorker, worker, proto.LogErr, err)
 		s.fail(m, proto.Errorf(proto.CodeInternal, "router could not forward the call"))
 	}
+}
+
+// to places req on upstream with name as the upstream's own name (or ""
+// to leave the params as sent) and forwards it.
+func (s *Service) to(m *nats.Msg, req *proto.Request, upstream, name string) {
+	worker, perr := s.place(req, upstream)
+	if perr != nil {
+		s.fail(m, perr)
+		return
+	}
+	req.Upstream, req.Name = upstream, name
+	s.send(m, req, worker)
 }
 
 // unknownTool explains a name the view does not list: if it belongs to a

@@ -49,7 +49,7 @@ type Service struct {
 	mu      sync.Mutex // guards state and the loaded flags
 	state   *catalog.State
 	loadedU bool // catalog watch delivered its current values
-	loadedT bool // tool-set watch delivered its current values
+	loadedT bool // list-set watch delivered its current values
 	// announced is the last snapshot whose changes were published.
 	announced *catalog.Snapshot
 }
@@ -152,47 +152,60 @@ func (s *Service) onListSet(ev *bus.KVEvent, initial bool) {
 		s.loadedT = true
 	case !ok:
 		s.log.Warn("bad list key", proto.LogUpstream, ev.Key)
-	case kind != proto.KindTools:
 	case ev.Deleted:
-		_ = s.state.SetTools(upstream, nil)
+		_ = s.state.SetList(kind, upstream, nil)
 	default:
 		var ls proto.ListSet
 		if err := proto.Unmarshal(ev.Value, &ls); err != nil {
 			s.log.Warn("bad list set", proto.LogUpstream, ev.Key, proto.LogErr, err)
 			break
 		}
-		if err := s.state.SetTools(upstream, ls.Items); err != nil {
-			s.log.Warn("tools skipped", proto.LogUpstream, ev.Key, proto.LogErr, err)
+		items := ls.Items
+		if items == nil {
+			items = [][]byte{} // an empty set, not a removal
+		}
+		if err := s.state.SetList(kind, upstream, items); err != nil {
+			s.log.Warn("list items skipped", proto.LogUpstream, ev.Key, proto.LogErr, err)
 		}
 	}
 	s.mu.Unlock()
 	s.rebuild()
 }
 
-// rebuild makes a new snapshot, publishes it, and announces what changed.
+// rebuild makes a new snapshot, publishes it, and announces what changed,
+// one list_changed event per list kind.
 func (s *Service) rebuild() {
 	view := s.presence.View()
 	s.mu.Lock()
 	next := s.state.Build(view.Up)
 	s.snap.Store(next)
 	ready := s.loadedU && s.loadedT
-	var changed []string
+	changed := map[string][]string{}
 	if ready {
-		changed = catalog.Changed(s.announced, next)
+		for _, kind := range proto.ListKinds {
+			if c := catalog.ChangedKind(kind, s.announced, next); len(c) > 0 {
+				changed[kind] = c
+			}
+		}
 		s.announced = next
 	}
 	s.mu.Unlock()
 	s.ready.Store(ready)
-	if len(changed) == 0 {
-		return
+	for _, kind := range proto.ListKinds {
+		if ups := changed[kind]; len(ups) > 0 {
+			s.announce(kind, ups)
+		}
 	}
-	subj, _ := proto.EvtToolsChangedSubject(DefaultTenant)
-	data, err := proto.Marshal(&proto.ToolsChanged{Tenant: DefaultTenant, Upstreams: changed})
+}
+
+func (s *Service) announce(kind string, upstreams []string) {
+	subj, _ := proto.EvtListChangedSubject(DefaultTenant)
+	data, err := proto.Marshal(&proto.ListChanged{Tenant: DefaultTenant, Kind: kind, Upstreams: upstreams})
 	if err == nil {
 		err = s.nc.Publish(subj, data)
 	}
 	if err != nil {
-		s.log.Warn("tools_changed not published", proto.LogErr, err)
+		s.log.Warn("list_changed not published", proto.LogErr, err)
 	}
 }
 

@@ -81,6 +81,18 @@ func (g *rig) upstream(name string, tools ...string) {
 	}
 }
 
+// list stores an upstream's list of kind: objects with key set to each of vals.
+func (g *rig) list(name, kind, key string, vals ...string) {
+	ls := &proto.ListSet{Upstream: name, Kind: kind, Items: [][]byte{}}
+	for _, v := range vals {
+		ls.Items = append(ls.Items, []byte(fmt.Sprintf(`{%q:%q}`, key, v)))
+	}
+	data, _ := proto.Marshal(ls)
+	if _, err := g.tools.Put(g.t.Context(), proto.ListKey(name, kind), data); err != nil {
+		g.t.Fatal(err)
+	}
+}
+
 // catalogOnly puts an upstream in the catalog without a tool set.
 func (g *rig) catalogOnly(name string) {
 	spec, _ := proto.Marshal(&proto.UpstreamSpec{Name: name, Transport: proto.TransportStreamable, URL: "http://x"})
@@ -96,8 +108,12 @@ func (g *rig) worker(id string, up map[string]bool) *nats.Subscription {
 	sub, err := g.nc.Subscribe(subj, func(m *nats.Msg) {
 		var req proto.Request
 		_ = proto.Unmarshal(m.Data, &req)
-		res, _ := json.Marshal(map[string]string{"worker": id, "tool": req.Name, "upstream": req.Upstream})
-		_ = bus.RespondReply(g.nc, m.Header.Get(proto.HdrReplyTo), &proto.Reply{Result: res, Worker: id})
+		res, _ := json.Marshal(map[string]string{"worker": id, "tool": req.Name, "upstream": req.Upstream, "method": req.Method})
+		to := m.Header.Get(proto.HdrReplyTo)
+		if to == "" {
+			to = m.Reply // a router's own request (logging/setLevel fan-out)
+		}
+		_ = bus.RespondReply(g.nc, to, &proto.Reply{Result: res, Worker: id})
 	})
 	if err != nil {
 		g.t.Fatal(err)
@@ -276,7 +292,12 @@ func TestRouterErrors(t *testing.T) {
 		{"upstream down", proto.OpToolsCall, proto.Request{Method: "tools/call", Name: "a__echo"}, proto.CodeUpstreamUnavailable},
 		{"no worker", proto.OpToolsCall, proto.Request{Method: "tools/call", Name: "b__echo"}, proto.CodeNoWorkers},
 		{"deadline passed", proto.OpToolsCall, proto.Request{Method: "tools/call", Name: "a__echo", DeadlineUnixMs: 1}, proto.CodeTimeout},
-		{"unknown op", "prompts_get", proto.Request{Method: "prompts/get"}, proto.CodeMethodNotFound},
+		{"unknown op", "sampling_createmessage", proto.Request{Method: "sampling/createMessage"}, proto.CodeMethodNotFound},
+		{"unknown prompt", proto.OpPromptsGet, proto.Request{Method: "prompts/get", Name: "c__nope"}, proto.CodeInvalidParams},
+		{"unknown resource", proto.OpResourcesRead, proto.Request{Method: "resources/read", Name: "x://none"}, codeResourceNotFound},
+		{"prompt of an unknown passthrough view", proto.OpPromptsGet, proto.Request{Method: "prompts/get", View: "zz", Name: "p"}, proto.CodeInvalidParams},
+		{"completion ref of no known type", proto.OpCompletionComplete, proto.Request{Method: "completion/complete", Params: []byte(`{"ref":{"type":"ref/x"}}`)}, proto.CodeInvalidParams},
+		{"completion params not an object", proto.OpCompletionComplete, proto.Request{Method: "completion/complete", Params: []byte(`[1]`)}, proto.CodeInvalidParams},
 		{"bad cursor", proto.OpToolsList, proto.Request{Method: "tools/list", Params: []byte(`{"cursor":"%%%"}`)}, proto.CodeInvalidParams},
 	}
 	for _, tc := range tests {
@@ -328,7 +349,7 @@ func TestRouterWorkerGoneIsNotDelivered(t *testing.T) {
 func TestRouterToolsListAndChanges(t *testing.T) {
 	g := newRig(t)
 	events := make(chan *nats.Msg, 16)
-	subj, _ := proto.EvtToolsChangedSubject(DefaultTenant)
+	subj, _ := proto.EvtListChangedSubject(DefaultTenant)
 	if _, err := g.nc.ChanSubscribe(subj, events); err != nil {
 		t.Fatal(err)
 	}
@@ -367,7 +388,7 @@ func TestRouterToolsListAndChanges(t *testing.T) {
 	})
 	select {
 	case m := <-events:
-		var tc proto.ToolsChanged
+		var tc proto.ListChanged
 		if err := proto.Unmarshal(m.Data, &tc); err != nil || len(tc.Upstreams) != 1 || tc.Upstreams[0] != "a" {
 			t.Fatalf("event %+v %v", tc, err)
 		}
@@ -384,5 +405,94 @@ func TestRouterToolsListAndChanges(t *testing.T) {
 			return fmt.Errorf("still listed: %s", m["raw"])
 		}
 		return nil
+	})
+}
+
+// TestRouterMethods: every forwarded method reaches the worker of the right
+// upstream with the upstream's own name; lists of every kind come from the
+// snapshot; the federated logging/setLevel reaches every upstream that is up.
+func TestRouterMethods(t *testing.T) {
+	g := newRig(t)
+	g.upstream("a", "echo")
+	g.upstream("b", "echo")
+	g.list("a", proto.KindPrompts, "name", "greet")
+	g.list("b", proto.KindResources, "uri", "b://doc")
+	g.list("b", proto.KindResourceTemplates, "uriTemplate", "b://item/{id}")
+	var mu sync.Mutex
+	setLevel := map[string]bool{}
+	for _, w := range []string{"w-a", "w-b"} {
+		up := map[string]bool{w[2:]: true}
+		g.worker(w, up)
+		subj, _ := proto.WorkerSubjectAll(w)
+		sub, err := g.nc.Subscribe(subj, func(m *nats.Msg) {
+			var req proto.Request
+			if proto.Unmarshal(m.Data, &req) == nil && req.Method == "logging/setLevel" {
+				mu.Lock()
+				setLevel[req.Upstream] = true
+				mu.Unlock()
+			}
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = sub.Unsubscribe() })
+	}
+	eventually(t, func() error {
+		snap := g.r.snap.Load()
+		if !g.r.Ready() || len(g.r.presence.View().ByUpstream["b"]) != 1 || len(g.r.presence.View().ByUpstream["a"]) != 1 ||
+			snap.List(proto.KindResourceTemplates, "").Len() != 1 || snap.List(proto.KindPrompts, "").Len() != 1 {
+			return errors.New("not ready")
+		}
+		return nil
+	})
+	tests := []struct {
+		name, op                string
+		req                     proto.Request
+		upstream, worker, named string
+	}{
+		{"prompt, federated", proto.OpPromptsGet, proto.Request{Method: "prompts/get", Name: "a__greet"}, "a", "w-a", "greet"},
+		{"prompt, passthrough", proto.OpPromptsGet, proto.Request{Method: "prompts/get", View: "a", Name: "unlisted"}, "a", "w-a", ""},
+		{"resource by URI", proto.OpResourcesRead, proto.Request{Method: "resources/read", Name: "b://doc"}, "b", "w-b", ""},
+		{"resource by template", proto.OpResourcesSubscribe, proto.Request{Method: "resources/subscribe", Name: "b://item/7"}, "b", "w-b", ""},
+		{"resource, passthrough", proto.OpResourcesUnsubscribe, proto.Request{Method: "resources/unsubscribe", View: "a", Name: "a://x"}, "a", "w-a", ""},
+		{"completion of a prompt", proto.OpCompletionComplete, proto.Request{Method: "completion/complete",
+			Params: []byte(`{"ref":{"type":"ref/prompt","name":"a__greet"},"argument":{"name":"x","value":"y"}}`)}, "a", "w-a", "greet"},
+		{"completion of a template", proto.OpCompletionComplete, proto.Request{Method: "completion/complete",
+			Params: []byte(`{"ref":{"type":"ref/resource","uri":"b://item/{id}"},"argument":{"name":"id","value":"1"}}`)}, "b", "w-b", ""},
+		{"set level, passthrough", proto.OpLoggingSetLevel, proto.Request{Method: "logging/setLevel", View: "b", Params: []byte(`{"level":"info"}`)}, "b", "w-b", ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := g.call(tc.op, &tc.req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got["upstream"] != tc.upstream || got["worker"] != tc.worker || got["tool"] != tc.named || got["method"] != tc.req.Method {
+				t.Fatalf("got %v, want upstream %s on %s named %q", got, tc.upstream, tc.worker, tc.named)
+			}
+		})
+	}
+	t.Run("lists", func(t *testing.T) {
+		for _, c := range []struct{ op, method, want string }{
+			{proto.OpPromptsList, "prompts/list", `{"prompts":[{"name":"a__greet"}]}`},
+			{proto.OpResourcesList, "resources/list", `{"resources":[{"uri":"b://doc"}]}`},
+			{proto.OpResourceTemplatesList, "resources/templates/list", `{"resourceTemplates":[{"uriTemplate":"b://item/{id}"}]}`},
+		} {
+			got, err := g.call(c.op, &proto.Request{Method: c.method})
+			if err != nil || got["raw"] != c.want {
+				t.Errorf("%s = %v, %v; want %s", c.method, got["raw"], err, c.want)
+			}
+		}
+	})
+	t.Run("set level, federated", func(t *testing.T) {
+		got, err := g.call(proto.OpLoggingSetLevel, &proto.Request{Method: "logging/setLevel", Params: []byte(`{"level":"debug"}`)})
+		if err != nil || got["raw"] != "{}" {
+			t.Fatalf("got %v, %v", got, err)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if !setLevel["a"] || !setLevel["b"] {
+			t.Fatalf("setLevel reached %v, want a and b", setLevel)
+		}
 	})
 }

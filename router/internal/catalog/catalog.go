@@ -1,5 +1,7 @@
-// Package catalog builds the router's immutable tool views from the
-// upstream catalog and the workers' tool sets, and pages them.
+// Package catalog builds the router's immutable views of every MCP list
+// (tools, prompts, resources, resource templates) from the upstream catalog
+// and the workers' list sets (KV bucket switchyard_lists), pages them, and
+// finds the upstream of a federated name or a resource URI.
 package catalog
 
 import (
@@ -11,11 +13,13 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/switchyard-mcp/switchyard/proto"
 	"github.com/switchyard-mcp/switchyard/router/internal/names"
 )
 
-// Entry is one tool in a view. JSON is the tool object as clients see it
-// (in the federated view, with its federated name).
+// Entry is one item (tool, prompt, resource or resource template) in a
+// view. JSON is the object as clients see it (in the federated view, tools
+// and prompts carry their federated names; URIs are never renamed).
 type Entry struct {
 	Name     string // name in this view
 	Upstream string
@@ -26,14 +30,29 @@ type Entry struct {
 // View is one immutable list of tools: the federated view or one
 // upstream's passthrough view.
 type View struct {
-	all    map[string]*Entry // every catalogued tool, up or not
-	listed []*Entry          // tools of upstreams that are up, sorted by Name
+	resultKey string            // "tools", "prompts", "resources" or "resourceTemplates"
+	all       map[string]*Entry // every catalogued item, up or not
+	listed    []*Entry          // items of upstreams that are up, sorted by Name
 }
 
-// Snapshot holds every view. It is immutable once built and safe to share.
+func newView(spec kindSpec) *View {
+	return &View{resultKey: spec.resultKey, all: map[string]*Entry{}}
+}
+
+// kindViews are the views of one list kind.
+type kindViews struct {
+	federated *View
+	pass      map[string]*View
+}
+
+// Snapshot holds every view of every list kind. It is immutable once built
+// and safe to share.
 type Snapshot struct {
+	// Federated and Pass are the tool views (also given by [Snapshot.List]).
 	Federated *View
 	Pass      map[string]*View
+	lists     map[string]*kindViews
+	templates []template // federated resource templates, in list order
 	// Upstreams holds every upstream in the catalog, with or without tools.
 	Upstreams map[string]bool
 	sep       string
@@ -58,8 +77,9 @@ const cursorTag = "sy1:"
 // ErrBadCursor is returned by [View.Page] for a cursor it did not issue.
 var ErrBadCursor = errors.New("catalog: invalid cursor")
 
-// Lookup finds a tool by its name in the view, whether or not its upstream
-// is up.
+// Lookup finds an item by its name (tools, prompts), URI (resources) or
+// URI template (resource templates) in the view, whether or not its
+// upstream is up.
 func (v *View) Lookup(name string) (*Entry, bool) {
 	e, ok := v.all[name]
 	return e, ok
@@ -68,7 +88,8 @@ func (v *View) Lookup(name string) (*Entry, bool) {
 // Len is the number of listed tools.
 func (v *View) Len() int { return len(v.listed) }
 
-// Page returns a tools/list result as raw JSON: up to size tools after
+// Page returns a list result (tools/list, prompts/list, resources/list or
+// resources/templates/list) as raw JSON: up to size items after
 // cursor, and nextCursor when more follow. Cursors name the last tool
 // returned, so a change between pages neither repeats nor drops a tool
 // that exists throughout.
@@ -91,7 +112,9 @@ func (v *View) Page(cursor string, size int) ([]byte, error) {
 		n += len(e.JSON) + 1
 	}
 	b := make([]byte, 0, n+64)
-	b = append(b, `{"tools":[`...)
+	b = append(b, `{"`...)
+	b = append(b, v.resultKey...)
+	b = append(b, `":[`...)
 	for i, e := range v.listed[start:end] {
 		if i > 0 {
 			b = append(b, ',')
@@ -116,24 +139,42 @@ func (v *View) Names() []string {
 	return out
 }
 
-type tool struct {
+// kindSpec describes one list kind.
+type kindSpec struct {
+	key       string // member naming an item: "name", "uri" or "uriTemplate"
+	resultKey string // member of the list result holding the items
+	renamed   bool   // federated names are assigned by package names
+}
+
+var kinds = map[string]kindSpec{
+	proto.KindTools:             {key: "name", resultKey: "tools", renamed: true},
+	proto.KindPrompts:           {key: "name", resultKey: "prompts", renamed: true},
+	proto.KindResources:         {key: "uri", resultKey: "resources"},
+	proto.KindResourceTemplates: {key: "uriTemplate", resultKey: "resourceTemplates"},
+}
+
+type item struct {
 	name   string
 	raw    []byte
 	fields map[string]json.RawMessage
 }
 
-// State accumulates the catalog (which upstreams exist) and their tool
+// State accumulates the catalog (which upstreams exist) and their list
 // sets. It is not safe for concurrent use: one goroutine owns it and
 // publishes the snapshots it builds.
 type State struct {
 	sep       string
 	upstreams map[string]bool
-	tools     map[string][]tool
+	lists     map[string]map[string][]item // kind -> upstream -> items
 }
 
-// NewState returns an empty state using sep between upstream and tool names.
+// NewState returns an empty state using sep between upstream and item names.
 func NewState(sep string) *State {
-	return &State{sep: sep, upstreams: map[string]bool{}, tools: map[string][]tool{}}
+	s := &State{sep: sep, upstreams: map[string]bool{}, lists: map[string]map[string][]item{}}
+	for k := range kinds {
+		s.lists[k] = map[string][]item{}
+	}
+	return s
 }
 
 // SetUpstream records that upstream exists in the catalog (or not).
@@ -145,74 +186,116 @@ func (s *State) SetUpstream(name string, exists bool) {
 	}
 }
 
-// SetTools replaces an upstream's tool set with raw JSON tool objects;
-// nil removes it. Tools without a string name are skipped and reported.
+// SetTools is SetList for proto.KindTools.
 func (s *State) SetTools(upstream string, raw [][]byte) error {
+	return s.SetList(proto.KindTools, upstream, raw)
+}
+
+// ErrUnknownKind is returned by [State.SetList] for a kind it does not know.
+var ErrUnknownKind = errors.New("catalog: unknown list kind")
+
+// SetList replaces an upstream's list of kind with raw JSON objects; nil
+// removes it. Objects without a string key member ("name", "uri" or
+// "uriTemplate") or repeating one are skipped and reported.
+func (s *State) SetList(kind, upstream string, raw [][]byte) error {
+	spec, ok := kinds[kind]
+	if !ok {
+		return ErrUnknownKind
+	}
 	if raw == nil {
-		delete(s.tools, upstream)
+		delete(s.lists[kind], upstream)
 		return nil
 	}
-	ts := make([]tool, 0, len(raw))
+	items := make([]item, 0, len(raw))
 	var errs []error
 	seen := map[string]bool{}
 	for i, r := range raw {
 		var f map[string]json.RawMessage
 		var name string
 		if err := json.Unmarshal(r, &f); err != nil {
-			errs = append(errs, fmt.Errorf("tool %d: %w", i, err))
+			errs = append(errs, fmt.Errorf("%s %d: %w", kind, i, err))
 			continue
 		}
-		if err := json.Unmarshal(f["name"], &name); err != nil || name == "" || seen[name] {
-			errs = append(errs, fmt.Errorf("tool %d: missing, invalid or duplicate name", i))
+		if err := json.Unmarshal(f[spec.key], &name); err != nil || name == "" || seen[name] {
+			errs = append(errs, fmt.Errorf("%s %d: missing, invalid or duplicate %s", kind, i, spec.key))
 			continue
 		}
 		seen[name] = true
-		ts = append(ts, tool{name: name, raw: r, fields: f})
+		items = append(items, item{name: name, raw: r, fields: f})
 	}
-	s.tools[upstream] = ts
+	s.lists[kind][upstream] = items
 	return errors.Join(errs...)
 }
 
 // Build makes a snapshot; up reports whether an upstream is serving.
 func (s *State) Build(up func(upstream string) bool) *Snapshot {
-	var pairs []names.Pair
-	for u, ts := range s.tools {
-		if !s.upstreams[u] {
-			continue
-		}
-		for _, t := range ts {
-			pairs = append(pairs, names.Pair{Upstream: u, Tool: t.name})
-		}
-	}
-	fed := names.Assign(pairs, s.sep)
-	snap := &Snapshot{Federated: &View{all: make(map[string]*Entry, len(pairs))}, Pass: map[string]*View{},
-		Upstreams: make(map[string]bool, len(s.upstreams)), sep: s.sep}
+	snap := &Snapshot{Pass: map[string]*View{}, Upstreams: make(map[string]bool, len(s.upstreams)),
+		sep: s.sep, lists: make(map[string]*kindViews, len(kinds))}
 	for u := range s.upstreams {
 		snap.Upstreams[u] = true
-		snap.Pass[u] = &View{all: map[string]*Entry{}} // replaced below if it has tools
 	}
-	for u, ts := range s.tools {
-		if !s.upstreams[u] {
-			continue
+	isUp := make(map[string]bool, len(s.upstreams))
+	for u := range s.upstreams {
+		isUp[u] = up(u)
+	}
+	for kind, spec := range kinds {
+		snap.lists[kind] = s.buildKind(kind, spec, isUp)
+	}
+	tools := snap.lists[proto.KindTools]
+	snap.Federated, snap.Pass = tools.federated, tools.pass
+	snap.templates = compileTemplates(snap.lists[proto.KindResourceTemplates].federated.listed)
+	return snap
+}
+
+// buildKind makes the federated and passthrough views of one kind.
+func (s *State) buildKind(kind string, spec kindSpec, isUp map[string]bool) *kindViews {
+	ups := make([]string, 0, len(s.lists[kind]))
+	for u := range s.lists[kind] {
+		if s.upstreams[u] {
+			ups = append(ups, u)
 		}
-		isUp := up(u)
-		pv := &View{all: make(map[string]*Entry, len(ts))}
-		for _, t := range ts {
-			pe := &Entry{Name: t.name, Upstream: u, Orig: t.name, JSON: t.raw}
-			fe := &Entry{Name: fed[names.Pair{Upstream: u, Tool: t.name}], Upstream: u, Orig: t.name}
-			fe.JSON = rename(t.fields, fe.Name)
+	}
+	slices.Sort(ups) // the first upstream keeps a key two of them list
+	var fed map[names.Pair]string
+	if spec.renamed {
+		var pairs []names.Pair
+		for _, u := range ups {
+			for _, it := range s.lists[kind][u] {
+				pairs = append(pairs, names.Pair{Upstream: u, Tool: it.name})
+			}
+		}
+		fed = names.Assign(pairs, s.sep)
+	}
+	kv := &kindViews{federated: newView(spec), pass: map[string]*View{}}
+	for u := range s.upstreams {
+		kv.pass[u] = newView(spec) // replaced below if it has a list
+	}
+	for _, u := range ups {
+		items := s.lists[kind][u]
+		pv := newView(spec)
+		for _, it := range items {
+			pe := &Entry{Name: it.name, Upstream: u, Orig: it.name, JSON: it.raw}
+			fe := pe
+			if spec.renamed {
+				fe = &Entry{Name: fed[names.Pair{Upstream: u, Tool: it.name}], Upstream: u, Orig: it.name}
+				fe.JSON = rename(it.fields, fe.Name)
+			}
 			pv.all[pe.Name] = pe
-			snap.Federated.all[fe.Name] = fe
-			if isUp {
+			if _, dup := kv.federated.all[fe.Name]; !dup {
+				kv.federated.all[fe.Name] = fe
+				if isUp[u] {
+					kv.federated.listed = append(kv.federated.listed, fe)
+				}
+			}
+			if isUp[u] {
 				pv.listed = append(pv.listed, pe)
-				snap.Federated.listed = append(snap.Federated.listed, fe)
 			}
 		}
 		sortEntries(pv.listed)
-		snap.Pass[u] = pv
+		kv.pass[u] = pv
 	}
-	sortEntries(snap.Federated.listed)
-	return snap
+	sortEntries(kv.federated.listed)
+	return kv
 }
 
 func sortEntries(es []*Entry) {
@@ -231,9 +314,26 @@ func rename(f map[string]json.RawMessage, name string) []byte {
 	return b
 }
 
+// List returns the view of kind for view ("" for the federated view, else
+// an upstream's passthrough view); nil for an unknown upstream or kind.
+func (s *Snapshot) List(kind, view string) *View {
+	kv := s.lists[kind]
+	if kv == nil {
+		return nil
+	}
+	if view == "" {
+		return kv.federated
+	}
+	return kv.pass[view]
+}
+
 // Changed returns the upstreams whose listed tools differ between a and b
 // (a may be nil), sorted.
-func Changed(a, b *Snapshot) []string {
+func Changed(a, b *Snapshot) []string { return ChangedKind(proto.KindTools, a, b) }
+
+// ChangedKind returns the upstreams whose listed items of kind differ
+// between a and b (a may be nil), sorted.
+func ChangedKind(kind string, a, b *Snapshot) []string {
 	var out []string
 	seen := map[string]bool{}
 	check := func(u string) {
@@ -243,19 +343,19 @@ func Changed(a, b *Snapshot) []string {
 		seen[u] = true
 		var va, vb *View
 		if a != nil {
-			va = a.Pass[u]
+			va = a.List(kind, u)
 		}
-		vb = b.Pass[u]
+		vb = b.List(kind, u)
 		if !sameListed(va, vb) {
 			out = append(out, u)
 		}
 	}
 	if a != nil {
-		for u := range a.Pass {
+		for u := range a.Upstreams {
 			check(u)
 		}
 	}
-	for u := range b.Pass {
+	for u := range b.Upstreams {
 		check(u)
 	}
 	slices.Sort(out)
