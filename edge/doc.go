@@ -32,7 +32,7 @@
 // lists itself and forwards calls to a worker, which answers the edge
 // directly. The edge watches worker heartbeats (switchyard.v1.evt.worker.*)
 // to fail at once a call whose worker went away, listens to
-// switchyard.v1.evt.tools_changed.<tenant> to send list_changed, watches the
+// switchyard.v1.evt.list_changed.<tenant> to send list_changed, watches the
 // catalog (KV switchyard_upstreams) for passthrough views, and publishes
 // switchyard.v1.evt.session_closed.<edge> when a client session ends.
 //

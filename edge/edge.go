@@ -199,7 +199,7 @@ func (s *Service) start() error {
 	if err := s.presence.Start(); err != nil {
 		return fmt.Errorf("edge: presence: %w", err)
 	}
-	subj, err := proto.EvtToolsChangedSubject(s.cfg.Tenant)
+	subj, err := proto.EvtListChangedSubject(s.cfg.Tenant)
 	if err != nil {
 		return err
 	}
@@ -224,7 +224,7 @@ func (s *Service) onUpstream(ev *bus.KVEvent, initial bool) {
 }
 
 func (s *Service) onToolsChanged(m *nats.Msg) {
-	var tc proto.ToolsChanged
+	var tc proto.ListChanged
 	if err := proto.Unmarshal(m.Data, &tc); err != nil {
 		s.log.Warn("bad tools_changed event", proto.LogErr, err)
 		return
