@@ -74,29 +74,59 @@ func mergeMeta(raw []byte, add map[string]any) []byte {
 	return out
 }
 
-// middleware answers tools/list and tools/call of the view from the bus.
+// middleware answers every forwarded method of the view (proto.Forwarded:
+// lists, tools/call, prompts/get, resources/read|subscribe|unsubscribe,
+// completion/complete, logging/setLevel) from the bus; initialize, ping and
+// notifications stay with the SDK. logging/setLevel is also recorded by the
+// SDK session once the upstreams accepted it.
 func (s *Service) middleware(view string) mcp.Middleware {
 	return func(next mcp.MethodHandler) mcp.MethodHandler {
 		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
-			switch method {
-			case "initialize":
+			if method == "initialize" {
 				res, err := next(ctx, method, req)
 				if err == nil {
 					s.onInitialize(view, req, res)
 				}
 				return res, err
-			case "tools/list":
-				return s.forward(ctx, view, method, proto.OpToolsList, "", req)
-			case "tools/call":
-				p, ok := req.GetParams().(*mcp.CallToolParamsRaw)
-				if !ok || p == nil {
-					return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "missing params"}
-				}
-				return s.forward(ctx, view, method, proto.OpToolsCall, p.Name, req)
 			}
-			return next(ctx, method, req)
+			op, ok := proto.Forwarded(method)
+			if !ok {
+				return next(ctx, method, req)
+			}
+			name, perr := targetName(req.GetParams())
+			if perr != nil {
+				return nil, perr
+			}
+			res, err := s.forward(ctx, view, method, op, name, req)
+			if err == nil && method == "logging/setLevel" {
+				if _, err := next(ctx, method, req); err != nil {
+					return nil, err
+				}
+			}
+			return res, err
 		}
 	}
+}
+
+// targetName is what the router routes a request by: the tool or prompt
+// name, or the resource URI; "" for methods routed otherwise.
+func targetName(p mcp.Params) (string, *jsonrpc.Error) {
+	switch p := p.(type) {
+	case *mcp.CallToolParamsRaw:
+		if p == nil {
+			return "", &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "missing params"}
+		}
+		return p.Name, nil
+	case *mcp.GetPromptParams:
+		return p.Name, nil
+	case *mcp.ReadResourceParams:
+		return p.URI, nil
+	case *mcp.SubscribeParams:
+		return p.URI, nil
+	case *mcp.UnsubscribeParams:
+		return p.URI, nil
+	}
+	return "", nil
 }
 
 // forward publishes one call from the SDK path and waits for its reply.

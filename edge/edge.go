@@ -87,7 +87,7 @@ func New(cfg Config, nc *nats.Conn, log *slog.Logger) (*Service, error) {
 	s.caller = bus.NewCaller(nc, int(cfg.MaxResultBytes))
 	s.presence = bus.NewPresence(nc, log)
 	s.routeSub = map[string]string{}
-	for _, op := range []string{proto.OpToolsList, proto.OpToolsCall} {
+	for _, op := range proto.ForwardedOps() {
 		b, err := proto.AppendRouteSubject(nil, cfg.Tenant, op)
 		if err != nil {
 			return nil, fmt.Errorf("edge: tenant %q: %w", cfg.Tenant, err)
@@ -203,7 +203,7 @@ func (s *Service) start() error {
 	if err != nil {
 		return err
 	}
-	if _, err := s.nc.Subscribe(subj, s.onToolsChanged); err != nil {
+	if _, err := s.nc.Subscribe(subj, s.onListChanged); err != nil {
 		return fmt.Errorf("edge: subscribe: %w", err)
 	}
 	return nil
@@ -223,11 +223,15 @@ func (s *Service) onUpstream(ev *bus.KVEvent, initial bool) {
 	s.mu.Unlock()
 }
 
-func (s *Service) onToolsChanged(m *nats.Msg) {
+func (s *Service) onListChanged(m *nats.Msg) {
 	var tc proto.ListChanged
 	if err := proto.Unmarshal(m.Data, &tc); err != nil {
-		s.log.Warn("bad tools_changed event", proto.LogErr, err)
+		s.log.Warn("bad list_changed event", proto.LogErr, err)
 		return
+	}
+	kind := tc.Kind
+	if kind == "" {
+		kind = proto.KindTools
 	}
 	s.mu.Lock()
 	vs := []*view{s.views[""]}
@@ -237,7 +241,7 @@ func (s *Service) onToolsChanged(m *nats.Msg) {
 	s.mu.Unlock()
 	for _, v := range vs {
 		if v != nil {
-			v.listChanged()
+			v.listChanged(kind)
 		}
 	}
 }

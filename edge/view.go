@@ -23,25 +23,28 @@ type view struct {
 	stateful  http.Handler
 	stateless http.Handler
 
-	mu     sync.Mutex
-	marker string // guarded by mu: the registered marker tool
-	rev    int    // guarded by mu
+	mu      sync.Mutex
+	markers map[string]string // guarded by mu: list kind -> its registered marker
+	rev     int               // guarded by mu
 }
 
-// newView builds the SDK server of a view. tools/list and tools/call are
-// answered by the receiving middleware from the bus; the SDK's own tool
-// registry holds only a marker tool, swapped on every change because the SDK
-// has no public call to send list_changed and sends it when tools change.
+// newView builds the SDK server of a view. Every forwarded method is
+// answered by the receiving middleware from the bus; the SDK's own
+// registries hold only one marker tool, prompt and resource, swapped on
+// every change, because the SDK has no public call to send list_changed and
+// sends it when its registries change.
 func (s *Service) newView(name string) *view {
-	v := &view{name: name}
+	v := &view{name: name, markers: map[string]string{}}
 	v.server = mcp.NewServer(s.impl, &mcp.ServerOptions{
 		Logger:             s.log,
 		GetSessionID:       func() string { return s.cfg.ID + "-" + bus.RandomToken(15) },
 		InitializedHandler: s.onInitialized,
-		Capabilities:       &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}},
+		Capabilities:       viewCapabilities(),
 	})
 	v.server.AddReceivingMiddleware(s.middleware(name))
-	v.listChanged()
+	for _, kind := range []string{proto.KindTools, proto.KindPrompts, proto.KindResources} {
+		v.listChanged(kind)
+	}
 	get := func(*http.Request) *mcp.Server { return v.server }
 	// No SDK SessionTimeout: the fast path serves calls the SDK never sees,
 	// so the edge's session table keeps the idle timer.
@@ -56,21 +59,58 @@ func (s *Service) newView(name string) *view {
 	return v
 }
 
-// listChanged swaps the marker tool, which makes the SDK send
-// notifications/tools/list_changed to every session of the view (and to
-// 2026-era subscriptions/listen streams).
-func (v *view) listChanged() {
+// viewCapabilities are what every view advertises: the gateway serves
+// every list, subscriptions, completion and logging, and answers for an
+// upstream without one of them with that upstream's own error.
+func viewCapabilities() *mcp.ServerCapabilities {
+	return &mcp.ServerCapabilities{
+		Tools:       &mcp.ToolCapabilities{ListChanged: true},
+		Prompts:     &mcp.PromptCapabilities{ListChanged: true},
+		Resources:   &mcp.ResourceCapabilities{ListChanged: true, Subscribe: true},
+		Completions: &mcp.CompletionCapabilities{},
+		Logging:     &mcp.LoggingCapabilities{},
+	}
+}
+
+// listChanged swaps the marker of a list kind, which makes the SDK send
+// notifications/{tools,prompts,resources}/list_changed to every session of
+// the view (and to 2026-era subscriptions/listen streams). Resource
+// templates share the resources notification.
+func (v *view) listChanged(kind string) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	old := v.marker
+	if kind == proto.KindResourceTemplates {
+		kind = proto.KindResources
+	}
+	old := v.markers[kind]
 	v.rev++
-	v.marker = "switchyard-rev-" + strconv.Itoa(v.rev)
-	v.server.AddTool(&mcp.Tool{Name: v.marker, InputSchema: map[string]any{"type": "object"}},
-		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-			return nil, nil // never reached: tools/call is answered by the middleware
-		})
-	if old != "" {
-		v.server.RemoveTools(old)
+	marker := "switchyard-rev-" + strconv.Itoa(v.rev)
+	v.markers[kind] = marker
+	switch kind {
+	case proto.KindTools:
+		v.server.AddTool(&mcp.Tool{Name: marker, InputSchema: map[string]any{"type": "object"}},
+			func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+				return nil, nil // never reached: tools/call is answered by the middleware
+			})
+		if old != "" {
+			v.server.RemoveTools(old)
+		}
+	case proto.KindPrompts:
+		v.server.AddPrompt(&mcp.Prompt{Name: marker},
+			func(context.Context, *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+				return nil, nil // never reached: prompts/get is answered by the middleware
+			})
+		if old != "" {
+			v.server.RemovePrompts(old)
+		}
+	case proto.KindResources:
+		v.server.AddResource(&mcp.Resource{Name: marker, URI: "switchyard:" + marker},
+			func(context.Context, *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+				return nil, nil // never reached: resources/read is answered by the middleware
+			})
+		if old != "" {
+			v.server.RemoveResources("switchyard:" + old)
+		}
 	}
 }
 

@@ -130,6 +130,16 @@ func Op(method string) string {
 	return strings.ToLower(strings.ReplaceAll(method, "/", "_"))
 }
 
+// ForwardedOps returns the op of every method the gateway forwards, in no
+// particular order.
+func ForwardedOps() []string {
+	out := make([]string, 0, len(methodOps))
+	for _, op := range methodOps {
+		out = append(out, op)
+	}
+	return out
+}
+
 // Forwarded reports whether the gateway forwards method (a client request)
 // to an upstream, and its op.
 func Forwarded(method string) (op string, ok bool) {
