@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"sync"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -148,7 +149,16 @@ func (s *Service) forward(ctx context.Context, view, method, op, name string, re
 			preq.Protocol = ip.ProtocolVersion
 		}
 	}
-	raw, timing, err := s.roundTrip(ctx, &preq, op, stamps)
+	var onMsg func(*nats.Msg)
+	var asks sync.WaitGroup
+	if ss, ok := req.GetSession().(*mcp.ServerSession); ok {
+		if v := s.viewFor(view); v != nil {
+			rctx, cancel := context.WithCancel(ctx)
+			defer func() { cancel(); asks.Wait() }() // the upstream no longer waits for them
+			onMsg = s.sdkRelay(rctx, v, ss, &asks)
+		}
+	}
+	raw, timing, err := s.roundTrip(ctx, &preq, op, stamps, onMsg)
 	if err != nil {
 		return nil, err
 	}
@@ -167,7 +177,10 @@ func newStamps() nats.Header {
 // nil) the reply's timing headers. A call that reached no worker is placed
 // again, up to maxAttempts. Errors are *jsonrpc.Error built by toJSONRPC,
 // or the ctx's cause when ctx ended first.
-func (s *Service) roundTrip(ctx context.Context, preq *proto.Request, op string, stamps nats.Header) ([]byte, nats.Header, error) {
+//
+// onMsg, if not nil, receives the upstream's messages for the client
+// (proto.HdrMessage) while the call runs.
+func (s *Service) roundTrip(ctx context.Context, preq *proto.Request, op string, stamps nats.Header, onMsg func(*nats.Msg)) ([]byte, nats.Header, error) {
 	deadline := time.Now().Add(s.cfg.CallTimeout)
 	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
 		deadline = d
@@ -179,7 +192,7 @@ func (s *Service) roundTrip(ctx context.Context, preq *proto.Request, op string,
 	defer cancel()
 
 	for attempt := 1; ; attempt++ {
-		raw, timing, err := s.send(ctx, preq, op, stamps)
+		raw, timing, err := s.send(ctx, preq, op, stamps, onMsg)
 		var pe *proto.Error
 		if errors.As(err, &pe) && pe.Code == proto.CodeNotDelivered && attempt < maxAttempts {
 			// It ran nowhere, so placing it again is safe; the pause lets the
@@ -212,7 +225,7 @@ const maxAttempts = 4
 
 // send publishes one attempt of a call and waits for its reply: the result
 // bytes and, for a traced call, the reply's headers.
-func (s *Service) send(ctx context.Context, preq *proto.Request, op string, stamps nats.Header) ([]byte, nats.Header, error) {
+func (s *Service) send(ctx context.Context, preq *proto.Request, op string, stamps nats.Header, onMsg func(*nats.Msg)) ([]byte, nats.Header, error) {
 	if !s.nc.IsConnected() {
 		// A publish would sit in the reconnect buffer until the deadline.
 		return nil, nil, proto.Errorf(proto.CodeUnavailable, "gateway bus unavailable (NATS %s)", s.nc.Status())
@@ -236,7 +249,7 @@ func (s *Service) send(ctx context.Context, preq *proto.Request, op string, stam
 	if err := s.nc.PublishMsg(msg); err != nil {
 		return nil, nil, err
 	}
-	out, err := k.Wait(ctx)
+	out, err := k.WaitWith(ctx, onMsg)
 	if errors.Is(err, bus.ErrCanceled) || errors.Is(err, proto.ErrTimeout) {
 		s.cancelAtWorker(k)
 	}

@@ -206,6 +206,13 @@ func (s *Service) start() error {
 	if _, err := s.nc.Subscribe(subj, s.onListChanged); err != nil {
 		return fmt.Errorf("edge: subscribe: %w", err)
 	}
+	msgs, err := proto.EdgeMsgSubject(s.cfg.ID)
+	if err != nil {
+		return err
+	}
+	if _, err := s.nc.Subscribe(msgs, s.onSessionMsg); err != nil {
+		return fmt.Errorf("edge: subscribe: %w", err)
+	}
 	return nil
 }
 

@@ -11,6 +11,7 @@ import (
 	"net/netip"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -138,7 +139,10 @@ func (s *Service) runFast(w http.ResponseWriter, r *http.Request, v *view, fc *f
 	if fc.op == proto.OpToolsCall && string(p.meta(hop.MetaKey)) == "true" {
 		stamps = newStamps()
 	}
-	raw, timing, err := s.roundTrip(ctx, &preq, fc.op, stamps)
+	out := &fastOut{w: w}
+	var asks sync.WaitGroup
+	defer func() { cancel(); asks.Wait(); out.forget(fc.session) }()
+	raw, timing, err := s.roundTrip(ctx, &preq, fc.op, stamps, s.fastRelay(ctx, v, fc, out, &asks))
 	if err != nil {
 		var je *jsonrpc.Error
 		if !errors.As(err, &je) {
@@ -147,7 +151,7 @@ func (s *Service) runFast(w http.ResponseWriter, r *http.Request, v *view, fc *f
 			}
 			je = &jsonrpc.Error{Code: codeRequestCancelled, Message: "request cancelled"}
 		}
-		s.writeResponse(w, fc.protocol, m.ID, nil, je)
+		s.writeResponse(out, fc.protocol, m.ID, nil, je)
 		return
 	}
 	if timing != nil {
@@ -162,7 +166,7 @@ func (s *Service) runFast(w http.ResponseWriter, r *http.Request, v *view, fc *f
 		// result is the upstream's and may have one.
 		raw = s.withServerInfo(raw, fc.op == proto.OpToolsList)
 	}
-	s.writeResponse(w, fc.protocol, m.ID, raw, nil)
+	s.writeResponse(out, fc.protocol, m.ID, raw, nil)
 }
 
 // codeRequestCancelled answers a call the client cancelled; the client
@@ -195,9 +199,13 @@ func (s *Service) withServerInfo(raw []byte, noMeta bool) []byte {
 // application/json when the edge is configured for JSON responses; in the
 // 2026-07-28 era the errors SEP-2575 gives an HTTP status are plain JSON
 // with that status.
-func (s *Service) writeResponse(w http.ResponseWriter, protocol string, id json.RawMessage, result []byte, je *jsonrpc.Error) {
+//
+// Once upstream messages started the event stream (out.started), the
+// response is its last event.
+func (s *Service) writeResponse(out *fastOut, protocol string, id json.RawMessage, result []byte, je *jsonrpc.Error) {
+	w := out.w
 	status, sse := http.StatusOK, !s.cfg.JSONResponse
-	if je != nil && protocol >= protocol2026 {
+	if je != nil && protocol >= protocol2026 && !out.started {
 		if st := errorStatus2026(je.Code); st != 0 {
 			status, sse = st, false
 		}
@@ -231,6 +239,13 @@ func (s *Service) writeResponse(w http.ResponseWriter, protocol string, id json.
 	tail := "}"
 	if sse {
 		tail = "}\n\n"
+	}
+	if out.started {
+		if _, err := w.Write(head); err == nil && len(result) > 0 {
+			_, _ = w.Write(result)
+		}
+		_, _ = io.WriteString(w, tail)
+		return
 	}
 	h := w.Header()
 	h.Set("Cache-Control", "no-cache, no-transform")

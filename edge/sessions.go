@@ -26,6 +26,8 @@ type clientSession struct {
 	timer    *time.Timer // guarded by mu: nil without a timeout or once closed
 	timeout  time.Duration
 	inflight map[string]context.CancelFunc // guarded by mu: fast-path calls by idKey
+	relayed  map[string]string             // guarded by mu: relay id -> where the client's answer goes
+	asks     sync.WaitGroup                // session-level relayed requests in flight
 }
 
 // sessionTable holds the edge's stateful client sessions by session id.
@@ -46,7 +48,8 @@ func (t *sessionTable) get(id string) *clientSession {
 // that long without a POST.
 func (t *sessionTable) add(ss *mcp.ServerSession, view, protocol string, timeout time.Duration, gone func(id string)) {
 	id := ss.ID()
-	cs := &clientSession{ss: ss, view: view, protocol: protocol, timeout: timeout, inflight: map[string]context.CancelFunc{}}
+	cs := &clientSession{ss: ss, view: view, protocol: protocol, timeout: timeout,
+		inflight: map[string]context.CancelFunc{}, relayed: map[string]string{}}
 	if timeout > 0 {
 		cs.timer = time.AfterFunc(timeout, func() { _ = ss.Close() })
 	}
@@ -123,4 +126,21 @@ func (cs *clientSession) cancel(id string) bool {
 		c()
 	}
 	return ok
+}
+
+// relay records a request relayed to the client under relay id id (an
+// idKey); its answer goes to reply.
+func (cs *clientSession) relay(id, reply string) {
+	cs.mu.Lock()
+	cs.relayed[id] = reply
+	cs.mu.Unlock()
+}
+
+// takeRelay removes and returns where the answer to relay id id goes.
+func (cs *clientSession) takeRelay(id string) (string, bool) {
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	reply, ok := cs.relayed[id]
+	delete(cs.relayed, id)
+	return reply, ok
 }

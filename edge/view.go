@@ -23,6 +23,10 @@ type view struct {
 	stateful  http.Handler
 	stateless http.Handler
 
+	// send is the SDK's sending handler, below any middleware: it sends a
+	// request or notification to the session of the request it is given.
+	send mcp.MethodHandler
+
 	mu      sync.Mutex
 	markers map[string]string // guarded by mu: list kind -> its registered marker
 	rev     int               // guarded by mu
@@ -42,6 +46,10 @@ func (s *Service) newView(name string) *view {
 		Capabilities:       viewCapabilities(),
 	})
 	v.server.AddReceivingMiddleware(s.middleware(name))
+	v.server.AddSendingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+		v.send = next // called once, here
+		return next
+	})
 	for _, kind := range []string{proto.KindTools, proto.KindPrompts, proto.KindResources} {
 		v.listChanged(kind)
 	}
@@ -114,6 +122,9 @@ func (v *view) listChanged(kind string) {
 	}
 }
 
+// sender returns the view's sending handler.
+func (v *view) sender() mcp.MethodHandler { return v.send }
+
 func (v *view) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Header.Get("Mcp-Protocol-Version") >= protocol2026 {
 		v.stateless.ServeHTTP(w, r)
@@ -176,7 +187,7 @@ func (s *Service) serve(w http.ResponseWriter, r *http.Request, v *view) {
 			defer cs.startPOST()()
 		}
 	}
-	if s.serveFast(w, r, v, m) {
+	if s.answerRelayed(w, r, m) || s.serveFast(w, r, v, m) {
 		return
 	}
 	v.ServeHTTP(w, r)

@@ -12,10 +12,19 @@
 //	switchyard.v1.pool.<upstream>.<op>     any worker serving <upstream>, queue group "pool.<upstream>"
 //	switchyard.v1.evt.worker.<worker>      worker presence heartbeats (and a goodbye)
 //	switchyard.v1.evt.presence             "announce yourselves" query to every worker
-//	switchyard.v1.evt.list_changed.<t>    the router's view of tenant t changed
+//	switchyard.v1.evt.list_changed.<t>     a list of tenant t's view changed (body: ListChanged)
 //	switchyard.v1.evt.session_closed.<e>   a client session on edge e ended
+//	switchyard.v1.edge.<e>.msg             worker -> edge: upstream messages for a client session, outside calls
 //
-// <op> is the MCP method with "/" replaced by "_" (tools/call -> tools_call).
+// <op> is the MCP method with "/" replaced by "_", lowercase (tools/call ->
+// tools_call, logging/setLevel -> logging_setlevel).
+//
+// # Messages during a call
+//
+// Besides its reply, a call's reply subject receives the router's placement
+// note ([HdrPlaced]), reply chunks ([HdrChunk]) and the upstream's
+// notifications and requests for the client ([HdrMessage]), in the order
+// the worker sent them.
 //
 // # KV buckets
 //

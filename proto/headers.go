@@ -16,4 +16,17 @@ const (
 	HdrReplyTo = "Sy-Reply-To"
 	// HdrChunk marks one part of a chunked reply: "<index>/<count>", 0-based.
 	HdrChunk = "Sy-Chunk"
+	// HdrMessage ("1") marks a message for the client that is not the
+	// reply: a JSON-RPC notification or request the upstream sent while
+	// serving the call (progress, logging, sampling, elicitation, roots),
+	// as raw JSON in the body, progress tokens already restored to the
+	// client's. Workers publish it on the call's reply subject, so it
+	// arrives in order before the reply; session-level messages (not tied to
+	// a call) go to [EdgeMsgSubject] with [HdrSession]. A request carries a
+	// NATS reply subject: the edge publishes the client's JSON-RPC response
+	// object there (raw JSON; its "id" is ignored, the worker answers the
+	// upstream with the upstream's id).
+	HdrMessage = "Sy-Msg"
+	// HdrSession names the client session of a session-level message.
+	HdrSession = "Sy-Session"
 )

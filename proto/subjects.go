@@ -220,6 +220,14 @@ func EvtSessionClosedSubject(edge string) (string, error) {
 	return string(b), err
 }
 
+// EdgeMsgSubject is where workers send an edge the upstream messages that
+// belong to one of its client sessions but to no call (header
+// [HdrSession]; see [HdrMessage]): switchyard.v1.edge.<edge>.msg.
+func EdgeMsgSubject(edge string) (string, error) {
+	b, err := appendSubject(nil, "edge", edge, "msg")
+	return string(b), err
+}
+
 // LastToken returns the last token of a subject ("" for an empty subject).
 func LastToken(subject string) string {
 	if i := strings.LastIndexByte(subject, '.'); i >= 0 {

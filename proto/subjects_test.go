@@ -42,3 +42,12 @@ func TestProtoListKey(t *testing.T) {
 		}
 	}
 }
+
+func TestProtoEdgeMsgSubject(t *testing.T) {
+	if s, err := EdgeMsgSubject("edge-1"); err != nil || s != "switchyard.v1.edge.edge-1.msg" {
+		t.Fatalf("got %q %v", s, err)
+	}
+	if _, err := EdgeMsgSubject("a.b"); err == nil {
+		t.Fatal("a dotted edge id made a subject")
+	}
+}

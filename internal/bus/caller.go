@@ -15,9 +15,9 @@ import (
 
 // Caller is a multiplexed reply inbox: one subscription on <inbox>.* serves
 // every call a role makes. Besides the final reply it understands the
-// router's placement note ([proto.HdrPlaced]) and chunked replies
-// ([proto.HdrChunk]), which nats.go's Request cannot (its shared inbox keeps
-// only the first message).
+// router's placement note ([proto.HdrPlaced]), chunked replies
+// ([proto.HdrChunk]) and upstream messages ([proto.HdrMessage]), which
+// nats.go's Request cannot (its shared inbox keeps only the first message).
 //
 // A Caller is safe for concurrent use. Start it once before use.
 type Caller struct {
@@ -85,13 +85,15 @@ type Call struct {
 	hdr    nats.Header // guarded by mu: headers of a traced reply
 	data   []byte
 	err    *proto.Error
-	parts  int // chunks received
+	parts  int           // chunks received
+	msgs   []*nats.Msg   // guarded by mu: upstream messages not yet taken
+	signal chan struct{} // cap 1: a message was queued
 }
 
 // New registers a pending call.
 func (c *Caller) New() *Call {
 	id := c.seq.Add(1)
-	k := &Call{ID: id, c: c, reply: c.prefix + strconv.FormatUint(id, 10), done: make(chan struct{})}
+	k := &Call{ID: id, c: c, reply: c.prefix + strconv.FormatUint(id, 10), done: make(chan struct{}), signal: make(chan struct{}, 1)}
 	c.mu.Lock()
 	c.pending[id] = k
 	c.mu.Unlock()
@@ -128,21 +130,60 @@ var ErrCanceled = errors.New("bus: call canceled")
 
 // Wait blocks until the reply is complete, the call fails, or ctx ends. It
 // returns the raw reply payload, a *proto.Error (ErrWorkerLost,
-// ErrPayloadTooLarge, ErrTimeout) or [ErrCanceled].
-func (k *Call) Wait(ctx context.Context) ([]byte, error) {
-	select {
-	case <-k.done:
-	case <-ctx.Done():
-		k.finish(nil, nil)
-		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-			return nil, proto.ErrTimeout
+// ErrPayloadTooLarge, ErrTimeout) or [ErrCanceled]. Upstream messages
+// ([proto.HdrMessage]) are dropped; use [Call.WaitWith] to receive them.
+func (k *Call) Wait(ctx context.Context) ([]byte, error) { return k.WaitWith(ctx, nil) }
+
+// WaitWith is Wait that hands each upstream message ([proto.HdrMessage]) of
+// the call to onMsg, in arrival order, on the calling goroutine; every
+// message that arrived before the reply is handed over before WaitWith
+// returns. onMsg should not block for long: the reply waits behind it.
+func (k *Call) WaitWith(ctx context.Context, onMsg func(*nats.Msg)) ([]byte, error) {
+	for {
+		select {
+		case <-k.signal:
+			k.deliver(onMsg)
+			continue
+		case <-k.done:
+			k.deliver(onMsg)
+		case <-ctx.Done():
+			k.finish(nil, nil)
+			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+				return nil, proto.ErrTimeout
+			}
+			return nil, ErrCanceled
 		}
-		return nil, ErrCanceled
+		break
 	}
 	if k.err != nil {
 		return nil, k.err
 	}
 	return k.data, nil
+}
+
+// deliver hands the queued messages to onMsg (nil: drops them).
+func (k *Call) deliver(onMsg func(*nats.Msg)) {
+	k.mu.Lock()
+	msgs := k.msgs
+	k.msgs = nil
+	k.mu.Unlock()
+	if onMsg == nil {
+		return
+	}
+	for _, m := range msgs {
+		onMsg(m)
+	}
+}
+
+// queue keeps an upstream message for WaitWith.
+func (k *Call) queue(m *nats.Msg) {
+	k.mu.Lock()
+	k.msgs = append(k.msgs, m)
+	k.mu.Unlock()
+	select {
+	case k.signal <- struct{}{}:
+	default:
+	}
 }
 
 func (k *Call) finish(data []byte, err *proto.Error) {
@@ -205,6 +246,10 @@ func (c *Caller) onMsg(m *nats.Msg) {
 		}
 		if ch := m.Header.Get(proto.HdrChunk); ch != "" {
 			k.chunk(ch, m.Data)
+			return
+		}
+		if m.Header.Get(proto.HdrMessage) != "" {
+			k.queue(m)
 			return
 		}
 		if m.Header.Get("Status") == "503" { // no responders

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"strconv"
 	"testing"
@@ -575,5 +576,57 @@ func TestBusRespondChunking(t *testing.T) {
 				t.Errorf("reassembled %d bytes differ from the %d sent", len(got), len(payload))
 			}
 		})
+	}
+}
+
+// TestBusCallerMessages: upstream messages published before the reply reach
+// WaitWith's callback in order, all of them before it returns; Wait drops
+// them; a message alone does not end the call.
+func TestBusCallerMessages(t *testing.T) {
+	r := newCallerRig(t, 0, nil)
+	if _, err := r.peer.Subscribe("svc.chatty", func(m *nats.Msg) {
+		for i := range 50 {
+			msg := &nats.Msg{Subject: m.Reply, Header: nats.Header{proto.HdrMessage: []string{"1"}},
+				Data: []byte(fmt.Sprintf(`{"n":%d}`, i))}
+			_ = r.peer.PublishMsg(msg)
+		}
+		_ = RespondReply(r.peer, m.Reply, &proto.Reply{Result: []byte(`{}`)})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.peer.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	for _, withCallback := range []bool{true, false} {
+		k := r.c.New()
+		if err := r.c.nc.PublishRequest("svc.chatty", k.Reply(), nil); err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		var onMsg func(*nats.Msg)
+		if withCallback {
+			onMsg = func(m *nats.Msg) { got = append(got, string(m.Data)) }
+		}
+		data, err := k.WaitWith(t.Context(), onMsg)
+		k.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var rep proto.Reply
+		if err := proto.Unmarshal(data, &rep); err != nil || string(rep.Result) != `{}` {
+			t.Fatalf("reply %q %v", rep.Result, err)
+		}
+		want := 0
+		if withCallback {
+			want = 50
+		}
+		if len(got) != want {
+			t.Fatalf("callback=%v: %d messages, want %d", withCallback, len(got), want)
+		}
+		for i, g := range got {
+			if g != fmt.Sprintf(`{"n":%d}`, i) {
+				t.Fatalf("message %d is %s: out of order", i, g)
+			}
+		}
 	}
 }

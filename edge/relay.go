@@ -1,0 +1,180 @@
+package edge
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strconv"
+	"sync"
+	"sync/atomic"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/nats-io/nats.go"
+
+	"github.com/switchyard-mcp/switchyard/internal/jsonscan"
+	"github.com/switchyard-mcp/switchyard/proto"
+)
+
+// Upstream messages (proto.HdrMessage) reach the client in one of two
+// ways. On the SDK path, and for sessions whose responses are JSON, they go
+// through the SDK session's own sending handler with raw params, so the
+// SDK frames them and routes them (to the request's stream when the ctx is
+// the request handler's, else to the session's GET stream) and matches the
+// client's answers to requests itself. On the fast path with SSE
+// responses, the edge writes them into the call's own event stream and
+// matches the client's answers by a relay id it gives each request.
+
+// upMsg is one upstream message for the client.
+type upMsg struct {
+	method string
+	id     json.RawMessage // nil for a notification
+	params json.RawMessage
+	raw    []byte
+	reply  string // where the client's answer goes (requests)
+}
+
+// parseUpMsg reads a JSON-RPC notification or request; ok is false for
+// anything else.
+func parseUpMsg(m *nats.Msg) (*upMsg, bool) {
+	u := &upMsg{raw: m.Data, reply: m.Reply}
+	obj := jsonscan.Members(m.Data, func(k, v []byte) {
+		switch {
+		case jsonscan.KeyIs(k, "method"):
+			if len(v) > 0 && v[0] == '"' {
+				u.method = jsonscan.Unquote(v)
+			}
+		case jsonscan.KeyIs(k, "id"):
+			u.id = v
+		case jsonscan.KeyIs(k, "params"):
+			u.params = v
+		}
+	})
+	if !obj || u.method == "" || !json.Valid(m.Data) {
+		return nil, false
+	}
+	if string(u.id) == "null" {
+		u.id = nil
+	}
+	return u, true
+}
+
+// rawParams are params the SDK sends as they are. Embedding an SDK params
+// type gives it the SDK's unexported Params methods; MarshalJSON wins over
+// the embedded type's encoding.
+type rawParams struct {
+	*mcp.ElicitParams
+	raw json.RawMessage
+}
+
+func (p *rawParams) MarshalJSON() ([]byte, error) {
+	if len(p.raw) == 0 {
+		return []byte("{}"), nil
+	}
+	return p.raw, nil
+}
+
+// rawRequest is an outgoing request or notification of ss with raw params.
+type rawRequest struct {
+	*mcp.ServerRequest[*mcp.ElicitParams]
+	params *rawParams
+}
+
+func (r *rawRequest) GetParams() mcp.Params { return r.params }
+
+func newRawRequest(ss *mcp.ServerSession, params json.RawMessage) *rawRequest {
+	return &rawRequest{
+		ServerRequest: &mcp.ServerRequest[*mcp.ElicitParams]{Session: ss, Params: &mcp.ElicitParams{}},
+		params:        &rawParams{ElicitParams: &mcp.ElicitParams{}, raw: params},
+	}
+}
+
+// sdkRelay delivers upstream messages through ss's sending handler in ctx:
+// notifications in order on the calling goroutine, requests each on its
+// own goroutine (tracked by wg) that publishes the client's answer.
+func (s *Service) sdkRelay(ctx context.Context, v *view, ss *mcp.ServerSession, wg *sync.WaitGroup) func(*nats.Msg) {
+	return func(m *nats.Msg) {
+		u, ok := parseUpMsg(m)
+		if !ok {
+			s.log.Warn("bad upstream message", proto.LogSubject, m.Subject)
+			return
+		}
+		send := v.sender()
+		if u.id == nil {
+			if _, err := send(ctx, u.method, newRawRequest(ss, u.params)); err != nil {
+				s.log.Debug("upstream notification not delivered", proto.LogMethod, u.method, proto.LogErr, err)
+			}
+			return
+		}
+		if u.reply == "" {
+			return
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			res, err := send(ctx, u.method, newRawRequest(ss, u.params))
+			s.answer(u.reply, res, err)
+		}()
+	}
+}
+
+// answer publishes the client's answer to a relayed request: the result,
+// the client's JSON-RPC error, or -32603 when it could not be asked.
+func (s *Service) answer(reply string, res mcp.Result, err error) {
+	var body []byte
+	if err == nil {
+		result, merr := json.Marshal(res)
+		if merr != nil {
+			err = merr
+		} else {
+			body = append(append([]byte(`{"jsonrpc":"2.0","id":0,"result":`), result...), '}')
+		}
+	}
+	if err != nil {
+		var je *jsonrpc.Error
+		if !errors.As(err, &je) {
+			je = &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "client not reached: " + err.Error()}
+		}
+		e, _ := json.Marshal(je)
+		body = append(append([]byte(`{"jsonrpc":"2.0","id":0,"error":`), e...), '}')
+	}
+	if perr := s.nc.Publish(reply, body); perr != nil {
+		s.log.Warn("answer not sent", proto.LogErr, perr)
+	}
+}
+
+// refuse answers a relayed request the client cannot be asked (a 2026-era
+// call has no server-to-client requests).
+func (s *Service) refuse(u *upMsg, why string) {
+	if u.reply == "" {
+		return
+	}
+	s.answer(u.reply, nil, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: why})
+}
+
+// relayIDs numbers the requests the fast path relays, edge-wide.
+var relayIDs atomic.Uint64
+
+// relayID is the id a relayed request carries to the client.
+func relayID() string {
+	return `"sy-relay-` + strconv.FormatUint(relayIDs.Add(1), 10) + `"`
+}
+
+// onSessionMsg delivers a session-level upstream message (subject
+// proto.EdgeMsgSubject) to its client session's GET stream.
+func (s *Service) onSessionMsg(m *nats.Msg) {
+	cs := s.sessions.get(m.Header.Get(proto.HdrSession))
+	if cs == nil {
+		if u, ok := parseUpMsg(m); ok {
+			s.refuse(u, "client session gone")
+		}
+		return
+	}
+	s.mu.Lock()
+	v := s.views[cs.view]
+	s.mu.Unlock()
+	if v == nil {
+		return
+	}
+	s.sdkRelay(context.Background(), v, cs.ss, &cs.asks)(m)
+}

@@ -1,0 +1,130 @@
+package edge
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/nats-io/nats.go"
+
+	"github.com/switchyard-mcp/switchyard/internal/bus"
+	"github.com/switchyard-mcp/switchyard/proto"
+)
+
+// chattyWorker answers every tools/call the way a worker relays an upstream
+// that logs, reports progress (when the call has a token) and elicits
+// before it answers: the result carries the client's elicitation answer.
+func chattyWorker(t *testing.T, nc **nats.Conn) nats.MsgHandler {
+	return func(m *nats.Msg) {
+		var req proto.Request
+		_ = proto.Unmarshal(m.Data, &req)
+		if req.Method != "tools/call" {
+			reply(*nc, m, &proto.Reply{Result: []byte(`{"tools":[]}`)})
+			return
+		}
+		go func() {
+			c := *nc
+			send := func(msg string, replyTo string) {
+				_ = c.PublishMsg(&nats.Msg{Subject: m.Reply, Reply: replyTo, Data: []byte(msg),
+					Header: nats.Header{proto.HdrMessage: []string{"1"}}})
+			}
+			send(`{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"working"}}`, "")
+			var token json.RawMessage
+			var p struct {
+				Meta map[string]json.RawMessage `json:"_meta"`
+			}
+			_ = json.Unmarshal(req.Params, &p)
+			if tok, ok := p.Meta["progressToken"]; ok {
+				token = tok
+				send(fmt.Sprintf(`{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":%s,"progress":1,"total":2}}`, token), "")
+			}
+			inbox := c.NewInbox()
+			sub, err := c.SubscribeSync(inbox)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			defer sub.Unsubscribe()
+			send(`{"jsonrpc":"2.0","id":7,"method":"elicitation/create","params":{"message":"name?","requestedSchema":{"type":"object","properties":{"tags":{"type":"array","items":{"anyOf":[{"const":"a","title":"A"},{"const":"b","title":"B"}]}}}}}}`, inbox)
+			ans, err := sub.NextMsg(5 * time.Second)
+			result := `{"content":[{"type":"text","text":"no answer"}]}`
+			if err == nil {
+				q, _ := json.Marshal(string(ans.Data))
+				result = `{"content":[{"type":"text","text":` + string(q) + `}]}`
+			}
+			_ = bus.RespondReply(c, m.Reply, &proto.Reply{Result: []byte(result)})
+		}()
+	}
+}
+
+// TestEdgeRelaysUpstreamMessages: logging, progress and an elicitation
+// request from the upstream reach a go-sdk client during its call, and the
+// client's answer reaches the worker, on the fast path and the SDK path,
+// with SSE and JSON responses.
+func TestEdgeRelaysUpstreamMessages(t *testing.T) {
+	for _, o := range []rigOpts{{sse: true}, {sse: true, noFastPath: true}, {}, {noFastPath: true}} {
+		for _, progress := range []bool{false, true} {
+			t.Run(fmt.Sprintf("sse=%v/fast=%v/progress=%v", o.sse, !o.noFastPath, progress), func(t *testing.T) {
+				var nc *nats.Conn
+				g := newRigWith(t, chattyWorker(t, &nc), &o)
+				nc = g.nc
+				var mu sync.Mutex
+				var logs, progresses []string
+				client := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "1"}, &mcp.ClientOptions{
+					LoggingMessageHandler: func(_ context.Context, r *mcp.LoggingMessageRequest) {
+						mu.Lock()
+						logs = append(logs, fmt.Sprint(r.Params.Data))
+						mu.Unlock()
+					},
+					ProgressNotificationHandler: func(_ context.Context, r *mcp.ProgressNotificationClientRequest) {
+						mu.Lock()
+						progresses = append(progresses, fmt.Sprint(r.Params.Progress))
+						mu.Unlock()
+					},
+					ElicitationHandler: func(_ context.Context, r *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+						return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"tags": []any{"a"}}}, nil
+					},
+				})
+				cs, err := client.Connect(t.Context(), &mcp.StreamableClientTransport{Endpoint: g.url}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer cs.Close()
+				if err := cs.SetLoggingLevel(t.Context(), &mcp.SetLoggingLevelParams{Level: "debug"}); err != nil {
+					t.Fatal(err)
+				}
+				params := &mcp.CallToolParams{Name: "up__x", Arguments: map[string]any{}}
+				if progress {
+					params.Meta = mcp.Meta{"progressToken": "tok-1"}
+				}
+				res, err := cs.CallTool(t.Context(), params)
+				if err != nil {
+					t.Fatal(err)
+				}
+				text := res.Content[0].(*mcp.TextContent).Text
+				if !strings.Contains(text, `"action":"accept"`) || !strings.Contains(text, `"tags":["a"]`) {
+					t.Fatalf("the worker got %s, want the client's elicitation answer", text)
+				}
+				deadline := time.Now().Add(5 * time.Second)
+				for {
+					mu.Lock()
+					done := len(logs) == 1 && (!progress || len(progresses) == 1)
+					l, p := append([]string(nil), logs...), append([]string(nil), progresses...)
+					mu.Unlock()
+					if done {
+						break
+					}
+					if time.Now().After(deadline) {
+						t.Fatalf("logs %v, progress %v", l, p)
+					}
+					time.Sleep(5 * time.Millisecond)
+				}
+			})
+		}
+	}
+}
