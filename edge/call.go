@@ -145,6 +145,9 @@ func (s *Service) forward(ctx context.Context, view, method, op, name string, re
 	preq := proto.Request{Method: method, Tenant: s.cfg.Tenant, Edge: s.cfg.ID, View: view, Name: name, Params: params}
 	if ss, ok := req.GetSession().(*mcp.ServerSession); ok {
 		preq.Session = ss.ID()
+		if cs := s.sessions.of(ss); cs != nil {
+			preq.Session = cs.id // a legacy SSE session has no SDK id
+		}
 		if ip := ss.InitializeParams(); ip != nil {
 			preq.Protocol = ip.ProtocolVersion
 		}

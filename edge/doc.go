@@ -6,6 +6,7 @@
 //
 //	/mcp              the federated view: every upstream's tools, named <upstream>__<tool>
 //	/mcp/<upstream>   the passthrough view of one upstream, with its original names
+//	/sse, /sse/<u>    the same views over the legacy HTTP+SSE transport (2024-11-05)
 //
 // Both protocol eras are served on each endpoint: requests whose
 // MCP-Protocol-Version header is 2026-07-28 or later go to a stateless

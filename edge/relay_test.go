@@ -128,3 +128,66 @@ func TestEdgeRelaysUpstreamMessages(t *testing.T) {
 		}
 	}
 }
+
+// TestEdgeLegacySSE: a go-sdk client on the legacy HTTP+SSE transport gets
+// its calls answered over the bus, its session carries an edge-made id to
+// the workers, and upstream messages reach it.
+func TestEdgeLegacySSE(t *testing.T) {
+	var nc *nats.Conn
+	var mu sync.Mutex
+	sessions := map[string]bool{}
+	chatty := chattyWorker(t, &nc)
+	g := newRig(t, func(m *nats.Msg) {
+		var req proto.Request
+		_ = proto.Unmarshal(m.Data, &req)
+		mu.Lock()
+		sessions[req.Session] = true
+		mu.Unlock()
+		chatty(m)
+	})
+	nc = g.nc
+	var logs int
+	client := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "1"}, &mcp.ClientOptions{
+		LoggingMessageHandler: func(context.Context, *mcp.LoggingMessageRequest) {
+			mu.Lock()
+			logs++
+			mu.Unlock()
+		},
+		ElicitationHandler: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			return &mcp.ElicitResult{Action: "decline"}, nil
+		},
+	})
+	cs, err := client.Connect(t.Context(), &mcp.SSEClientTransport{Endpoint: strings.Replace(g.url, "/mcp", "/sse/up", 1)}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	if err := cs.SetLoggingLevel(t.Context(), &mcp.SetLoggingLevelParams{Level: "info"}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "x", Arguments: map[string]any{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if text := res.Content[0].(*mcp.TextContent).Text; !strings.Contains(text, `"action":"decline"`) {
+		t.Fatalf("the worker got %s", text)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(sessions) != 1 || sessions[""] {
+		t.Fatalf("sessions seen by the workers: %v, want one edge-made id", sessions)
+	}
+	for id := range sessions {
+		if !strings.HasPrefix(id, "edge-t-sse-") {
+			t.Fatalf("session id %q", id)
+		}
+	}
+	for deadline := time.Now().Add(5 * time.Second); logs != 1; {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d log messages, want 1", logs)
+		}
+		mu.Unlock()
+		time.Sleep(5 * time.Millisecond)
+		mu.Lock()
+	}
+}

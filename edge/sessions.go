@@ -16,6 +16,7 @@ import (
 // open) and the ids of the calls it serves (for notifications/cancelled
 // and duplicate ids).
 type clientSession struct {
+	id       string // the SDK's session id, or the edge's for a legacy SSE session
 	ss       *mcp.ServerSession
 	view     string
 	protocol string      // negotiated by initialize
@@ -30,11 +31,19 @@ type clientSession struct {
 	asks     sync.WaitGroup                // session-level relayed requests in flight
 }
 
-// sessionTable holds the edge's stateful client sessions by session id.
-// Safe for concurrent use.
+// sessionTable holds the edge's stateful client sessions by session id,
+// and by SDK session. Safe for concurrent use.
 type sessionTable struct {
-	mu sync.RWMutex
-	m  map[string]*clientSession // guarded by mu
+	mu    sync.RWMutex
+	m     map[string]*clientSession             // guarded by mu
+	bySDK map[*mcp.ServerSession]*clientSession // guarded by mu
+}
+
+// of returns the tracked session of ss, or nil.
+func (t *sessionTable) of(ss *mcp.ServerSession) *clientSession {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	return t.bySDK[ss]
 }
 
 func (t *sessionTable) get(id string) *clientSession {
@@ -43,12 +52,11 @@ func (t *sessionTable) get(id string) *clientSession {
 	return t.m[id]
 }
 
-// add tracks ss from its initialize on; the entry goes when the session
-// ends, and gone is called then. A timeout > 0 closes the session after
-// that long without a POST.
-func (t *sessionTable) add(ss *mcp.ServerSession, view, protocol string, timeout time.Duration, gone func(id string)) {
-	id := ss.ID()
-	cs := &clientSession{ss: ss, view: view, protocol: protocol, timeout: timeout,
+// add tracks ss under id from its initialize on; the entry goes when the
+// session ends, and gone is called then. A timeout > 0 closes the session
+// after that long without a POST.
+func (t *sessionTable) add(ss *mcp.ServerSession, id, view, protocol string, timeout time.Duration, gone func(id string)) {
+	cs := &clientSession{id: id, ss: ss, view: view, protocol: protocol, timeout: timeout,
 		inflight: map[string]context.CancelFunc{}, relayed: map[string]string{}}
 	if timeout > 0 {
 		cs.timer = time.AfterFunc(timeout, func() { _ = ss.Close() })
@@ -58,6 +66,10 @@ func (t *sessionTable) add(ss *mcp.ServerSession, view, protocol string, timeout
 		t.m = map[string]*clientSession{}
 	}
 	t.m[id] = cs
+	if t.bySDK == nil {
+		t.bySDK = map[*mcp.ServerSession]*clientSession{}
+	}
+	t.bySDK[ss] = cs
 	t.mu.Unlock()
 	go func() {
 		_ = ss.Wait()
@@ -65,6 +77,7 @@ func (t *sessionTable) add(ss *mcp.ServerSession, view, protocol string, timeout
 		if t.m[id] == cs {
 			delete(t.m, id)
 		}
+		delete(t.bySDK, ss)
 		t.mu.Unlock()
 		cs.mu.Lock()
 		if cs.timer != nil {

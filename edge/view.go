@@ -22,6 +22,7 @@ type view struct {
 	server    *mcp.Server
 	stateful  http.Handler
 	stateless http.Handler
+	sse       http.Handler // legacy HTTP+SSE transport (protocol 2024-11-05)
 
 	// send is the SDK's sending handler, below any middleware: it sends a
 	// request or notification to the session of the request it is given.
@@ -60,6 +61,7 @@ func (s *Service) newView(name string) *view {
 		Logger: s.log, JSONResponse: s.cfg.JSONResponse,
 		MaxRequestBodyBytes: s.cfg.MaxRequestBodyBytes,
 	})
+	v.sse = mcp.NewSSEHandler(get, &mcp.SSEOptions{MaxRequestBodyBytes: s.cfg.MaxRequestBodyBytes})
 	v.stateless = mcp.NewStreamableHTTPHandler(get, &mcp.StreamableHTTPOptions{
 		Logger: s.log, Stateless: true, JSONResponse: s.cfg.JSONResponse,
 		MaxRequestBodyBytes: s.cfg.MaxRequestBodyBytes, PropagateRequestCancellation: true,
@@ -148,6 +150,20 @@ func (s *Service) handler() http.Handler {
 		}
 		s.serve(w, r, v)
 	})
+	// The legacy HTTP+SSE transport: GET opens a session's event stream,
+	// whose endpoint event names the URL to POST its messages to.
+	mux.HandleFunc("/sse", func(w http.ResponseWriter, r *http.Request) {
+		s.viewFor("").sse.ServeHTTP(w, r)
+	})
+	mux.HandleFunc("/sse/{upstream}", func(w http.ResponseWriter, r *http.Request) {
+		u := r.PathValue("upstream")
+		v := s.viewFor(u)
+		if v == nil {
+			http.Error(w, "Not Found: unknown upstream "+strconv.Quote(u), http.StatusNotFound)
+			return
+		}
+		v.sse.ServeHTTP(w, r)
+	})
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })
 	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
 		if !s.Ready() {
@@ -199,19 +215,26 @@ func (s *Service) serve(w http.ResponseWriter, r *http.Request, v *view) {
 func (s *Service) onInitialize(view string, req mcp.Request, res mcp.Result) {
 	ss, ok := req.GetSession().(*mcp.ServerSession)
 	ir, ok2 := res.(*mcp.InitializeResult)
-	if !ok || !ok2 || ss.ID() == "" {
+	if !ok || !ok2 {
 		return
+	}
+	id := ss.ID()
+	if id == "" { // a legacy SSE session: the SDK gives it no id
+		id = s.cfg.ID + "-sse-" + bus.RandomToken(15)
 	}
 	timeout := s.cfg.SessionTimeout
 	if timeout < 0 {
 		timeout = 0
 	}
-	s.sessions.add(ss, view, ir.ProtocolVersion, timeout, s.publishSessionClosed)
+	if ss.ID() == "" {
+		timeout = 0 // it ends with its GET stream
+	}
+	s.sessions.add(ss, id, view, ir.ProtocolVersion, timeout, s.publishSessionClosed)
 }
 
 // onInitialized opens a tracked session to the fast path.
 func (s *Service) onInitialized(_ context.Context, req *mcp.InitializedRequest) {
-	if cs := s.sessions.get(req.Session.ID()); cs != nil {
+	if cs := s.sessions.of(req.Session); cs != nil {
 		cs.ready.Store(true)
 	}
 }
