@@ -29,6 +29,7 @@ type clientSession struct {
 	inflight map[string]context.CancelFunc // guarded by mu: fast-path calls by idKey
 	relayed  map[string]string             // guarded by mu: relay id -> where the client's answer goes
 	asks     sync.WaitGroup                // session-level relayed requests in flight
+	aliased  aliases                       // ids the SDK could not echo, in flight
 }
 
 // sessionTable holds the edge's stateful client sessions by session id,

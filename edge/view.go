@@ -206,6 +206,8 @@ func (s *Service) serve(w http.ResponseWriter, r *http.Request, v *view) {
 	if s.answerRelayed(w, r, m) || s.serveFast(w, r, v, m) {
 		return
 	}
+	w, done := s.aliasForSDK(w, r, m)
+	defer done()
 	v.ServeHTTP(w, r)
 }
 

@@ -1,0 +1,84 @@
+package edge
+
+import (
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/switchyard-mcp/switchyard/proto"
+)
+
+func TestEdgeExactInSDK(t *testing.T) {
+	for _, c := range []struct {
+		id    string
+		exact bool
+	}{
+		{`"abc"`, true}, {`7`, true}, {`-7`, true}, {`9007199254740992`, true},
+		{`9007199254740993`, false}, {`-9007199254740993`, false}, {`18446744073709551616`, false},
+		{`1.5`, false}, {`1e3`, false}, {`null`, true},
+	} {
+		if got := exactInSDK([]byte(c.id)); got != c.exact {
+			t.Errorf("exactInSDK(%s) = %v, want %v", c.id, got, c.exact)
+		}
+	}
+}
+
+// TestEdgeIDsExactThroughSDK: requests the SDK serves (here: with a
+// progress token) get their ids back byte for byte, even those a float64
+// cannot hold, in JSON and SSE responses; a notifications/cancelled naming
+// such an id cancels that call.
+func TestEdgeIDsExactThroughSDK(t *testing.T) {
+	for _, sse := range []bool{false, true} {
+		t.Run(fmt.Sprintf("sse=%v", sse), func(t *testing.T) {
+			var nc *nats.Conn
+			g := newRigWith(t, func(m *nats.Msg) {
+				reply(nc, m, &proto.Reply{Result: []byte(`{"content":[]}`)})
+			}, &rigOpts{sse: sse, noFastPath: true})
+			nc = g.nc
+			g.initialize()
+			for _, id := range []string{`9007199254740993`, `-12345678901234567890`, `1.5`, `"s-1"`, `42`} {
+				code, body, _ := g.post(`{"jsonrpc":"2.0","id":` + id + `,"method":"tools/call","params":{"name":"up__x","arguments":{},"_meta":{"progressToken":1}}}`)
+				if code != 200 || !strings.Contains(body, `"id":`+id+`,`) && !strings.Contains(body, `"id":`+id+`}`) {
+					t.Fatalf("id %s: HTTP %d %s", id, code, body)
+				}
+				if strings.Contains(body, "sy-id-") {
+					t.Fatalf("id %s: alias leaked: %s", id, body)
+				}
+			}
+		})
+	}
+	t.Run("cancel", func(t *testing.T) {
+		var nc *nats.Conn
+		g := newRigWith(t, func(m *nats.Msg) {
+			_ = nc.PublishMsg(&nats.Msg{Subject: m.Reply, Header: nats.Header{proto.HdrPlaced: []string{"w-1"}}})
+		}, &rigOpts{noFastPath: true})
+		nc = g.nc
+		cancels, err := g.nc.SubscribeSync("switchyard.v1.worker.w-1.cancel")
+		if err != nil {
+			t.Fatal(err)
+		}
+		g.initialize()
+		go func() { // never answered: the SDK sends nothing for a cancelled request
+			req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, g.url,
+				strings.NewReader(`{"jsonrpc":"2.0","id":9007199254740993,"method":"tools/call","params":{"name":"up__x","arguments":{}}}`))
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Accept", "application/json, text/event-stream")
+			req.Header.Set("Mcp-Session-Id", g.sid)
+			req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
+			if resp, err := http.DefaultClient.Do(req); err == nil {
+				resp.Body.Close()
+			}
+		}()
+		time.Sleep(200 * time.Millisecond) // the call reaches the router
+		if code, body, _ := g.post(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":9007199254740993}}`); code != 202 {
+			t.Fatalf("cancelled: HTTP %d %s", code, body)
+		}
+		if _, err := cancels.NextMsg(5 * time.Second); err != nil {
+			t.Fatalf("no cancel reached the worker: %v", err)
+		}
+	})
+}
