@@ -279,14 +279,18 @@ func recv[T any](t *testing.T, c <-chan T, d time.Duration, what string) T {
 }
 
 // toolSet reads the upstream's tool set from KV (zero value if absent).
-func (e *env) toolSet(name string) proto.ListSet {
+func (e *env) toolSet(name string) proto.ListSet { return e.listSet(name, proto.KindTools) }
+
+// listSet reads the upstream's list set of kind from KV (zero value if
+// absent).
+func (e *env) listSet(name, kind string) proto.ListSet {
 	e.t.Helper()
 	var set proto.ListSet
 	kv, err := e.js.KeyValue(e.t.Context(), proto.BucketLists)
 	if err != nil {
 		return set
 	}
-	ent, err := kv.Get(e.t.Context(), proto.ListKey(name, proto.KindTools))
+	ent, err := kv.Get(e.t.Context(), proto.ListKey(name, kind))
 	if err != nil {
 		return set
 	}

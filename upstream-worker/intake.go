@@ -116,19 +116,39 @@ wait:
 // upstream of a pool subject ("" for the worker subject).
 func (s *Service) onMsg(m *nats.Msg, pool string) {
 	switch op := proto.LastToken(m.Subject); op {
-	case proto.OpToolsCall, proto.OpCatalog:
-		s.onRequest(m, op, pool)
 	case proto.OpCancel:
 		s.onCancel(m)
+	case proto.OpToolsList:
+		// Routers answer tools/list from the catalog.
+		s.unknownOp(m, op)
 	default:
-		s.respond(m, &proto.Reply{Error: proto.Errorf(proto.CodeMethodNotFound, "worker %s: unknown op %q", s.cfg.ID, op)})
+		// tools_call, catalog, and every other forwarded method's op: the
+		// envelope's Method says which (onRequest checks it).
+		s.onRequest(m, op, pool)
 	}
+}
+
+func (s *Service) unknownOp(m *nats.Msg, op string) {
+	s.respond(m, &proto.Reply{Error: proto.Errorf(proto.CodeMethodNotFound, "worker %s: unknown op %q", s.cfg.ID, op)})
+}
+
+// forwardedOp reports whether op is the op of req's forwarded method (any
+// forwarded method but tools/list and tools/call, which has its own case).
+func forwardedOp(op string, req *proto.Request) bool {
+	fop, ok := proto.Forwarded(req.Method)
+	return ok && fop == op && op != proto.OpToolsList && op != proto.OpToolsCall
 }
 
 func (s *Service) onRequest(m *nats.Msg, op, pool string) {
 	var req proto.Request
 	if err := proto.Unmarshal(m.Data, &req); err != nil {
+		// (Of an unknown op too: ops are recognised by the envelope's
+		// Method.)
 		s.badEnvelope(m, err)
+		return
+	}
+	if op != proto.OpToolsCall && op != proto.OpCatalog && !forwardedOp(op, &req) {
+		s.unknownOp(m, op)
 		return
 	}
 	name := pool // a pool subject names the upstream
@@ -146,14 +166,22 @@ func (s *Service) onRequest(m *nats.Msg, op, pool string) {
 		m = traced(m)
 		ctx = hop.With(ctx, hop.NewTrace(m.Header))
 	}
-	work := func(ctx context.Context) *proto.Reply {
-		res, perr := u.Call(ctx, &req)
-		return &proto.Reply{Result: res, Error: perr}
-	}
 	key := callKey{req.Edge, req.ID}
-	if op == proto.OpCatalog {
+	var work func(ctx context.Context) *proto.Reply
+	switch op {
+	case proto.OpToolsCall:
+		work = func(ctx context.Context) *proto.Reply {
+			res, perr := u.Call(ctx, &req)
+			return &proto.Reply{Result: res, Error: perr}
+		}
+	case proto.OpCatalog:
 		work = func(ctx context.Context) *proto.Reply { return &proto.Reply{Error: u.RefreshCatalog(ctx)} }
 		key = callKey{} // not cancellable
+	default:
+		work = func(ctx context.Context) *proto.Reply {
+			res, perr := u.Request(ctx, &req)
+			return &proto.Reply{Result: res, Error: perr}
+		}
 	}
 	s.dispatch(m, key, ctx, cancel, work)
 }

@@ -78,7 +78,8 @@ func (r *rawResult) MarshalJSON() ([]byte, error) { return r.raw, nil }
 var objSchema = json.RawMessage(`{"type":"object"}`)
 
 // newUpstream builds the server: the fixed tools plus extra tools "x-NN"
-// (served one per page).
+// (served one per page), prompt "greet", resource test://text and template
+// test://items/{id}.
 func newUpstream(extra int) *upstreamServer {
 	u := &upstreamServer{blocked: make(chan struct{}, 16), cancelled: make(chan struct{}, 16)}
 	u.srv = mcp.NewServer(&mcp.Implementation{Name: "test-upstream", Version: "1"}, &mcp.ServerOptions{
@@ -143,7 +144,23 @@ func newUpstream(extra int) *upstreamServer {
 	for i := 1; i <= extra; i++ {
 		u.addTool(fmt.Sprintf("x-%02d", i))
 	}
+	u.addPrompt("greet")
+	u.srv.AddResource(&mcp.Resource{URI: "test://text", Name: "text", MIMEType: "text/plain"}, func(_ context.Context, r *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+		return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: r.Params.URI, Text: "hello text"}}}, nil
+	})
+	u.srv.AddResourceTemplate(&mcp.ResourceTemplate{URITemplate: "test://items/{id}", Name: "item"}, func(_ context.Context, r *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+		return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: r.Params.URI, Text: "item " + r.Params.URI}}}, nil
+	})
 	return u
+}
+
+// addPrompt adds a prompt with argument "who" that answers
+// "<name>: hello <who>" (the server then sends
+// notifications/prompts/list_changed to its sessions).
+func (u *upstreamServer) addPrompt(name string) {
+	u.srv.AddPrompt(&mcp.Prompt{Name: name, Arguments: []*mcp.PromptArgument{{Name: "who"}}}, func(_ context.Context, r *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+		return &mcp.GetPromptResult{Messages: []*mcp.PromptMessage{{Role: "user", Content: &mcp.TextContent{Text: name + ": hello " + r.Params.Arguments["who"]}}}}, nil
+	})
 }
 
 // fixedTools is the number of tools besides the extras.

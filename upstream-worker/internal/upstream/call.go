@@ -35,9 +35,9 @@ type callParams struct {
 // JSON result: an isError result is a result. The error, if any, is one of:
 // the upstream's own JSON-RPC error (code, message, data unchanged);
 // proto.CodeInvalidParams for params that are not a JSON object;
-// proto.CodeUpstreamUnavailable when the upstream is down, the transport
-// failed or the response exceeds MaxResultBytes; proto.CodeTimeout when
-// ctx's deadline passed; proto.CodeInternal when ctx was cancelled. Safe
+// proto.CodeUpstreamUnavailable when the upstream is down or the transport
+// failed; proto.CodePayloadTooLarge when the response exceeds
+// MaxResultBytes; proto.CodeTimeout when ctx's deadline passed; proto.CodeInternal when ctx was cancelled. Safe
 // for concurrent use; it returns when ctx ends even if the upstream ignores
 // the cancellation.
 //
@@ -45,35 +45,44 @@ type callParams struct {
 // (rawCall, pipeCall); legacy SSE upstreams call through the SDK with a
 // capture hook.
 func (u *Upstream) Call(ctx context.Context, req *proto.Request) ([]byte, *proto.Error) {
-	var p *mcp.CallToolParams
-	var rp *rawParams
-	var perr *proto.Error
 	if u.rawCalls {
-		rp, perr = newRawParams(req)
-	} else {
-		p, perr = u.callParams(req)
+		rp, perr := newRawParams(req)
+		if perr != nil {
+			return nil, perr
+		}
+		return u.send(ctx, req, func(ctx context.Context, s *session, l *lazy) ([]byte, error) {
+			return u.callRawOn(ctx, s, l, rp)
+		})
 	}
+	p, perr := u.callParams(req)
 	if perr != nil {
 		return nil, perr
 	}
-	for attempt := 0; ; attempt++ {
+	return u.send(ctx, req, func(ctx context.Context, s *session, l *lazy) ([]byte, error) {
+		return u.callOn(ctx, s, l, p)
+	})
+}
+
+// sendFunc runs one attempt of a request on session s (l is the lazy it
+// came from, nil for a stdio process).
+type sendFunc func(ctx context.Context, s *session, l *lazy) ([]byte, error)
+
+// send runs a request on the session req picks, retrying once on a fresh
+// session when the upstream forgot it, and converts the failure into its
+// wire error (callError).
+func (u *Upstream) send(ctx context.Context, req *proto.Request, attempt sendFunc) ([]byte, *proto.Error) {
+	for n := 0; ; n++ {
 		s, l, perr := u.pick(ctx, req)
 		if perr != nil {
 			return nil, perr
 		}
-		var res []byte
-		var err error
-		if rp != nil {
-			res, err = u.callRawOn(ctx, s, l, rp)
-		} else {
-			res, err = u.callOn(ctx, s, l, p)
-		}
+		res, err := attempt(ctx, s, l)
 		if err == nil {
 			return res, nil
 		}
 		if errors.Is(err, mcp.ErrSessionMissing) && l != nil && ctx.Err() == nil {
 			l.drop(s)
-			if attempt == 0 {
+			if n == 0 {
 				u.log.Debug("upstream session expired, reopening")
 				continue
 			}
@@ -195,7 +204,7 @@ func (u *Upstream) callOn(ctx context.Context, s *session, l *lazy, p *mcp.CallT
 	return json.Marshal(res)
 }
 
-// callRawOn calls the tool on s (a streamable HTTP or stdio session)
+// callRawOn sends the request p on s (a streamable HTTP or stdio session)
 // without the SDK client.
 func (u *Upstream) callRawOn(ctx context.Context, s *session, l *lazy, p *rawParams) ([]byte, error) {
 	if l != nil {

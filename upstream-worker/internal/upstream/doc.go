@@ -1,9 +1,20 @@
 // Package upstream runs the worker's connection to one upstream MCP server:
 // an [Upstream] is an actor that owns the upstream's sessions, supervises
-// them, publishes the upstream's tool set, and serves tools/call through
-// them with the raw result bytes.
+// them, publishes the upstream's lists, and forwards requests through them
+// with the raw result bytes: tools/call ([Upstream.Call]) and every other
+// method proto.Forwarded maps ([Upstream.Request]: prompts, resources,
+// resource templates, subscriptions, completion, logging/setLevel).
 //
 // # Calls
+//
+// Every method takes the path tools/call takes, described below for
+// tools/call; the request's params are the client's byte for byte
+// (rawParams) with the hop _meta keys dropped and, where the router renamed
+// (prompts/get "name", completion/complete ref/prompt "name"), the
+// upstream's own name. On 2026-07-28 sessions Mcp-Name is set for
+// tools/call, prompts/get and resources/read (the URI), and the session's
+// SEP-2575 _meta members are added to every request but logging/setLevel
+// and resources/(un)subscribe, which the SDK client sends without them.
 //
 // On a streamable HTTP upstream, tools/call does not go through the go-sdk
 // ClientSession, whose per-call cost (jsonrpc2 machinery, SSE reader, typed
@@ -32,7 +43,27 @@
 // at once; a cancelled call sends notifications/cancelled.
 //
 // On legacy SSE upstreams calls go through the SDK, whose typed decoder
-// sees a stub while package capture takes the raw result off the wire.
+// sees a stub while package capture takes the raw result off the wire;
+// other methods use the SDK's typed method (ListPrompts, GetPrompt,
+// ReadResource, Complete, ...) the same way, so there the params are
+// decoded into the method's typed params (unknown members are not
+// forwarded). On a 2026-07-28 SDK session a method the SDK caches (lists,
+// resources/read) gets no stub, so the cache holds the real result.
+//
+// # Catalog
+//
+// The catalog is one [proto.ListSet] per list kind (tools, prompts,
+// resources, resource templates), every page, raw item objects in the
+// upstream's order, listed through the pool session (HTTP) or the first
+// process (stdio) for each kind the upstream's capabilities advertise; a
+// kind it does not advertise is stored empty, so a capability that goes
+// away clears its list. It is fetched on connect, on op catalog
+// ([Upstream.RefreshCatalog]) and, per kind, on the upstream's
+// notifications/tools/list_changed, prompts/list_changed and
+// resources/list_changed (the last refetches resources and resource
+// templates). A failed tools/list fails the refresh (and, on connect, the
+// connection); a failed listing of another kind is logged and leaves that
+// kind's stored set as it was.
 //
 // # Sessions
 //
@@ -54,7 +85,7 @@
 // # Supervision
 //
 // Run connects the pool (HTTP) or starts the processes (stdio), fetches the
-// tool list and writes it to the [ToolStore], and only then reports the
+// lists and writes them to the [ToolStore], and only then reports the
 // upstream up. The pool session is pinged every PingInterval (bounded by
 // PingTimeout); a failed ping or an exited process marks the upstream down
 // (with the error text) and reconnects with backoff (BackoffMin doubling to

@@ -32,6 +32,13 @@ const (
 	bigSize = 2 << 20
 )
 
+// Raw results the SDK's typed decoder would reject or alter: a prompt
+// message of an unknown content type, a blob that is not base64.
+const (
+	holoPromptRaw = `{"messages":[{"role":"user","content":{"type":"hologram","x":1.000000000000000001}}],"_meta":{"n":12345678901234567890}}`
+	rawBlobRaw    = `{"contents":[{"uri":"test://rawblob","blob":"not base64!","size":1e400}]}`
+)
+
 var bigRaw = `{"content":[{"type":"text","text":"` + strings.Repeat("b", bigSize) + `"}]}`
 
 type rawResult struct {
@@ -69,8 +76,12 @@ type testServer struct {
 	resumes   atomic.Int32  // GETs with a Last-Event-ID and a session id
 	// intercept, if set, may answer a POST itself (returning true).
 	intercept interceptor
+	// onEvent, if set, receives the server's events (see event) instead of
+	// events.
+	onEvent func(string)
 
 	mu      sync.Mutex
+	events  []string        // guarded by mu: "setLevel <level>", "subscribe <uri>", "unsubscribe <uri>"
 	posts   []*posted       // guarded by mu
 	seen    map[string]bool // guarded by mu: session ids
 	expired map[string]bool // guarded by mu
@@ -81,10 +92,10 @@ var annotatedSchema = json.RawMessage(`{"type":"object","properties":{` +
 	`"n":{"type":"integer","x-mcp-header":"N"},` +
 	`"deep":{"type":"object","properties":{"flag":{"type":"boolean","x-mcp-header":"Flag"}}}}}`)
 
-// newTestServer serves the test tools: kind "sse" (stateful, SSE
-// responses), "json" (stateful, JSON responses), "stateless" (2026-07-28
-// capable) or "resumable" (stateful with an event store). intercept may be
-// nil.
+// newTestServer serves the test tools, prompts and resources: kind "sse"
+// (stateful, SSE responses), "json" (stateful, JSON responses),
+// "stateless" (2026-07-28 capable), "resumable" (stateful with an event
+// store) or "legacy" (the legacy SSE transport). intercept may be nil.
 func newTestServer(t testing.TB, kind string, intercept interceptor) *testServer {
 	return newServer(t, kind, intercept, true)
 }
@@ -98,7 +109,10 @@ func newServer(t testing.TB, kind string, intercept interceptor, record bool) *t
 
 	get := func(*http.Request) *mcp.Server { return s.srv }
 	var opts mcp.StreamableHTTPOptions
+	var legacy http.Handler
 	switch kind {
+	case "legacy":
+		legacy = mcp.NewSSEHandler(get, nil)
 	case "json":
 		opts.JSONResponse = true
 	case "stateless":
@@ -109,7 +123,10 @@ func newServer(t testing.TB, kind string, intercept interceptor, record bool) *t
 	default:
 		t.Fatalf("unknown server kind %q", kind)
 	}
-	inner := mcp.NewStreamableHTTPHandler(get, &opts)
+	var inner http.Handler = mcp.NewStreamableHTTPHandler(get, &opts)
+	if legacy != nil {
+		inner = legacy
+	}
 	s.ts = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		id := r.Header.Get("Mcp-Session-Id")
 		s.mu.Lock()
@@ -154,14 +171,47 @@ func newServer(t testing.TB, kind string, intercept interceptor, record bool) *t
 	return s
 }
 
-// newToolServer is the test upstream's go-sdk server with the test tools;
-// s receives its events.
+// blobBytes is the content of resource test://blob.
+var blobBytes = []byte{0, 1, 2, 0xfe, 0xff}
+
+// newToolServer is the test upstream's go-sdk server with the test tools,
+// prompt "greet", resources test://text and test://blob, template
+// test://items/{id}, completions, subscriptions and logging; s receives its
+// events.
 func newToolServer(s *testServer) *mcp.Server {
 	srv := mcp.NewServer(&mcp.Implementation{Name: "test-upstream", Version: "1"}, &mcp.ServerOptions{
 		InitializedHandler: func(context.Context, *mcp.InitializedRequest) { s.inits.Add(1) },
+		CompletionHandler: func(_ context.Context, r *mcp.CompleteRequest) (*mcp.CompleteResult, error) {
+			ref := r.Params.Ref
+			if ref.Type == "ref/prompt" && ref.Name != "greet" {
+				return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "unknown prompt " + ref.Name}
+			}
+			v := ref.Type + ":" + ref.Name + ref.URI + ":" + r.Params.Argument.Name + "=" + r.Params.Argument.Value
+			return &mcp.CompleteResult{Completion: mcp.CompletionResultDetails{Values: []string{v}, Total: 1}}, nil
+		},
+		SubscribeHandler: func(_ context.Context, r *mcp.SubscribeRequest) error {
+			s.event("subscribe " + r.Params.URI)
+			return nil
+		},
+		UnsubscribeHandler: func(_ context.Context, r *mcp.UnsubscribeRequest) error {
+			s.event("unsubscribe " + r.Params.URI)
+			return nil
+		},
 	})
 	srv.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
 		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			switch p := req.GetParams().(type) {
+			case *mcp.SetLoggingLevelParams:
+				s.event("setLevel " + string(p.Level))
+			case *mcp.GetPromptParams:
+				if p.Name == "holo" {
+					return &rawResult{raw: []byte(holoPromptRaw)}, nil
+				}
+			case *mcp.ReadResourceParams:
+				if p.URI == "test://rawblob" {
+					return &rawResult{raw: []byte(rawBlobRaw)}, nil
+				}
+			}
 			if p, ok := req.GetParams().(*mcp.CallToolParamsRaw); ok && method == "tools/call" {
 				switch p.Name {
 				case "hologram":
@@ -241,7 +291,44 @@ func newToolServer(s *testServer) *mcp.Server {
 		h := r.Extra.Header
 		return text(fmt.Sprintf("region=%q n=%q flag=%q", h.Get("Mcp-Param-Region"), h.Get("Mcp-Param-N"), h.Get("Mcp-Param-Flag"))), nil
 	})
+	addPrompt(srv, "greet")
+	srv.AddResource(&mcp.Resource{URI: "test://text", Name: "text", MIMEType: "text/plain"}, func(_ context.Context, r *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+		return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: r.Params.URI, Text: "hello text"}}}, nil
+	})
+	srv.AddResource(&mcp.Resource{URI: "test://blob", Name: "blob", MIMEType: "application/octet-stream"}, func(_ context.Context, r *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+		return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: r.Params.URI, Blob: blobBytes}}}, nil
+	})
+	srv.AddResourceTemplate(&mcp.ResourceTemplate{URITemplate: "test://items/{id}", Name: "item"}, func(_ context.Context, r *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+		return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: r.Params.URI, Text: "item " + r.Params.URI}}}, nil
+	})
 	return srv
+}
+
+// addPrompt adds a prompt with argument "who" that answers
+// "<name>: hello <who>" (the server then sends
+// notifications/prompts/list_changed to its sessions).
+func addPrompt(srv *mcp.Server, name string) {
+	srv.AddPrompt(&mcp.Prompt{Name: name, Arguments: []*mcp.PromptArgument{{Name: "who"}}}, func(_ context.Context, r *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+		return &mcp.GetPromptResult{Messages: []*mcp.PromptMessage{{Role: "user", Content: &mcp.TextContent{Text: name + ": hello " + r.Params.Arguments["who"]}}}}, nil
+	})
+}
+
+// event records one server event.
+func (s *testServer) event(e string) {
+	if s.onEvent != nil {
+		s.onEvent(e)
+		return
+	}
+	s.mu.Lock()
+	s.events = append(s.events, e)
+	s.mu.Unlock()
+}
+
+// eventLog returns the recorded events, one a line.
+func (s *testServer) eventLog() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return strings.Join(s.events, "\n")
 }
 
 func (s *testServer) url() string { return s.ts.URL }
@@ -269,17 +356,27 @@ func (s *testServer) recorded(f func(*posted) bool) []*posted {
 	return out
 }
 
-// memTools is a ToolStore that keeps the latest set.
+// memTools is a ToolStore that keeps the latest set of each kind.
 type memTools struct {
-	mu  sync.Mutex
-	set *proto.ListSet
+	mu   sync.Mutex
+	sets map[string]*proto.ListSet // guarded by mu: by kind
 }
 
 func (m *memTools) Store(_ context.Context, set *proto.ListSet) error {
 	m.mu.Lock()
-	m.set = set
+	if m.sets == nil {
+		m.sets = map[string]*proto.ListSet{}
+	}
+	m.sets[set.Kind] = set
 	m.mu.Unlock()
 	return nil
+}
+
+// get returns the latest set of kind, or nil.
+func (m *memTools) get(kind string) *proto.ListSet {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.sets[kind]
 }
 
 // startUpstream runs an Upstream for the streamable server at url until the

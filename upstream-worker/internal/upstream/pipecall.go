@@ -12,11 +12,12 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// The raw tools/call path of stdio sessions.
+// The raw request path of stdio sessions.
 //
 // The SDK's ClientSession still owns the process's connection: it runs the
-// handshake, pings, lists tools and answers the server's requests. A
-// tools/call skips its jsonrpc2 call machinery and typed encode/decode: the
+// handshake, pings, lists and answers the server's requests. A tools/call
+// (or another forwarded request) skips its jsonrpc2 call machinery and
+// typed encode/decode: the
 // request is written straight on the connection the SDK reads from
 // (pipeConn, the outermost wrapper of the transport's mcp.Connection), and
 // pipeConn.Read takes the response out of the SDK's message stream. Our
@@ -74,7 +75,7 @@ func (c *pipeConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	for {
 		msg, err := c.Connection.Read(ctx)
 		if err != nil {
-			c.fail(fmt.Errorf(`calling "tools/call": %w`, err))
+			c.fail(fmt.Errorf("reading the upstream's output: %w", err))
 			return msg, err
 		}
 		resp, ok := msg.(*jsonrpc.Response)
@@ -100,7 +101,7 @@ func (c *pipeConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 // Close closes the connection and fails the pending raw calls.
 func (c *pipeConn) Close() error {
 	err := c.Connection.Close()
-	c.fail(fmt.Errorf(`calling "tools/call": %w`, mcp.ErrConnectionClosed))
+	c.fail(mcp.ErrConnectionClosed)
 	return err
 }
 
@@ -145,7 +146,7 @@ func rawSeq(id jsonrpc.ID) (uint64, bool) {
 	return n, true
 }
 
-// pipeCall sends p on c and returns the raw result. Errors: the upstream's
+// pipeCall sends the request p on c and returns the raw result. Errors: the upstream's
 // *jsonrpc.Error; ctx's error when it ended first (then
 // notifications/cancelled goes upstream in the background, as the SDK's
 // call does); otherwise a connection failure.
@@ -167,19 +168,19 @@ func (u *Upstream) pipeCall(ctx context.Context, c *pipeConn, p *rawParams) ([]b
 	c.pending[n] = ch
 	c.mu.Unlock()
 
-	if err := c.Connection.Write(ctx, &jsonrpc.Request{ID: id, Method: "tools/call", Params: params}); err != nil {
+	if err := c.Connection.Write(ctx, &jsonrpc.Request{ID: id, Method: p.method, Params: params}); err != nil {
 		c.forget(n)
-		return nil, fmt.Errorf(`calling "tools/call": %w`, err)
+		return nil, fmt.Errorf("calling %q: %w", p.method, err)
 	}
 	select {
 	case r := <-ch:
 		switch {
 		case r.err != nil:
-			return nil, r.err
+			return nil, fmt.Errorf("calling %q: %w", p.method, r.err)
 		case r.resp.Error != nil:
-			return nil, fmt.Errorf(`calling "tools/call": %w`, r.resp.Error)
+			return nil, fmt.Errorf("calling %q: %w", p.method, r.resp.Error)
 		case r.resp.Result == nil: // the SDK's decoder rejects this message
-			return nil, fmt.Errorf(`calling "tools/call": response has neither result nor error`)
+			return nil, fmt.Errorf("calling %q: response has neither result nor error", p.method)
 		}
 		return r.resp.Result, nil
 	case <-ctx.Done():

@@ -52,7 +52,7 @@ func serveStdio(era, logPath string) {
 		fmt.Fprintln(f, line)
 		f.Close()
 	}
-	s := &testServer{blocked: make(chan struct{}, 16), cancelled: make(chan struct{}, 16)}
+	s := &testServer{blocked: make(chan struct{}, 16), cancelled: make(chan struct{}, 16), onEvent: note}
 	srv := newToolServer(s)
 	srv.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
 		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {

@@ -23,13 +23,13 @@ import (
 	"github.com/switchyard-mcp/switchyard/proto"
 )
 
-// The raw tools/call path of streamable HTTP sessions.
+// The raw request path of streamable HTTP sessions.
 //
 // The SDK's ClientSession opens the session (initialize or server/discover),
-// keeps its standalone GET stream, answers pings and lists tools; a
-// tools/call skips it and goes out as one hand-written POST on the same
-// HTTP chain, with the headers and per-request _meta the SDK's streamable
-// client would send (go-sdk v1.8.0, mcp/streamable.go Write and
+// keeps its standalone GET stream, answers pings and lists; a tools/call
+// (or another forwarded request) skips it and goes out as one hand-written
+// POST on the same HTTP chain, with the headers and per-request _meta the
+// SDK's streamable client would send (go-sdk v1.8.0, mcp/streamable.go Write and
 // setMCPHeaders, mcp/streamable_headers.go setStandardHeaders, mcp/client.go
 // CallTool and injectRequestMeta). The response is read in place: the
 // result's bytes are a slice of the buffered message, never decoded or
@@ -103,7 +103,6 @@ var (
 	hdrJSON   = []string{"application/json"}
 	hdrAccept = []string{"application/json, text/event-stream"}
 	hdrSSE    = []string{"text/event-stream"}
-	hdrCall   = []string{"tools/call"}
 	hdrCancel = []string{"notifications/cancelled"}
 )
 
@@ -164,7 +163,7 @@ func (e *tooLargeError) Error() string {
 
 // errNoResponse: the response stream ended without the call's response and
 // cannot be resumed (the SDK's "request terminated without response").
-var errNoResponse = errors.New(`calling "tools/call": request terminated without response`)
+var errNoResponse = errors.New("request terminated without response")
 
 // Resumption of an interrupted SSE response (2025-11-25, SEP-1699), with
 // the SDK's defaults: 5 reconnects without progress, first delay 1s (or the
@@ -178,12 +177,13 @@ const (
 	drainLimitBytes = 64 << 10
 )
 
-// rawCall sends p on rc and returns the raw result. Errors: the upstream's
-// *jsonrpc.Error; an error wrapping mcp.ErrSessionMissing (404 on a session
-// with an id); *tooLargeError; otherwise a transport failure. When ctx ends
-// before the answer, notifications/cancelled goes upstream in the
-// background, as the SDK's call does.
+// rawCall sends the request p on rc and returns the raw result. Errors:
+// the upstream's *jsonrpc.Error; an error wrapping mcp.ErrSessionMissing
+// (404 on a session with an id); *tooLargeError; otherwise a transport
+// failure. When ctx ends before the answer, notifications/cancelled goes
+// upstream in the background, as the SDK's call does.
 func (u *Upstream) rawCall(ctx context.Context, rc *rawConn, p *rawParams) (res []byte, err error) {
+	method := p.method
 	n := rc.seq.Add(1)
 	var idBuf [24]byte
 	id := append(strconv.AppendUint(append(idBuf[:0], `"sy-`...), n, 10), '"')
@@ -195,14 +195,14 @@ func (u *Upstream) rawCall(ctx context.Context, rc *rawConn, p *rawParams) (res 
 	// (the next call would dial a new one). Closing the body ends it.
 	reqCtx, cancelReq := context.WithCancel(context.WithoutCancel(ctx))
 	defer context.AfterFunc(ctx, cancelReq)()
-	req, err := rc.newPost(reqCtx, body, hdrCall)
+	req, err := rc.newPost(reqCtx, body, p.hdr)
 	if err != nil {
 		cancelReq()
 		return nil, err
 	}
-	if h := req.Header; rc.meta != nil {
+	if h := req.Header; rc.meta != nil && p.name != "" {
 		h["Mcp-Name"] = []string{p.name}
-		if b := u.bindings(p.name); b != nil {
+		if b := u.bindings(p.name); b != nil && method == methodToolsCall {
 			for k, v := range paramHeaderValues(b, p.args) {
 				h.Set(k, v)
 			}
@@ -217,10 +217,10 @@ func (u *Upstream) rawCall(ctx context.Context, rc *rawConn, p *rawParams) (res 
 	resp, err := rc.hc.Do(req)
 	if err != nil {
 		cancelReq()
-		return nil, fmt.Errorf(`sending "tools/call": %w`, err)
+		return nil, fmt.Errorf("sending %q: %w", method, err)
 	}
 	resp.Body = &endBody{ReadCloser: resp.Body, end: cancelReq}
-	if err := rc.check(resp); err != nil {
+	if err := rc.check(resp, method); err != nil {
 		var werr *jsonrpc.Error
 		answered = errors.As(err, &werr)
 		return nil, err
@@ -234,26 +234,26 @@ func (u *Upstream) rawCall(ctx context.Context, rc *rawConn, p *rawParams) (res 
 		}
 		var m rpcMsg
 		if err := m.decode(data); err != nil {
-			return nil, fmt.Errorf(`calling "tools/call": failed to decode response: %w`, err)
+			return nil, fmt.Errorf("calling %q: failed to decode response: %w", method, err)
 		}
 		if !m.isResponse() || !sameID(m.ID, id) {
-			return nil, fmt.Errorf(`calling "tools/call": the JSON response is not the call's response`)
+			return nil, fmt.Errorf("calling %q: the JSON response is not the call's response", method)
 		}
 		answered = true
-		return m.outcome()
+		return m.outcome(method)
 	case "text/event-stream":
-		res, answered, err = u.rawStream(ctx, rc, id, resp)
+		res, answered, err = u.rawStream(ctx, rc, method, id, resp)
 		return res, err
 	default:
 		resp.Body.Close()
-		return nil, fmt.Errorf(`sending "tools/call": unsupported content type %q`, resp.Header.Get("Content-Type"))
+		return nil, fmt.Errorf("sending %q: unsupported content type %q", method, resp.Header.Get("Content-Type"))
 	}
 }
 
-// check classifies a response's status like the SDK's checkResponse (in
-// its order), and rejects a changed session id. On error the body is
-// closed.
-func (rc *rawConn) check(resp *http.Response) (err error) {
+// check classifies a response's status to a request of method like the
+// SDK's checkResponse (in its order), and rejects a changed session id. On
+// error the body is closed.
+func (rc *rawConn) check(resp *http.Response, method string) (err error) {
 	defer func() {
 		if err != nil {
 			resp.Body.Close()
@@ -263,20 +263,20 @@ func (rc *rawConn) check(resp *http.Response) (err error) {
 	switch code {
 	case http.StatusInternalServerError, http.StatusBadGateway, http.StatusServiceUnavailable,
 		http.StatusGatewayTimeout, http.StatusTooManyRequests:
-		return fmt.Errorf(`sending "tools/call": %s`, http.StatusText(code))
+		return fmt.Errorf("sending %q: %s", method, http.StatusText(code))
 	}
 	if code < 200 || code >= 300 {
 		// An error body that is a JSON-RPC error answers the call.
 		if data, err := readAll(resp, rc.max); err == nil {
 			var m rpcMsg
 			if m.decode(data) == nil && m.isResponse() && m.Error != nil {
-				return fmt.Errorf(`sending "tools/call": %w: %s`, m.Error, http.StatusText(code))
+				return fmt.Errorf("sending %q: %w: %s", method, m.Error, http.StatusText(code))
 			}
 		}
 		if code == http.StatusNotFound && rc.sid != nil {
-			return fmt.Errorf(`sending "tools/call" (session ID: %v): %w`, rc.sid[0], mcp.ErrSessionMissing)
+			return fmt.Errorf("sending %q (session ID: %v): %w", method, rc.sid[0], mcp.ErrSessionMissing)
 		}
-		return fmt.Errorf(`sending "tools/call": %s`, http.StatusText(code))
+		return fmt.Errorf("sending %q: %s", method, http.StatusText(code))
 	}
 	if sid := resp.Header.Get("Mcp-Session-Id"); sid != "" && rc.sid != nil && sid != rc.sid[0] {
 		return fmt.Errorf("mismatching session IDs %q and %q", rc.sid[0], sid)
@@ -286,23 +286,23 @@ func (rc *rawConn) check(resp *http.Response) (err error) {
 
 // rawStream reads an SSE response until the call's response, resuming an
 // interrupted stream the way the SDK does.
-func (u *Upstream) rawStream(ctx context.Context, rc *rawConn, id []byte, resp *http.Response) ([]byte, bool, error) {
+func (u *Upstream) rawStream(ctx context.Context, rc *rawConn, method string, id []byte, resp *http.Response) ([]byte, bool, error) {
 	var prevLast string
 	stalled := 0
 	for {
-		res, answered, last, retry, err := u.readEvents(ctx, rc, id, resp.Body)
+		res, answered, last, retry, err := u.readEvents(ctx, rc, method, id, resp.Body)
 		if answered || err != nil {
 			return res, answered, err
 		}
 		if last == "" {
-			return nil, false, errNoResponse
+			return nil, false, fmt.Errorf("calling %q: %w", method, errNoResponse)
 		}
 		if last != prevLast {
 			prevLast, stalled = last, 0
 		} else if stalled++; stalled > maxResumes {
-			return nil, false, fmt.Errorf(`calling "tools/call": exceeded %d retries without progress`, maxResumes)
+			return nil, false, fmt.Errorf("calling %q: exceeded %d retries without progress", method, maxResumes)
 		}
-		if resp, err = rc.resume(ctx, last, retry); err != nil {
+		if resp, err = rc.resume(ctx, method, last, retry); err != nil {
 			return nil, false, err
 		}
 	}
@@ -310,7 +310,7 @@ func (u *Upstream) rawStream(ctx context.Context, rc *rawConn, id []byte, resp *
 
 // resume reconnects an interrupted response stream with a GET carrying
 // Last-Event-ID, after the server's retry delay or the SDK's backoff.
-func (rc *rawConn) resume(ctx context.Context, last string, retry time.Duration) (*http.Response, error) {
+func (rc *rawConn) resume(ctx context.Context, method, last string, retry time.Duration) (*http.Response, error) {
 	delay := backoff(1)
 	if retry > 0 {
 		delay = retry
@@ -337,12 +337,12 @@ func (rc *rawConn) resume(ctx context.Context, last string, retry time.Duration)
 			delay = backoff(attempt + 1)
 			continue
 		}
-		if err := rc.check(resp); err != nil {
+		if err := rc.check(resp, method); err != nil {
 			return nil, err
 		}
 		return resp, nil
 	}
-	return nil, fmt.Errorf(`calling "tools/call": reconnect failed after %d attempts: %w`, maxResumes, lastErr)
+	return nil, fmt.Errorf("calling %q: reconnect failed after %d attempts: %w", method, maxResumes, lastErr)
 }
 
 // backoff is the SDK's calculateReconnectDelay for attempt >= 1.
@@ -355,7 +355,7 @@ func backoff(attempt int) time.Duration {
 // readEvents reads one response stream (the POST's or a resumed one). It
 // returns answered with the call's outcome, or the stream's last event id
 // and retry delay when it ended without the response.
-func (u *Upstream) readEvents(ctx context.Context, rc *rawConn, id []byte, body io.ReadCloser) (res []byte, answered bool, last string, retry time.Duration, err error) {
+func (u *Upstream) readEvents(ctx context.Context, rc *rawConn, method string, id []byte, body io.ReadCloser) (res []byte, answered bool, last string, retry time.Duration, err error) {
 	br, _ := u.readers.Get().(*bufio.Reader)
 	if br == nil {
 		br = bufio.NewReaderSize(body, sseReadBuffer)
@@ -375,8 +375,10 @@ func (u *Upstream) readEvents(ctx context.Context, rc *rawConn, id []byte, body 
 			switch {
 			case ctx.Err() != nil:
 				return nil, false, "", 0, ctx.Err()
-			case errors.As(err, &tl), errors.Is(err, errMalformedEvent):
+			case errors.As(err, &tl):
 				return nil, false, "", 0, err
+			case errors.Is(err, errMalformedEvent):
+				return nil, false, "", 0, fmt.Errorf("calling %q: %w", method, err)
 			}
 			return nil, false, last, retry, nil // the stream ended or broke
 		}
@@ -394,7 +396,7 @@ func (u *Upstream) readEvents(ctx context.Context, rc *rawConn, id []byte, body 
 		var m rpcMsg
 		if err := m.decode(ev.data); err != nil {
 			body.Close()
-			return nil, false, "", 0, fmt.Errorf(`calling "tools/call": failed to decode event: %w`, err)
+			return nil, false, "", 0, fmt.Errorf("calling %q: failed to decode event: %w", method, err)
 		}
 		switch {
 		case m.isResponse():
@@ -402,7 +404,7 @@ func (u *Upstream) readEvents(ctx context.Context, rc *rawConn, id []byte, body 
 				continue // not ours (the SDK drops a response to no pending call)
 			}
 			u.drain(body)
-			res, err := m.outcome()
+			res, err := m.outcome(method)
 			return res, true, "", 0, err
 		case m.ID != nil && string(m.ID) != "null":
 			u.answer(ctx, rc, &m)
@@ -586,12 +588,12 @@ func (m *rpcMsg) decode(data []byte) error {
 func (m *rpcMsg) isResponse() bool { return m.Method == nil }
 
 // outcome is a response's result bytes, or its error.
-func (m *rpcMsg) outcome() ([]byte, error) {
+func (m *rpcMsg) outcome(method string) ([]byte, error) {
 	if m.Error != nil {
 		return nil, m.Error
 	}
 	if m.Result == nil {
-		return nil, errors.New(`calling "tools/call": response has neither result nor error`)
+		return nil, fmt.Errorf("calling %q: response has neither result nor error", method)
 	}
 	return m.Result, nil
 }
@@ -599,7 +601,7 @@ func (m *rpcMsg) outcome() ([]byte, error) {
 // sseReadBuffer is the read size of one SSE response body.
 const sseReadBuffer = 8 << 10
 
-var errMalformedEvent = errors.New(`calling "tools/call": malformed SSE event`)
+var errMalformedEvent = errors.New("malformed SSE event")
 
 // sseReader reads server-sent events as the SDK's scanEvents does: fields
 // event, id, retry and data (joined with "\n", each value trimmed); lines

@@ -742,7 +742,7 @@ func TestUpstreamRawMessage(t *testing.T) {
 	if err := m.decode(in); err != nil || !m.isResponse() || string(m.ID) != `"sy-1"` {
 		t.Fatalf("decode: %v %+v", err, m)
 	}
-	if res, err := m.outcome(); err != nil || string(res) != "null" {
+	if res, err := m.outcome("tools/call"); err != nil || string(res) != "null" {
 		t.Fatalf("null result: %s %v", res, err)
 	}
 	m = rpcMsg{}
@@ -750,14 +750,14 @@ func TestUpstreamRawMessage(t *testing.T) {
 	if err := m.decode(in); err != nil {
 		t.Fatal(err)
 	}
-	if res, _ := m.outcome(); string(res) != `{"a": [1,2]}` || &res[0] != &in[bytes.IndexByte(in[1:], '{')+1] {
+	if res, _ := m.outcome("tools/call"); string(res) != `{"a": [1,2]}` || &res[0] != &in[bytes.IndexByte(in[1:], '{')+1] {
 		t.Fatalf("result %s is not a slice of the message", res)
 	}
 	m = rpcMsg{}
 	if err := m.decode([]byte(`{"jsonrpc":"2.0","id":1,"error":{"code":-32000,"message":"m","data":[1]}}`)); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := m.outcome(); err == nil || upstreamError(err) == nil || upstreamError(err).Code != -32000 {
+	if _, err := m.outcome("tools/call"); err == nil || upstreamError(err) == nil || upstreamError(err).Code != -32000 {
 		t.Fatalf("error outcome %v", err)
 	}
 	m = rpcMsg{}
@@ -768,7 +768,7 @@ func TestUpstreamRawMessage(t *testing.T) {
 	if err := m.decode([]byte(`{"jsonrpc":"2.0","id":1}`)); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := m.outcome(); err == nil {
+	if _, err := m.outcome("tools/call"); err == nil {
 		t.Fatal("a response with neither result nor error succeeded")
 	}
 }

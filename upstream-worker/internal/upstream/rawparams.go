@@ -8,58 +8,105 @@ import (
 	"github.com/switchyard-mcp/switchyard/proto"
 )
 
-// rawParams is a client's tools/call params prepared for the raw path. It
-// means what the SDK path's mcp.CallToolParams (callParams) means: the name
-// is the upstream's own tool name, the hop _meta keys are dropped,
-// arguments default to {}, an empty inputResponses or requestState is left
-// out. Unlike the SDK path it keeps every other member, byte for byte and
-// in order, and forwards inputResponses without decoding it.
+// Methods whose params the worker rewrites or whose requests differ.
+const (
+	methodToolsCall   = "tools/call"
+	methodPromptsGet  = "prompts/get"
+	methodComplete    = "completion/complete"
+	methodRead        = "resources/read"
+	methodSetLevel    = "logging/setLevel"
+	methodSubscribe   = "resources/subscribe"
+	methodUnsubscribe = "resources/unsubscribe"
+)
+
+// rawParams is a client request's params prepared for the raw paths
+// (rawCall, pipeCall) and, decoded, for the SDK path.
+//
+// For tools/call (newRawParams) it means what the SDK path's
+// mcp.CallToolParams (callParams) means: the name is the upstream's own
+// tool name, the hop _meta keys are dropped, arguments default to {}, an
+// empty inputResponses or requestState is left out. Unlike the SDK path it
+// keeps every other member, byte for byte and in order, and forwards
+// inputResponses without decoding it.
+//
+// For every other method (newForwardParams) the params are the client's
+// byte for byte and in order, except: the hop _meta keys are dropped, and
+// the upstream's own name (proto.Request.Name) replaces the client's in
+// prompts/get "name" and in a completion/complete "ref" of type
+// "ref/prompt".
 type rawParams struct {
+	method string
+	hdr    []string // the Mcp-Method header value: [method]
+	// name is the Mcp-Name header value of a 2026-07-28 session's request:
+	// the tool (tools/call), the prompt (prompts/get) or the resource URI
+	// (resources/read); "" for other methods.
 	name    string
-	members []byte          // every member but _meta, encoded, "name" first
+	members []byte          // every member but _meta, encoded (tools/call: "name" first)
 	meta    []byte          // the forwarded _meta members, encoded; may be empty
-	args    json.RawMessage // the arguments (for Mcp-Param headers)
+	args    json.RawMessage // tools/call: the arguments (for Mcp-Param headers)
+	// noSessionMeta: the request does not get a 2026 session's SEP-2575
+	// _meta members. The SDK client sends logging/setLevel without them,
+	// and resources/(un)subscribe exist only before 2026-07-28 (the SDK
+	// replaces them with subscriptions/listen there): a request without
+	// them is the legacy request a 2026 server still serves on a session
+	// it knows.
+	noSessionMeta bool
 }
 
-var jsonNull = []byte("null")
+var (
+	jsonNull = []byte("null")
+	hdrCall  = []string{methodToolsCall}
+)
 
 func isNull(b []byte) bool { return b == nil || bytes.Equal(b, jsonNull) }
 
-func invalidParams(format string, a ...any) *proto.Error {
-	return proto.Errorf(proto.CodeInvalidParams, "invalid tools/call params: "+format, a...)
+func invalidParams(method, format string, a ...any) *proto.Error {
+	return proto.Errorf(proto.CodeInvalidParams, "invalid "+method+" params: "+format, a...)
 }
 
-func newRawParams(req *proto.Request) (*rawParams, *proto.Error) {
-	raw := bytes.TrimSpace(req.Params)
-	var name, args, meta, state []byte
-	if len(raw) > 0 && !bytes.Equal(raw, jsonNull) {
-		if !json.Valid(raw) {
-			return nil, invalidParams("not valid JSON")
-		}
-		isObject := jsonscan.Members(raw, func(k, v []byte) {
-			switch {
-			case jsonscan.KeyIs(k, "name"):
-				name = v
-			case jsonscan.KeyIs(k, "arguments"):
-				args = v
-			case jsonscan.KeyIs(k, "_meta"):
-				meta = v
-			case jsonscan.KeyIs(k, "requestState"):
-				state = v
-			}
-		})
-		if !isObject {
-			return nil, invalidParams("not an object")
-		}
+// objectParams returns the client's params if they are a JSON object, nil
+// if they are absent or null, or an invalid-params error.
+func objectParams(method string, params []byte) ([]byte, *proto.Error) {
+	raw := bytes.TrimSpace(params)
+	if len(raw) == 0 || bytes.Equal(raw, jsonNull) {
+		return nil, nil
 	}
+	if !json.Valid(raw) {
+		return nil, invalidParams(method, "not valid JSON")
+	}
+	if raw[0] != '{' {
+		return nil, invalidParams(method, "not an object")
+	}
+	return raw, nil
+}
+
+// newRawParams prepares the params of a tools/call.
+func newRawParams(req *proto.Request) (*rawParams, *proto.Error) {
+	raw, perr := objectParams(methodToolsCall, req.Params)
+	if perr != nil {
+		return nil, perr
+	}
+	var name, args, meta, state []byte
+	jsonscan.Members(raw, func(k, v []byte) {
+		switch {
+		case jsonscan.KeyIs(k, "name"):
+			name = v
+		case jsonscan.KeyIs(k, "arguments"):
+			args = v
+		case jsonscan.KeyIs(k, "_meta"):
+			meta = v
+		case jsonscan.KeyIs(k, "requestState"):
+			state = v
+		}
+	})
 	// The members the SDK path types are checked as it checks them.
 	switch {
 	case !isNull(name) && name[0] != '"':
-		return nil, invalidParams("name is not a string")
+		return nil, invalidParams(methodToolsCall, "name is not a string")
 	case !isNull(state) && state[0] != '"':
-		return nil, invalidParams("requestState is not a string")
+		return nil, invalidParams(methodToolsCall, "requestState is not a string")
 	case !isNull(meta) && meta[0] != '{':
-		return nil, invalidParams("_meta is not an object")
+		return nil, invalidParams(methodToolsCall, "_meta is not an object")
 	}
 	toolName := req.Name
 	if toolName == "" && !isNull(name) {
@@ -73,39 +120,137 @@ func newRawParams(req *proto.Request) (*rawParams, *proto.Error) {
 	}
 	dropState := isNull(state) || string(state) == `""`
 
-	p := &rawParams{name: toolName, args: args}
+	p := &rawParams{method: methodToolsCall, hdr: hdrCall, name: toolName, args: args, meta: forwardMeta(meta)}
 	m := make([]byte, 0, len(raw)+len(toolName)+32)
 	m = append(m, `"name":`...)
 	m = appendJSONString(m, toolName)
 	m = append(m, `,"arguments":`...)
 	m = append(m, args...)
-	if len(raw) > 0 {
-		jsonscan.Members(raw, func(k, v []byte) {
-			switch {
-			case jsonscan.KeyIs(k, "name"), jsonscan.KeyIs(k, "arguments"), jsonscan.KeyIs(k, "_meta"):
-				return
-			case jsonscan.KeyIs(k, "inputResponses") && (isNull(v) || emptyObject(v)):
-				return
-			case jsonscan.KeyIs(k, "requestState") && dropState:
-				return
+	jsonscan.Members(raw, func(k, v []byte) {
+		switch {
+		case jsonscan.KeyIs(k, "name"), jsonscan.KeyIs(k, "arguments"), jsonscan.KeyIs(k, "_meta"):
+			return
+		case jsonscan.KeyIs(k, "inputResponses") && (isNull(v) || emptyObject(v)):
+			return
+		case jsonscan.KeyIs(k, "requestState") && dropState:
+			return
+		}
+		m = append(append(append(append(m, ','), k...), ':'), v...)
+	})
+	p.members = m
+	return p, nil
+}
+
+// newForwardParams prepares the params of req, a forwarded method other
+// than tools/call (see rawParams).
+func newForwardParams(req *proto.Request) (*rawParams, *proto.Error) {
+	method := req.Method
+	raw, perr := objectParams(method, req.Params)
+	if perr != nil {
+		return nil, perr
+	}
+	p := &rawParams{
+		method:        method,
+		hdr:           []string{method},
+		noSessionMeta: method == methodSetLevel || method == methodSubscribe || method == methodUnsubscribe,
+	}
+	var meta []byte
+	m := make([]byte, 0, len(raw)+len(req.Name)+8)
+	sawName := false
+	jsonscan.Members(raw, func(k, v []byte) {
+		switch {
+		case jsonscan.KeyIs(k, "_meta"):
+			meta = v
+			return
+		case method == methodPromptsGet && jsonscan.KeyIs(k, "name"):
+			sawName = true
+			if req.Name != "" {
+				v = appendJSONString(nil, req.Name)
 			}
-			m = append(append(append(append(m, ','), k...), ':'), v...)
-		})
+			if v[0] == '"' {
+				p.name = jsonscan.Unquote(v)
+			}
+		case method == methodRead && jsonscan.KeyIs(k, "uri"):
+			if v[0] == '"' {
+				p.name = jsonscan.Unquote(v)
+			}
+		case method == methodComplete && jsonscan.KeyIs(k, "ref") && req.Name != "":
+			v = renamePromptRef(v, req.Name)
+		}
+		if len(m) > 0 {
+			m = append(m, ',')
+		}
+		m = append(append(append(m, k...), ':'), v...)
+	})
+	if method == methodPromptsGet && !sawName && req.Name != "" {
+		n := appendJSONString([]byte(`"name":`), req.Name)
+		if len(m) > 0 {
+			n = append(n, ',')
+		}
+		m = append(n, m...)
+		p.name = req.Name
+	}
+	if !isNull(meta) && meta[0] != '{' {
+		return nil, invalidParams(method, "_meta is not an object")
 	}
 	p.members = m
-
-	if !isNull(meta) {
-		jsonscan.Members(meta, func(k, v []byte) {
-			if isHopKey(k) {
-				return
-			}
-			if len(p.meta) > 0 {
-				p.meta = append(p.meta, ',')
-			}
-			p.meta = append(append(append(p.meta, k...), ':'), v...)
-		})
-	}
+	p.meta = forwardMeta(meta)
 	return p, nil
+}
+
+// renamePromptRef returns ref (a completion/complete "ref" value) with its
+// "name" replaced by name when it is an object of type "ref/prompt";
+// other members keep their bytes and order. Any other ref is returned
+// as is.
+func renamePromptRef(ref []byte, name string) []byte {
+	isPrompt := false
+	jsonscan.Members(ref, func(k, v []byte) {
+		if jsonscan.KeyIs(k, "type") && v[0] == '"' && jsonscan.Unquote(v) == "ref/prompt" {
+			isPrompt = true
+		}
+	})
+	if !isPrompt {
+		return ref
+	}
+	out := make([]byte, 0, len(ref)+len(name)+10)
+	out = append(out, '{')
+	sawName := false
+	jsonscan.Members(ref, func(k, v []byte) {
+		if len(out) > 1 {
+			out = append(out, ',')
+		}
+		if jsonscan.KeyIs(k, "name") {
+			sawName = true
+			v = appendJSONString(nil, name)
+		}
+		out = append(append(append(out, k...), ':'), v...)
+	})
+	if !sawName {
+		if len(out) > 1 {
+			out = append(out, ',')
+		}
+		out = appendJSONString(append(out, `"name":`...), name)
+	}
+	return append(out, '}')
+}
+
+// forwardMeta returns the members of meta (a raw _meta object, or nil)
+// that are forwarded: all but the hop keys, encoded, byte for byte.
+func forwardMeta(meta []byte) []byte {
+	if isNull(meta) {
+		return nil
+	}
+	var out []byte
+	jsonscan.Members(meta, func(k, v []byte) {
+		if isHopKey(k) {
+			return
+		}
+		if len(out) > 0 {
+			out = append(out, ',')
+		}
+		out = append(append(append(out, k...), ':'), v...)
+	})
+	return out
 }
 
 // isHopKey reports whether the raw key names one of hopMeta.
@@ -117,26 +262,34 @@ func isHopKey(k []byte) bool {
 }
 
 // appendRequest appends the JSON-RPC request for p with the given id (raw
-// JSON) and extra _meta members (a 2026 session's, or nil).
-func (p *rawParams) appendRequest(dst, id, extraMeta []byte) []byte {
+// JSON) and a 2026 session's _meta members (sessionMeta, or nil).
+func (p *rawParams) appendRequest(dst, id, sessionMeta []byte) []byte {
 	dst = append(dst, `{"jsonrpc":"2.0","id":`...)
 	dst = append(dst, id...)
-	dst = append(dst, `,"method":"tools/call","params":`...)
-	return append(p.appendParams(dst, extraMeta), '}')
+	dst = append(dst, `,"method":`...)
+	dst = appendJSONString(dst, p.method)
+	dst = append(dst, `,"params":`...)
+	return append(p.appendParams(dst, sessionMeta), '}')
 }
 
-// appendParams appends the tools/call params object for p with extra _meta
-// members (a 2026 session's, or nil).
-func (p *rawParams) appendParams(dst, extraMeta []byte) []byte {
+// appendParams appends the params object for p with a 2026 session's
+// _meta members (sessionMeta, or nil; ignored when p.noSessionMeta).
+func (p *rawParams) appendParams(dst, sessionMeta []byte) []byte {
+	if p.noSessionMeta {
+		sessionMeta = nil
+	}
 	dst = append(dst, '{')
-	if len(p.meta) > 0 || len(extraMeta) > 0 {
+	if len(p.meta) > 0 || len(sessionMeta) > 0 {
 		dst = append(dst, `"_meta":{`...)
 		dst = append(dst, p.meta...)
-		if len(p.meta) > 0 && len(extraMeta) > 0 {
+		if len(p.meta) > 0 && len(sessionMeta) > 0 {
 			dst = append(dst, ',')
 		}
-		dst = append(dst, extraMeta...)
-		dst = append(dst, "},"...)
+		dst = append(dst, sessionMeta...)
+		dst = append(dst, '}')
+		if len(p.members) > 0 {
+			dst = append(dst, ',')
+		}
 	}
 	dst = append(dst, p.members...)
 	return append(dst, '}')

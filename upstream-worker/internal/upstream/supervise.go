@@ -44,8 +44,8 @@ func (u *Upstream) Run(ctx context.Context) {
 // serve catalogues a connected generation, reports it up (resetting the
 // backoff) and watches it; it returns why it stopped serving.
 func (u *Upstream) serve(ctx context.Context, g *generation, delay *time.Duration) error {
-	if err := u.refreshCatalog(ctx, g.procs); err != nil {
-		return fmt.Errorf("list tools: %w", err)
+	if err := u.refreshCatalog(ctx, g.procs, allKinds); err != nil {
+		return fmt.Errorf("catalog: %w", err)
 	}
 	u.setState(&snapshot{up: true, procs: g.procs})
 	*delay = u.opts.BackoffMin
@@ -127,8 +127,8 @@ func (u *Upstream) watch(ctx context.Context, g *generation) error {
 				return err
 			}
 		case <-u.kick:
-			if err := u.refreshCatalog(ctx, g.procs); err != nil && ctx.Err() == nil {
-				u.log.Warn("tool list refresh failed", proto.LogErr, err)
+			if err := u.refreshCatalog(ctx, g.procs, u.dirty.Swap(0)); err != nil && ctx.Err() == nil {
+				u.log.Warn("list refresh failed", proto.LogErr, err)
 			}
 		}
 	}

@@ -15,7 +15,8 @@ import (
 	"github.com/switchyard-mcp/switchyard/upstream-worker/internal/capture"
 )
 
-// ToolStore receives an upstream's complete tool set after every fetch
+// ToolStore receives an upstream's complete list set of one kind (tools,
+// prompts, resources, resource templates) after every fetch of that kind
 // (KV bucket proto.BucketLists in production). Store may skip a write whose
 // Hash matches the stored one. It is called by one fetch at a time per
 // upstream.
@@ -97,7 +98,7 @@ func (o *Options) fill() {
 }
 
 // Upstream is the actor for one upstream server. Create it with [New], run
-// it with [Upstream.Run]; [Upstream.Call], [Upstream.State],
+// it with [Upstream.Run]; [Upstream.Call], [Upstream.Request], [Upstream.State],
 // [Upstream.RefreshCatalog] and [Upstream.SessionClosed] are safe for
 // concurrent use from any goroutine.
 type Upstream struct {
@@ -113,7 +114,8 @@ type Upstream struct {
 	rawCalls bool
 	metaTail []byte // the raw path's clientInfo and clientCapabilities _meta members
 
-	kick  chan struct{} // cap 1: refetch the catalog (list_changed)
+	kick  chan struct{} // cap 1: refetch the dirty lists (list_changed)
+	dirty atomic.Uint32 // the list kinds (bit* flags) a list_changed marked
 	check chan struct{} // cap 1: ping now (a call saw a transport error)
 	rr    atomic.Uint64 // stdio round-robin
 	pings atomic.Uint64 // successful pings of the pool session
@@ -160,10 +162,14 @@ func New(o Options) *Upstream {
 	caps := &mcp.ClientCapabilities{} // no roots, sampling or elicitation
 	u.metaTail = metaTail(impl, caps)
 	u.client = mcp.NewClient(impl, &mcp.ClientOptions{
-		Logger:                 u.log,
-		Capabilities:           caps,
-		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { signal(u.kick) },
-		MultiRoundTrip:         &mcp.MultiRoundTripOptions{Disabled: true}, // results pass through raw
+		Logger:                   u.log,
+		Capabilities:             caps,
+		ToolListChangedHandler:   func(context.Context, *mcp.ToolListChangedRequest) { u.markDirty(bitTools) },
+		PromptListChangedHandler: func(context.Context, *mcp.PromptListChangedRequest) { u.markDirty(bitPrompts) },
+		ResourceListChangedHandler: func(context.Context, *mcp.ResourceListChangedRequest) {
+			u.markDirty(bitResources | bitResourceTemplates)
+		},
+		MultiRoundTrip: &mcp.MultiRoundTripOptions{Disabled: true}, // results pass through raw
 	})
 	u.prober = mcp.NewClient(&mcp.Implementation{Name: "switchyard-worker-probe", Version: "v1"}, &mcp.ClientOptions{
 		Logger:         u.log,

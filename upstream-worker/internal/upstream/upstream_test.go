@@ -151,10 +151,10 @@ func TestUpstreamStderrLines(t *testing.T) {
 	}
 }
 
-func TestUpstreamHashTools(t *testing.T) {
-	a := hashTools([][]byte{[]byte(`{"name":"a"}`), []byte(`{"name":"b"}`)})
-	b := hashTools([][]byte{[]byte(`{"name":"b"}`), []byte(`{"name":"a"}`)})
-	c := hashTools([][]byte{[]byte(`{"name":"a"}{"name":"b"}`)})
+func TestUpstreamHashItems(t *testing.T) {
+	a := hashItems([][]byte{[]byte(`{"name":"a"}`), []byte(`{"name":"b"}`)})
+	b := hashItems([][]byte{[]byte(`{"name":"b"}`), []byte(`{"name":"a"}`)})
+	c := hashItems([][]byte{[]byte(`{"name":"a"}{"name":"b"}`)})
 	if a == b || a == c {
 		t.Fatalf("hash ignores order or boundaries: %x %x %x", a, b, c)
 	}
