@@ -152,16 +152,30 @@ func (s *Service) forward(ctx context.Context, view, method, op, name string, re
 			preq.Protocol = ip.ProtocolVersion
 		}
 	}
-	var onMsg func(*nats.Msg)
+	var onMsg func(*nats.Msg) bool
 	var asks sync.WaitGroup
+	br := &bridge{}
 	if ss, ok := req.GetSession().(*mcp.ServerSession); ok {
 		if v := s.viewFor(view); v != nil {
 			rctx, cancel := context.WithCancel(ctx)
 			defer func() { cancel(); asks.Wait() }() // the upstream no longer waits for them
 			onMsg = s.sdkRelay(rctx, v, ss, &asks)
+			if preq.Session == "" { // 2026-07-28: requests become input_required results
+				onMsg = br.wrap(onMsg, op)
+			}
 		}
 	}
-	raw, timing, err := s.roundTrip(ctx, &preq, op, stamps, onMsg)
+	var raw []byte
+	var timing nats.Header
+	if state, responses, ok := bridgeRetry(params); ok && preq.Session == "" {
+		raw, timing, err = s.resume(ctx, state, responses, onMsg)
+	} else {
+		raw, timing, err = s.roundTrip(ctx, &preq, op, stamps, onMsg)
+	}
+	var sp *suspended
+	if errors.As(err, &sp) {
+		return &rawResult{raw: s.suspend(sp, br.asked)}, nil
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -183,7 +197,10 @@ func newStamps() nats.Header {
 //
 // onMsg, if not nil, receives the upstream's messages for the client
 // (proto.HdrMessage) while the call runs.
-func (s *Service) roundTrip(ctx context.Context, preq *proto.Request, op string, stamps nats.Header, onMsg func(*nats.Msg)) ([]byte, nats.Header, error) {
+//
+// When onMsg suspends the call (a 2026-era client must be asked for input)
+// the error is a *suspended holding the open call.
+func (s *Service) roundTrip(ctx context.Context, preq *proto.Request, op string, stamps nats.Header, onMsg func(*nats.Msg) bool) ([]byte, nats.Header, error) {
 	deadline := time.Now().Add(s.cfg.CallTimeout)
 	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
 		deadline = d
@@ -209,6 +226,11 @@ func (s *Service) roundTrip(ctx context.Context, preq *proto.Request, op string,
 		if err == nil {
 			return raw, timing, nil
 		}
+		var sp *suspended
+		if errors.As(err, &sp) {
+			sp.deadline = deadline
+			return nil, nil, sp
+		}
 		if errors.Is(err, bus.ErrCanceled) {
 			return nil, nil, context.Cause(ctx)
 		}
@@ -228,13 +250,18 @@ const maxAttempts = 4
 
 // send publishes one attempt of a call and waits for its reply: the result
 // bytes and, for a traced call, the reply's headers.
-func (s *Service) send(ctx context.Context, preq *proto.Request, op string, stamps nats.Header, onMsg func(*nats.Msg)) ([]byte, nats.Header, error) {
+func (s *Service) send(ctx context.Context, preq *proto.Request, op string, stamps nats.Header, onMsg func(*nats.Msg) bool) ([]byte, nats.Header, error) {
 	if !s.nc.IsConnected() {
 		// A publish would sit in the reconnect buffer until the deadline.
 		return nil, nil, proto.Errorf(proto.CodeUnavailable, "gateway bus unavailable (NATS %s)", s.nc.Status())
 	}
 	k := s.caller.New()
-	defer k.Close()
+	keep := false
+	defer func() {
+		if !keep {
+			k.Close()
+		}
+	}()
 	preq.ID = k.ID
 	data, err := proto.Marshal(preq)
 	if err != nil {
@@ -253,6 +280,17 @@ func (s *Service) send(ctx context.Context, preq *proto.Request, op string, stam
 		return nil, nil, err
 	}
 	out, err := k.WaitWith(ctx, onMsg)
+	if errors.Is(err, bus.ErrSuspended) {
+		keep = true
+		return nil, nil, &suspended{k: k, preq: *preq}
+	}
+	return s.replyOf(k, out, err, stamps)
+}
+
+// replyOf turns what a call's WaitWith returned into the result bytes and,
+// for a traced call, the reply's headers; a call that was cancelled or
+// timed out is cancelled at its worker.
+func (s *Service) replyOf(k *bus.Call, out []byte, err error, stamps nats.Header) ([]byte, nats.Header, error) {
 	if errors.Is(err, bus.ErrCanceled) || errors.Is(err, proto.ErrTimeout) {
 		s.cancelAtWorker(k)
 	}

@@ -55,6 +55,7 @@ type Service struct {
 	addr  atomic.Pointer[string]
 
 	sessions       sessionTable        // stateful client sessions (fast path, idle timer)
+	bridged        suspensions         // 2026-era calls waiting for the client's input
 	impl           *mcp.Implementation // serverInfo of every view
 	serverInfoMeta []byte              // `"<serverInfo key>":<impl>` for 2026-era results
 	noFastPath     bool                // tests: every request through the SDK

@@ -142,7 +142,23 @@ func (s *Service) runFast(w http.ResponseWriter, r *http.Request, v *view, fc *f
 	out := &fastOut{w: w}
 	var asks sync.WaitGroup
 	defer func() { cancel(); asks.Wait(); out.forget(fc.session) }()
-	raw, timing, err := s.roundTrip(ctx, &preq, fc.op, stamps, s.fastRelay(ctx, v, fc, out, &asks))
+	onMsg := s.fastRelay(ctx, v, fc, out, &asks)
+	br := &bridge{}
+	var raw []byte
+	var timing nats.Header
+	var err error
+	if fc.session == nil { // 2026-07-28: requests become input_required results
+		onMsg = br.wrap(onMsg, fc.op)
+	}
+	if state, responses, ok := bridgeRetry(m.Params); ok && fc.session == nil {
+		raw, timing, err = s.resume(ctx, state, responses, onMsg)
+	} else {
+		raw, timing, err = s.roundTrip(ctx, &preq, fc.op, stamps, onMsg)
+	}
+	var sp *suspended
+	if errors.As(err, &sp) {
+		raw, timing, err = s.suspend(sp, br.asked), nil, nil
+	}
 	if err != nil {
 		var je *jsonrpc.Error
 		if !errors.As(err, &je) {

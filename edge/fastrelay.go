@@ -2,7 +2,6 @@ package edge
 
 import (
 	"context"
-	"encoding/json"
 	"io"
 	"net/http"
 	"sync"
@@ -51,43 +50,39 @@ func (o *fastOut) forget(cs *clientSession) {
 	}
 }
 
-// fastRelay returns how a fast-path call delivers upstream messages. With
-// SSE responses they become events of the call's own stream, requests
-// under a relay id whose answer serve intercepts. With JSON responses a
-// stateful session gets them through the SDK on its GET stream. A
-// 2026-era call has no server-to-client requests: they are refused.
-func (s *Service) fastRelay(ctx context.Context, v *view, fc *fastCall, out *fastOut, asks *sync.WaitGroup) func(*nats.Msg) {
-	if s.cfg.JSONResponse {
-		if fc.session != nil {
-			return s.sdkRelay(ctx, v, fc.session.ss, asks)
-		}
-		return func(m *nats.Msg) {
-			if u, ok := parseUpMsg(m); ok && u.id != nil {
-				s.refuse(u, "no stream to the client for a request")
-			}
-		}
+// fastRelay returns how a stateful fast-path call delivers upstream
+// messages. With SSE responses they become events of the call's own
+// stream, requests under a relay id whose answer serve intercepts. With
+// JSON responses the session gets them through the SDK on its GET stream.
+// A 2026-era call wraps it in a bridge (requests suspend the call).
+func (s *Service) fastRelay(ctx context.Context, v *view, fc *fastCall, out *fastOut, asks *sync.WaitGroup) func(*nats.Msg) bool {
+	if s.cfg.JSONResponse && fc.session != nil {
+		return s.sdkRelay(ctx, v, fc.session.ss, asks)
 	}
-	return func(m *nats.Msg) {
+	return func(m *nats.Msg) bool {
 		u, ok := parseUpMsg(m)
 		if !ok {
 			s.log.Warn("bad upstream message", proto.LogSubject, m.Subject)
-			return
+			return false
 		}
 		if u.id == nil {
-			out.event(u.raw)
-			return
+			if !s.cfg.JSONResponse { // a JSON response has no room for it
+				out.event(u.raw)
+			}
+			return false
+		}
+		if u.reply == "" {
+			return false
 		}
 		if fc.session == nil {
 			s.refuse(u, "a 2026-07-28 client takes no server-to-client requests")
-			return
-		}
-		if u.reply == "" {
-			return
+			return false
 		}
 		rid := relayID()
 		fc.session.relay(idKey([]byte(rid)), u.reply)
 		out.relayed = append(out.relayed, idKey([]byte(rid)))
 		out.event(requestJSON(rid, u.method, u.params))
+		return false
 	}
 }
 
@@ -97,8 +92,7 @@ func requestJSON(id, method string, params []byte) []byte {
 	b = append(b, `{"jsonrpc":"2.0","id":`...)
 	b = append(b, id...)
 	b = append(b, `,"method":`...)
-	m, _ := json.Marshal(method)
-	b = append(b, m...)
+	b = appendJSONString(b, method)
 	if len(params) > 0 {
 		b = append(b, `,"params":`...)
 		b = append(b, params...)

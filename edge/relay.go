@@ -92,22 +92,22 @@ func newRawRequest(ss *mcp.ServerSession, params json.RawMessage) *rawRequest {
 // sdkRelay delivers upstream messages through ss's sending handler in ctx:
 // notifications in order on the calling goroutine, requests each on its
 // own goroutine (tracked by wg) that publishes the client's answer.
-func (s *Service) sdkRelay(ctx context.Context, v *view, ss *mcp.ServerSession, wg *sync.WaitGroup) func(*nats.Msg) {
-	return func(m *nats.Msg) {
+func (s *Service) sdkRelay(ctx context.Context, v *view, ss *mcp.ServerSession, wg *sync.WaitGroup) func(*nats.Msg) bool {
+	return func(m *nats.Msg) bool {
 		u, ok := parseUpMsg(m)
 		if !ok {
 			s.log.Warn("bad upstream message", proto.LogSubject, m.Subject)
-			return
+			return false
 		}
 		send := v.sender()
 		if u.id == nil {
 			if _, err := send(ctx, u.method, newRawRequest(ss, u.params)); err != nil {
 				s.log.Debug("upstream notification not delivered", proto.LogMethod, u.method, proto.LogErr, err)
 			}
-			return
+			return false
 		}
 		if u.reply == "" {
-			return
+			return false
 		}
 		wg.Add(1)
 		go func() {
@@ -115,6 +115,7 @@ func (s *Service) sdkRelay(ctx context.Context, v *view, ss *mcp.ServerSession, 
 			res, err := send(ctx, u.method, newRawRequest(ss, u.params))
 			s.answer(u.reply, res, err)
 		}()
+		return false
 	}
 }
 

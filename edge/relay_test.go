@@ -191,3 +191,72 @@ func TestEdgeLegacySSE(t *testing.T) {
 		mu.Lock()
 	}
 }
+
+// TestEdgeBridgesRequestsFor2026 : a 2026-07-28 client cannot be sent an
+// elicitation request, so the edge answers its call with an input_required
+// result, and the go-sdk client's retry (inputResponses + requestState)
+// brings the answer to the waiting worker and the rest of the same call
+// back, on the fast path and the SDK path.
+func TestEdgeBridgesRequestsFor2026(t *testing.T) {
+	for _, o := range []rigOpts{{sse: true}, {sse: true, noFastPath: true}, {}} {
+		t.Run(fmt.Sprintf("sse=%v/fast=%v", o.sse, !o.noFastPath), func(t *testing.T) {
+			var nc *nats.Conn
+			var mu sync.Mutex
+			calls := 0
+			chatty := chattyWorker(t, &nc)
+			g := newRigWith(t, func(m *nats.Msg) {
+				var req proto.Request
+				_ = proto.Unmarshal(m.Data, &req)
+				if req.Method == "tools/call" {
+					mu.Lock()
+					calls++
+					mu.Unlock()
+				}
+				chatty(m)
+			}, &o)
+			nc = g.nc
+			asked := 0
+			client := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "1"}, &mcp.ClientOptions{
+				ElicitationHandler: func(_ context.Context, r *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+					asked++
+					return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"tags": []any{"b"}}}, nil
+				},
+			})
+			cs, err := client.Connect(t.Context(), &mcp.StreamableClientTransport{Endpoint: g.url}, &mcp.ClientSessionOptions{ProtocolVersion: "2026-07-28"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer cs.Close()
+			res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "up__x", Arguments: map[string]any{}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			text := res.Content[0].(*mcp.TextContent).Text
+			if !strings.Contains(text, `"action":"accept"`) || !strings.Contains(text, `"tags":["b"]`) || asked != 1 {
+				t.Fatalf("the worker got %s after %d questions, want the client's answer after 1", text, asked)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if calls != 1 {
+				t.Fatalf("%d calls reached the router, want 1 (the retry resumes the same call)", calls)
+			}
+		})
+	}
+}
+
+// TestEdgeBridgeUnknownState: a retry naming a requestState the edge does
+// not hold is invalid params, and nothing reaches the router.
+func TestEdgeBridgeUnknownState(t *testing.T) {
+	reached := make(chan struct{}, 1)
+	g := newRig(t, func(*nats.Msg) { reached <- struct{}{} })
+	code, body, _ := g.post(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"up__x","arguments":{},"requestState":"sy-bridge:nope","inputResponses":{},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"t","version":"1"}}}}`,
+		"Mcp-Protocol-Version", "2026-07-28", "Mcp-Method", "tools/call", "Mcp-Name", "up__x")
+	if !strings.Contains(body, `-32602`) || !strings.Contains(body, "requestState") {
+		t.Fatalf("HTTP %d %s, want -32602 about the requestState", code, body)
+	}
+	select {
+	case <-reached:
+		t.Fatal("the retry reached the router")
+	default:
+	}
+}

@@ -138,14 +138,22 @@ func (k *Call) Wait(ctx context.Context) ([]byte, error) { return k.WaitWith(ctx
 // the call to onMsg, in arrival order, on the calling goroutine; every
 // message that arrived before the reply is handed over before WaitWith
 // returns. onMsg should not block for long: the reply waits behind it.
-func (k *Call) WaitWith(ctx context.Context, onMsg func(*nats.Msg)) ([]byte, error) {
+//
+// When onMsg returns true the call is suspended: WaitWith returns
+// [ErrSuspended] at once and the call stays registered (do not Close it);
+// the messages after that one stay queued for the next WaitWith.
+func (k *Call) WaitWith(ctx context.Context, onMsg func(*nats.Msg) (suspend bool)) ([]byte, error) {
 	for {
 		select {
 		case <-k.signal:
-			k.deliver(onMsg)
+			if k.deliver(onMsg) {
+				return nil, ErrSuspended
+			}
 			continue
 		case <-k.done:
-			k.deliver(onMsg)
+			if k.deliver(onMsg) {
+				return nil, ErrSuspended
+			}
 		case <-ctx.Done():
 			k.finish(nil, nil)
 			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
@@ -161,18 +169,34 @@ func (k *Call) WaitWith(ctx context.Context, onMsg func(*nats.Msg)) ([]byte, err
 	return k.data, nil
 }
 
-// deliver hands the queued messages to onMsg (nil: drops them).
-func (k *Call) deliver(onMsg func(*nats.Msg)) {
+// ErrSuspended is returned by WaitWith when its onMsg suspended the call.
+var ErrSuspended = errors.New("bus: call suspended")
+
+// deliver hands the queued messages to onMsg (nil: drops them) and reports
+// whether onMsg suspended the call; the messages after that one are kept.
+func (k *Call) deliver(onMsg func(*nats.Msg) bool) bool {
 	k.mu.Lock()
 	msgs := k.msgs
 	k.msgs = nil
 	k.mu.Unlock()
 	if onMsg == nil {
-		return
+		return false
 	}
-	for _, m := range msgs {
-		onMsg(m)
+	for i, m := range msgs {
+		if onMsg(m) {
+			k.mu.Lock()
+			k.msgs = append(msgs[i+1:len(msgs):len(msgs)], k.msgs...)
+			k.mu.Unlock()
+			if len(msgs) > i+1 {
+				select {
+				case k.signal <- struct{}{}:
+				default:
+				}
+			}
+			return true
+		}
 	}
+	return false
 }
 
 // queue keeps an upstream message for WaitWith.

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -603,9 +604,9 @@ func TestBusCallerMessages(t *testing.T) {
 			t.Fatal(err)
 		}
 		var got []string
-		var onMsg func(*nats.Msg)
+		var onMsg func(*nats.Msg) bool
 		if withCallback {
-			onMsg = func(m *nats.Msg) { got = append(got, string(m.Data)) }
+			onMsg = func(m *nats.Msg) bool { got = append(got, string(m.Data)); return false }
 		}
 		data, err := k.WaitWith(t.Context(), onMsg)
 		k.Close()
@@ -628,5 +629,50 @@ func TestBusCallerMessages(t *testing.T) {
 				t.Fatalf("message %d is %s: out of order", i, g)
 			}
 		}
+	}
+}
+
+// TestBusCallerSuspend: a callback that suspends the call makes WaitWith
+// return ErrSuspended with the call still registered; the next WaitWith
+// gets the remaining messages in order and then the reply.
+func TestBusCallerSuspend(t *testing.T) {
+	r := newCallerRig(t, 0, nil)
+	if _, err := r.peer.Subscribe("svc.asks", func(m *nats.Msg) {
+		for i := range 4 {
+			_ = r.peer.PublishMsg(&nats.Msg{Subject: m.Reply, Header: nats.Header{proto.HdrMessage: []string{"1"}},
+				Data: []byte(fmt.Sprint(i))})
+		}
+		_ = RespondReply(r.peer, m.Reply, &proto.Reply{Result: []byte(`{}`)})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.peer.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	k := r.c.New()
+	defer k.Close()
+	if err := r.c.nc.PublishRequest("svc.asks", k.Reply(), nil); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	suspendAt := "1"
+	onMsg := func(m *nats.Msg) bool {
+		got = append(got, string(m.Data))
+		return string(m.Data) == suspendAt
+	}
+	if _, err := k.WaitWith(t.Context(), onMsg); err != ErrSuspended {
+		t.Fatalf("first wait: %v, want ErrSuspended", err)
+	}
+	suspendAt = ""
+	data, err := k.WaitWith(t.Context(), onMsg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep proto.Reply
+	if err := proto.Unmarshal(data, &rep); err != nil || string(rep.Result) != "{}" {
+		t.Fatalf("reply %q %v", rep.Result, err)
+	}
+	if strings.Join(got, ",") != "0,1,2,3" {
+		t.Fatalf("messages %v, want 0,1,2,3 in order", got)
 	}
 }
