@@ -140,6 +140,17 @@ func ForwardedOps() []string {
 	return out
 }
 
+// ForwardedOp returns the MCP method of a forwarded op; ok is false for an
+// op no forwarded method has.
+func ForwardedOp(op string) (method string, ok bool) {
+	for m, o := range methodOps {
+		if o == op {
+			return m, true
+		}
+	}
+	return "", false
+}
+
 // Forwarded reports whether the gateway forwards method (a client request)
 // to an upstream, and its op.
 func Forwarded(method string) (op string, ok bool) {

@@ -20,6 +20,12 @@ func TestProtoOp(t *testing.T) {
 	if _, ok := Forwarded("initialize"); ok {
 		t.Error("initialize is answered by the edge, not forwarded")
 	}
+	if m, ok := ForwardedOp(OpLoggingSetLevel); !ok || m != "logging/setLevel" {
+		t.Errorf("ForwardedOp(logging_setlevel) = %q, %v", m, ok)
+	}
+	if _, ok := ForwardedOp("catalog"); ok {
+		t.Error("catalog is not a forwarded method")
+	}
 	if op, ok := Forwarded("prompts/get"); !ok || op != OpPromptsGet {
 		t.Errorf("Forwarded(prompts/get) = %q, %v", op, ok)
 	}

@@ -15,7 +15,7 @@
 // resources/read, subscribe and unsubscribe by URI (URIs are not renamed):
 // the upstream listing that resource, else the first whose resource
 // template matches it, else the only upstream with resources at all; an
-// unmatched URI is -32002 (resource not found). completion/complete follows
+// unmatched URI is -32602 "Resource not found" (SEP-2164). completion/complete follows
 // its reference (a prompt by name, a resource template by URI template).
 // logging/setLevel goes to every upstream that is up; the router answers
 // once all of them have.

@@ -12,9 +12,10 @@ import (
 	"github.com/switchyard-mcp/switchyard/proto"
 )
 
-// codeResourceNotFound is the MCP error for a resource no upstream serves
-// (specification, server/resources, "Error Handling").
-const codeResourceNotFound = -32002
+// codeResourceNotFound is the error for a resource no upstream serves:
+// Invalid Params, as SEP-2164 standardized it (and the go-sdk answers),
+// with the URI in data.
+const codeResourceNotFound = proto.CodeInvalidParams
 
 // passthrough returns the upstream of a passthrough view, and false (after
 // answering the edge) when the view names no catalog upstream.
