@@ -10,7 +10,7 @@ MODULES := proto internal testutil edge router upstream-worker tenancy-svc bench
 TEST_FLAGS ?= -race -count=1 -shuffle=on -timeout 25m
 ROLES := edge router upstream-worker tenancy-svc
 
-.PHONY: all build dev test vet fmt-check lint fuzz bench bench-gate bench-hops bench-micro loadtest loadtest-cluster loadtest-scale compose-bench tidy check-mods upstreams clean
+.PHONY: all build dev test vet fmt-check lint fuzz bench bench-gate bench-hops bench-micro loadtest loadtest-cluster loadtest-scale compose-bench tidy check-mods upstreams clean conformance conformance-direct conformance-install
 
 all: build
 
@@ -107,6 +107,29 @@ bench-micro:
 ## loadtest: concurrency and federation sweep into results/sweep-<timestamp>/
 loadtest: build
 	$(BIN)/bench sweep -start-embedded -switchyard $(BIN)/switchyard -conns 8,64,256 -duration 10s -warmup 2s -federation 1x1,5x20,20x50
+
+## conformance: the official MCP conformance suite (pinned in conformance/)
+## against the everything-server through the gateway's passthrough endpoint,
+## each run also directly; exit 1 on any failure not in conformance/baselines/.
+## Not part of `make test` or CI: see docs/conformance.md. CONFORMANCE_RUNS
+## picks runs (r1 r2 r3 r4a r4b); results go to results/conformance-<stamp>/.
+CONFORMANCE_RUNS ?=
+CONFORMANCE_TIMEOUT_MS ?= 30000
+CONFORMANCE_STAMP := conformance/node_modules/.installed
+conformance: build conformance-install
+	@BIN=$(BIN) CONFORMANCE_TIMEOUT_MS=$(CONFORMANCE_TIMEOUT_MS) conformance/run.sh $(CONFORMANCE_RUNS)
+
+## conformance-direct: the same runs against the upstream alone; checks the
+## instrument (every baseline entry fails directly, nothing else does)
+conformance-direct: upstreams conformance-install
+	@BIN=$(BIN) CONFORMANCE_TIMEOUT_MS=$(CONFORMANCE_TIMEOUT_MS) conformance/run.sh --direct-only $(CONFORMANCE_RUNS)
+
+## conformance-install: the pinned suites and Node 22 into conformance/node_modules (npm ci)
+conformance-install: $(CONFORMANCE_STAMP)
+$(CONFORMANCE_STAMP): conformance/package.json conformance/package-lock.json
+	@command -v npm >/dev/null 2>&1 || { echo "conformance: npm not found; install Node.js and npm (any version, e.g. apt-get install npm): it only fetches the pinned suites and Node 22" >&2; exit 1; }
+	cd conformance && npm ci
+	@touch $@
 
 tidy:
 	@for m in $(MODULES); do (cd $$m && GOWORK=off $(GO) mod tidy); done
