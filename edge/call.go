@@ -147,6 +147,7 @@ func (s *Service) forward(ctx context.Context, view, method, op, name string, re
 		preq.Session = ss.ID()
 		if cs := s.sessions.of(ss); cs != nil {
 			preq.Session = cs.id // a legacy SSE session has no SDK id
+			preq.ClientCaps = cs.caps
 		}
 		if ip := ss.InitializeParams(); ip != nil {
 			preq.Protocol = ip.ProtocolVersion

@@ -188,7 +188,8 @@ func TestEdgeRawResultPassesThrough(t *testing.T) {
 	if e != nil || string(res) != raw {
 		t.Fatalf("got %s %+v, want the upstream's bytes", res, e)
 	}
-	if got.Method != "tools/call" || got.Name != "up__x" || got.Session != g.sid || got.Edge != "edge-t" || got.Protocol != "2025-11-25" {
+	if got.Method != "tools/call" || got.Name != "up__x" || got.Session != g.sid || got.Edge != "edge-t" || got.Protocol != "2025-11-25" ||
+		string(got.ClientCaps) != `{}` {
 		t.Fatalf("published %+v", got)
 	}
 	if !strings.Contains(string(got.Params), `"arguments":{"n":1}`) {

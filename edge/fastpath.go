@@ -127,7 +127,7 @@ func (s *Service) runFast(w http.ResponseWriter, r *http.Request, v *view, fc *f
 		preq.Params = emptyParams
 	}
 	if cs := fc.session; cs != nil {
-		preq.Session = cs.id
+		preq.Session, preq.ClientCaps = cs.id, cs.caps
 		id := idKey(m.ID)
 		if !cs.track(id, cancel) {
 			writeRPCError(w, http.StatusBadRequest, m.ID, int(jsonrpc.CodeInvalidRequest), "duplicate in-flight request ID "+string(m.ID))

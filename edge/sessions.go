@@ -20,6 +20,7 @@ type clientSession struct {
 	ss       *mcp.ServerSession
 	view     string
 	protocol string      // negotiated by initialize
+	caps     []byte      // the client's capabilities from initialize, as JSON
 	ready    atomic.Bool // notifications/initialized arrived
 
 	mu       sync.Mutex

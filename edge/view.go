@@ -2,6 +2,7 @@ package edge
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"strconv"
 	"strings"
@@ -232,6 +233,11 @@ func (s *Service) onInitialize(view string, req mcp.Request, res mcp.Result) {
 		timeout = 0 // it ends with its GET stream
 	}
 	s.sessions.add(ss, id, view, ir.ProtocolVersion, timeout, s.publishSessionClosed)
+	if cs := s.sessions.get(id); cs != nil {
+		if ip := ss.InitializeParams(); ip != nil && ip.Capabilities != nil {
+			cs.caps = capsJSON(ip.Capabilities) // set before the session's first call
+		}
+	}
 }
 
 // onInitialized opens a tracked session to the fast path.
@@ -253,4 +259,21 @@ func (s *Service) publishSessionClosed(id string) {
 	if err != nil {
 		s.log.Warn("session_closed not published", proto.LogSession, id, proto.LogErr, err)
 	}
+}
+
+// capsJSON encodes client capabilities as the client sent them: the SDK's
+// ClientCapabilities always encodes "roots" (go-sdk #607), so it is dropped
+// unless the client declared it (RootsV2).
+func capsJSON(c *mcp.ClientCapabilities) []byte {
+	b, err := json.Marshal(c)
+	if err != nil || c.RootsV2 != nil {
+		return b
+	}
+	var m map[string]json.RawMessage
+	if json.Unmarshal(b, &m) != nil {
+		return b
+	}
+	delete(m, "roots")
+	out, _ := json.Marshal(m) // raw messages that decoded always encode
+	return out
 }

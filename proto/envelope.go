@@ -17,6 +17,11 @@ type Request struct {
 	Name     string `msgpack:"n,omitempty"` // set by the router: the upstream's tool name
 	Protocol string `msgpack:"p,omitempty"` // the client's protocol version
 	Params   []byte `msgpack:"j,omitempty"` // raw JSON params
+	// ClientCaps is the client's capabilities object from its initialize
+	// (raw JSON), set by the edge for calls of a 2025-era session: a worker
+	// opening an upstream session for that client session declares them,
+	// so the upstream may ask it for sampling, elicitation or roots.
+	ClientCaps []byte `msgpack:"c,omitempty"`
 	// ID is the edge's id of this call, unique per edge; cancellation uses it.
 	ID uint64 `msgpack:"i,omitempty"`
 	// DeadlineUnixMs is when the edge stops waiting (Unix milliseconds); 0 means none.

@@ -242,6 +242,10 @@ func appendRequest(b []byte, r *Request) []byte {
 		n++
 		size += 2 + binSize(len(r.Params))
 	}
+	if len(r.ClientCaps) > 0 {
+		n++
+		size += 2 + binSize(len(r.ClientCaps))
+	}
 	if r.ID != 0 {
 		n++
 		size += 2 + maxIntSize
@@ -252,7 +256,7 @@ func appendRequest(b []byte, r *Request) []byte {
 	}
 	b = grow(b, size)
 
-	b = appendMapHeader(b, n) // n <= 11: one byte
+	b = appendMapHeader(b, n) // n <= 12: one byte
 	b = appendKeyStr(b, 'm', r.Method)
 	if r.Tenant != "" {
 		b = appendKeyStr(b, 't', r.Tenant)
@@ -277,6 +281,9 @@ func appendRequest(b []byte, r *Request) []byte {
 	}
 	if len(r.Params) > 0 {
 		b = appendKeyBin(b, 'j', r.Params)
+	}
+	if len(r.ClientCaps) > 0 {
+		b = appendKeyBin(b, 'c', r.ClientCaps)
 	}
 	if r.ID != 0 {
 		b = appendUint(append(b, mpFixStr|1, 'i'), r.ID)
@@ -711,6 +718,7 @@ const (
 	reqName
 	reqProtocol
 	reqParams
+	reqCaps
 	reqID
 	reqDeadline
 	reqNumFields
@@ -720,7 +728,7 @@ const (
 var requestFields = [256]int8{
 	'm': 1 + reqMethod, 't': 1 + reqTenant, 'e': 1 + reqEdge, 's': 1 + reqSession,
 	'v': 1 + reqView, 'u': 1 + reqUpstream, 'n': 1 + reqName, 'p': 1 + reqProtocol,
-	'j': 1 + reqParams, 'i': 1 + reqID, 'd': 1 + reqDeadline,
+	'j': 1 + reqParams, 'c': 1 + reqCaps, 'i': 1 + reqID, 'd': 1 + reqDeadline,
 }
 
 // decodeRequest decodes data into r (r != nil). Fields absent from data
@@ -740,7 +748,7 @@ func decodeRequest(data []byte, r *Request) error {
 	}
 
 	var (
-		spans   [reqParams + 1]span // the string fields, then Params
+		spans   [reqCaps + 1]span // the string fields, then Params and ClientCaps
 		id, dl  uint64
 		present uint32 // bit per field
 	)
@@ -761,7 +769,7 @@ func decodeRequest(data []byte, r *Request) error {
 		switch {
 		case f < 0:
 			err = d.skip()
-		case f <= reqParams:
+		case f <= reqCaps:
 			if p := d.i; p < len(data) && data[p]&0xe0 == mpFixStr { // strBin() inlined
 				if l := int(data[p] & 0x1f); l < len(data)-p {
 					spans[f] = span{p + 1, l}
@@ -812,6 +820,9 @@ func decodeRequest(data []byte, r *Request) error {
 	}
 	if present&(1<<reqParams) != 0 {
 		r.Params = copyBytes(data, spans[reqParams])
+	}
+	if present&(1<<reqCaps) != 0 {
+		r.ClientCaps = copyBytes(data, spans[reqCaps])
 	}
 	if present&(1<<reqID) != 0 {
 		r.ID = id

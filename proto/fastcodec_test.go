@@ -49,6 +49,7 @@ type refRequest struct {
 	Name           string  `msgpack:"n,omitempty"`
 	Protocol       string  `msgpack:"p,omitempty"`
 	Params         *string `msgpack:"j,omitempty"`
+	ClientCaps     *string `msgpack:"c,omitempty"`
 	ID             uint64  `msgpack:"i,omitempty"`
 	DeadlineUnixMs int64   `msgpack:"d,omitempty"`
 }
@@ -81,7 +82,7 @@ func refUnmarshal(data []byte, v any) (any, error) {
 		err := reflectUnmarshal(data, &m)
 		return &Request{Method: m.Method, Tenant: m.Tenant, Edge: m.Edge, Session: m.Session, View: m.View,
 			Upstream: m.Upstream, Name: m.Name, Protocol: m.Protocol, Params: refBytes(m.Params),
-			ID: m.ID, DeadlineUnixMs: m.DeadlineUnixMs}, err
+			ClientCaps: refBytes(m.ClientCaps), ID: m.ID, DeadlineUnixMs: m.DeadlineUnixMs}, err
 	case *Reply:
 		var m refReply
 		err := reflectUnmarshal(data, &m)
@@ -209,6 +210,9 @@ func randRequest(rng *rand.Rand) *Request {
 		Method: randString(rng), Tenant: randString(rng), Edge: randString(rng), Session: randString(rng),
 		View: randString(rng), Upstream: randString(rng), Name: randString(rng), Protocol: randString(rng),
 		Params: randPayload(rng),
+	}
+	if rng.IntN(3) == 0 {
+		r.ClientCaps = randPayload(rng)
 	}
 	if rng.IntN(4) > 0 {
 		r.ID = randUint(rng)
@@ -540,6 +544,7 @@ func altRequest(w *altWriter, r *Request) {
 			w.str(s)
 		}
 		w.bytes(r.Params)
+		w.bytes(r.ClientCaps)
 		w.integer(r.ID, false)
 		w.integer(uint64(r.DeadlineUnixMs), true)
 		return
@@ -560,13 +565,14 @@ func altRequest(w *altWriter, r *Request) {
 	add("n", r.Name == "", str(r.Name))
 	add("p", r.Protocol == "", str(r.Protocol))
 	add("j", len(r.Params) == 0, func() { w.bytes(r.Params) })
+	add("c", len(r.ClientCaps) == 0, func() { w.bytes(r.ClientCaps) })
 	add("i", r.ID == 0, func() { w.integer(r.ID, false) })
 	add("d", r.DeadlineUnixMs == 0, func() { w.integer(uint64(r.DeadlineUnixMs), true) })
 	w.writeMap(es, func(key string) func() {
 		switch key {
 		case "i", "d":
 			return func() { w.integer(w.rng.Uint64(), true) }
-		case "j":
+		case "j", "c":
 			return func() { w.bytes(randPayload(w.rng)) }
 		}
 		return func() { w.str(randString(w.rng)) }
@@ -931,6 +937,9 @@ func sentRequest(r *Request) *Request {
 	c := *r
 	if len(c.Params) == 0 {
 		c.Params = nil
+	}
+	if len(c.ClientCaps) == 0 {
+		c.ClientCaps = nil
 	}
 	return &c
 }
