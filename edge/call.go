@@ -23,6 +23,7 @@ type rawResult struct {
 	mcp.ResultBase
 	raw    json.RawMessage
 	timing nats.Header // per-hop stamps of a traced call
+	op2026 string      // the op of a 2026-07-28 request: see upgrade2026
 }
 
 // MarshalJSON returns the stored bytes, with any SDK-added _meta keys the
@@ -35,7 +36,11 @@ func (r *rawResult) MarshalJSON() ([]byte, error) {
 		}
 		r.Meta[hop.MetaKey] = hop.Relative(hop.Stamps(r.timing))
 	}
-	return mergeMeta(r.raw, r.Meta), nil
+	out := mergeMeta(r.raw, r.Meta)
+	if r.op2026 != "" {
+		out = upgrade2026(out, r.op2026)
+	}
+	return out, nil
 }
 
 // mergeMeta adds the keys of add to the _meta object of the JSON object
@@ -180,7 +185,11 @@ func (s *Service) forward(ctx context.Context, view, method, op, name string, re
 	if err != nil {
 		return nil, err
 	}
-	return &rawResult{raw: raw, timing: timing}, nil
+	res := &rawResult{raw: raw, timing: timing}
+	if preq.Protocol >= protocol2026 {
+		res.op2026 = op
+	}
+	return res, nil
 }
 
 // newStamps starts the per-hop timing of a traced call.

@@ -182,6 +182,9 @@ func (s *Service) runFast(w http.ResponseWriter, r *http.Request, v *view, fc *f
 		// result is the upstream's and may have one.
 		raw = s.withServerInfo(raw, fc.op == proto.OpToolsList)
 	}
+	if fc.session == nil {
+		raw = upgrade2026(raw, fc.op)
+	}
 	s.writeResponse(out, fc.protocol, m.ID, raw, nil)
 }
 
