@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -13,6 +15,7 @@ import (
 
 	"github.com/switchyard-mcp/switchyard/internal/bus"
 	"github.com/switchyard-mcp/switchyard/internal/hop"
+	"github.com/switchyard-mcp/switchyard/internal/paramhdr"
 	"github.com/switchyard-mcp/switchyard/proto"
 )
 
@@ -176,7 +179,11 @@ func (s *Service) forward(ctx context.Context, view, method, op, name string, re
 	if state, responses, ok := bridgeRetry(params); ok && preq.Session == "" {
 		raw, timing, err = s.resume(ctx, state, responses, onMsg)
 	} else {
-		raw, timing, err = s.roundTrip(ctx, &preq, op, stamps, onMsg)
+		var extra nats.Header
+		if op == proto.OpToolsCall && preq.Protocol >= protocol2026 && req.GetExtra() != nil {
+			extra = paramHeaders(req.GetExtra().Header)
+		}
+		raw, timing, err = s.roundTrip(ctx, &preq, op, stamps, extra, onMsg)
 	}
 	var sp *suspended
 	if errors.As(err, &sp) {
@@ -210,7 +217,10 @@ func newStamps() nats.Header {
 //
 // When onMsg suspends the call (a 2026-era client must be asked for input)
 // the error is a *suspended holding the open call.
-func (s *Service) roundTrip(ctx context.Context, preq *proto.Request, op string, stamps nats.Header, onMsg func(*nats.Msg) bool) ([]byte, nats.Header, error) {
+//
+// extra, if not nil, are headers for the route message (SEP-2243
+// parameter headers the router checks).
+func (s *Service) roundTrip(ctx context.Context, preq *proto.Request, op string, stamps, extra nats.Header, onMsg func(*nats.Msg) bool) ([]byte, nats.Header, error) {
 	deadline := time.Now().Add(s.cfg.CallTimeout)
 	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
 		deadline = d
@@ -222,7 +232,7 @@ func (s *Service) roundTrip(ctx context.Context, preq *proto.Request, op string,
 	defer cancel()
 
 	for attempt := 1; ; attempt++ {
-		raw, timing, err := s.send(ctx, preq, op, stamps, onMsg)
+		raw, timing, err := s.send(ctx, preq, op, stamps, extra, onMsg)
 		var pe *proto.Error
 		if errors.As(err, &pe) && pe.Code == proto.CodeNotDelivered && attempt < maxAttempts {
 			// It ran nowhere, so placing it again is safe; the pause lets the
@@ -260,7 +270,7 @@ const maxAttempts = 4
 
 // send publishes one attempt of a call and waits for its reply: the result
 // bytes and, for a traced call, the reply's headers.
-func (s *Service) send(ctx context.Context, preq *proto.Request, op string, stamps nats.Header, onMsg func(*nats.Msg) bool) ([]byte, nats.Header, error) {
+func (s *Service) send(ctx context.Context, preq *proto.Request, op string, stamps, extra nats.Header, onMsg func(*nats.Msg) bool) ([]byte, nats.Header, error) {
 	if !s.nc.IsConnected() {
 		// A publish would sit in the reconnect buffer until the deadline.
 		return nil, nil, proto.Errorf(proto.CodeUnavailable, "gateway bus unavailable (NATS %s)", s.nc.Status())
@@ -280,9 +290,11 @@ func (s *Service) send(ctx context.Context, preq *proto.Request, op string, stam
 	if len(data) > int(s.nc.MaxPayload()) {
 		return nil, nil, proto.Errorf(proto.CodePayloadTooLarge, "request of %d bytes exceeds the bus limit of %d bytes", len(data), s.nc.MaxPayload())
 	}
-	msg := &nats.Msg{Subject: s.routeSub[op], Reply: k.Reply(), Data: data}
+	msg := &nats.Msg{Subject: s.routeSub[op], Reply: k.Reply(), Data: data, Header: extra}
 	if stamps != nil {
-		msg.Header = nats.Header{}
+		if msg.Header == nil {
+			msg.Header = nats.Header{}
+		}
 		hop.Copy(msg.Header, stamps)
 		hop.Set(msg.Header, hop.EdgePub)
 	}
@@ -367,4 +379,20 @@ func (s *Service) toJSONRPC(err error, method string) *jsonrpc.Error {
 	id := bus.RandomToken(5)
 	s.log.Error("internal error", proto.LogMethod, method, "correlation_id", id, proto.LogErr, err)
 	return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "internal error (correlation id " + id + ")"}
+}
+
+// paramHeaders returns the SEP-2243 Mcp-Param-* headers of a request, for
+// the router to check against the tool's annotations; nil when there are
+// none.
+func paramHeaders(h http.Header) nats.Header {
+	var out nats.Header
+	for k, v := range h {
+		if strings.HasPrefix(k, paramhdr.Prefix) { // http.Header keys are canonical
+			if out == nil {
+				out = nats.Header{}
+			}
+			out[k] = v
+		}
+	}
+	return out
 }

@@ -1,8 +1,13 @@
 package edge
 
 import (
+	"net/http"
+	"strings"
 	"testing"
 
+	"github.com/nats-io/nats.go"
+
+	"github.com/switchyard-mcp/switchyard/internal/bus"
 	"github.com/switchyard-mcp/switchyard/proto"
 )
 
@@ -20,5 +25,26 @@ func TestEdgeUpgrade2026(t *testing.T) {
 		if got := string(upgrade2026([]byte(c.in), c.op)); got != c.want {
 			t.Errorf("upgrade2026(%s, %s) = %s, want %s", c.in, c.op, got, c.want)
 		}
+	}
+}
+
+// TestEdgeParamHeadersReachRouter: a 2026-07-28 tools/call passes its
+// Mcp-Param-* headers to the router, and the router's header-mismatch
+// error (-32020) is HTTP 400 (SEP-2243).
+func TestEdgeParamHeadersReachRouter(t *testing.T) {
+	var nc *nats.Conn
+	var got nats.Header
+	g := newRig(t, func(m *nats.Msg) {
+		got = m.Header
+		_ = bus.RespondError(nc, m.Reply, &proto.Error{Code: -32020, Msg: "header mismatch"})
+	})
+	nc = g.nc
+	code, body, _ := g.post(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"up__x","arguments":{"region":"eu"},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"t","version":"1"}}}}`,
+		"Mcp-Protocol-Version", "2026-07-28", "Mcp-Method", "tools/call", "Mcp-Name", "up__x", "Mcp-Param-Region", "us")
+	if code != http.StatusBadRequest || !strings.Contains(body, "-32020") {
+		t.Fatalf("HTTP %d %s, want 400 with -32020", code, body)
+	}
+	if got.Get("Mcp-Param-Region") != "us" {
+		t.Fatalf("route message headers %v", got)
 	}
 }

@@ -153,7 +153,11 @@ func (s *Service) runFast(w http.ResponseWriter, r *http.Request, v *view, fc *f
 	if state, responses, ok := bridgeRetry(m.Params); ok && fc.session == nil {
 		raw, timing, err = s.resume(ctx, state, responses, onMsg)
 	} else {
-		raw, timing, err = s.roundTrip(ctx, &preq, fc.op, stamps, onMsg)
+		var extra nats.Header
+		if fc.session == nil && fc.op == proto.OpToolsCall {
+			extra = paramHeaders(r.Header)
+		}
+		raw, timing, err = s.roundTrip(ctx, &preq, fc.op, stamps, extra, onMsg)
 	}
 	var sp *suspended
 	if errors.As(err, &sp) {
@@ -293,7 +297,8 @@ func errorStatus2026(code int64) int {
 	switch code {
 	case jsonrpc.CodeMethodNotFound:
 		return http.StatusNotFound
-	case jsonrpc.CodeInvalidParams, mcp.CodeUnsupportedProtocolVersion, mcp.CodeMissingRequiredClientCapabilities:
+	case jsonrpc.CodeInvalidParams, mcp.CodeUnsupportedProtocolVersion, mcp.CodeMissingRequiredClientCapabilities,
+		mcp.CodeHeaderMismatch:
 		return http.StatusBadRequest
 	}
 	return 0

@@ -1,12 +1,15 @@
 package router
 
 import (
+	"net/http"
 	"strings"
 
 	"github.com/nats-io/nats.go"
 
 	"github.com/switchyard-mcp/switchyard/internal/bus"
 	"github.com/switchyard-mcp/switchyard/internal/hop"
+	"github.com/switchyard-mcp/switchyard/internal/jsonscan"
+	"github.com/switchyard-mcp/switchyard/internal/paramhdr"
 	"github.com/switchyard-mcp/switchyard/proto"
 	"github.com/switchyard-mcp/switchyard/router/internal/catalog"
 )
@@ -119,6 +122,12 @@ func (s *Service) toolsCall(m *nats.Msg, req *proto.Request) {
 		s.fail(m, s.unknownTool(req))
 		return
 	}
+	if len(e.Params) > 0 && req.Protocol >= protocol2026 {
+		if err := paramhdr.Validate(e.Params, http.Header(m.Header), arguments(req.Params)); err != nil {
+			s.fail(m, &proto.Error{Code: paramhdr.CodeHeaderMismatch, Msg: err.Error()})
+			return
+		}
+	}
 	worker, perr := s.place(req, e.Upstream)
 	if perr != nil {
 		s.fail(m, perr)
@@ -216,4 +225,19 @@ func (s *Service) onUndelivered(m *nats.Msg) {
 	if err := bus.RespondError(s.nc, reply, e); err != nil {
 		s.log.Warn("reply failed", proto.LogWorker, worker, proto.LogErr, err)
 	}
+}
+
+// protocol2026 is the first protocol version with SEP-2243 parameter
+// headers, which the edge passes on in the route message's headers.
+const protocol2026 = "2026-07-28"
+
+// arguments returns the raw "arguments" member of tools/call params.
+func arguments(params []byte) []byte {
+	var args []byte
+	jsonscan.Members(params, func(k, v []byte) {
+		if jsonscan.KeyIs(k, "arguments") {
+			args = v
+		}
+	})
+	return args
 }

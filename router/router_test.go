@@ -13,6 +13,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/switchyard-mcp/switchyard/internal/bus"
+	"github.com/switchyard-mcp/switchyard/internal/paramhdr"
 	"github.com/switchyard-mcp/switchyard/proto"
 	"github.com/switchyard-mcp/switchyard/testutil/natstest"
 )
@@ -495,4 +496,77 @@ func TestRouterMethods(t *testing.T) {
 			t.Fatalf("setLevel reached %v, want a and b", setLevel)
 		}
 	})
+}
+
+// TestRouterParamHeaders: a 2026-07-28 tools/call of a tool with
+// x-mcp-header annotations is checked against its Mcp-Param headers
+// (SEP-2243): a mismatch is -32020 and never reaches a worker.
+func TestRouterParamHeaders(t *testing.T) {
+	g := newRig(t)
+	g.upstream("a", "echo")
+	ls := &proto.ListSet{Upstream: "a", Kind: proto.KindTools, Items: [][]byte{
+		[]byte(`{"name":"deploy","inputSchema":{"type":"object","properties":{"region":{"type":"string","x-mcp-header":"Region"}}}}`)}}
+	data, _ := proto.Marshal(ls)
+	if _, err := g.tools.Put(t.Context(), proto.ListKey("a", proto.KindTools), data); err != nil {
+		t.Fatal(err)
+	}
+	g.worker("w-1", map[string]bool{"a": true})
+	eventually(t, func() error {
+		if e, ok := g.r.snap.Load().Federated.Lookup("a__deploy"); !ok || len(e.Params) != 1 || !g.r.presence.View().Up("a") {
+			return errors.New("not ready")
+		}
+		return nil
+	})
+	for _, c := range []struct {
+		name, protocol, header string
+		code                   int32 // 0: forwarded
+	}{
+		{"match", "2026-07-28", "eu", 0},
+		{"mismatch", "2026-07-28", "us", paramhdr.CodeHeaderMismatch},
+		{"missing", "2026-07-28", "", paramhdr.CodeHeaderMismatch},
+		{"2025 era: not checked", "2025-11-25", "", 0},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			req := &proto.Request{Method: "tools/call", Name: "a__deploy", Protocol: c.protocol,
+				Params: []byte(`{"name":"a__deploy","arguments":{"region":"eu"}}`)}
+			msg := &nats.Msg{Header: nats.Header{}}
+			if c.header != "" {
+				msg.Header.Set("Mcp-Param-Region", c.header)
+			}
+			_, err := g.callMsg(proto.OpToolsCall, req, msg)
+			var pe *proto.Error
+			switch {
+			case c.code == 0 && err != nil:
+				t.Fatalf("got %v, want the call forwarded", err)
+			case c.code != 0 && (!errors.As(err, &pe) || pe.Code != c.code):
+				t.Fatalf("got %v, want code %d", err, c.code)
+			}
+		})
+	}
+}
+
+// callMsg is call with the route message's headers taken from msg.
+func (g *rig) callMsg(op string, req *proto.Request, msg *nats.Msg) (map[string]string, error) {
+	data, _ := proto.Marshal(req)
+	subj, _ := proto.AppendRouteSubject(nil, DefaultTenant, op)
+	ctx, cancel := context.WithTimeout(g.t.Context(), 5*time.Second)
+	defer cancel()
+	k := g.caller.New()
+	defer k.Close()
+	msg.Subject, msg.Reply, msg.Data = string(subj), k.Reply(), data
+	if err := g.nc.PublishMsg(msg); err != nil {
+		return nil, err
+	}
+	out, err := k.Wait(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var rep proto.Reply
+	if err := proto.Unmarshal(out, &rep); err != nil {
+		return nil, err
+	}
+	if rep.Error != nil {
+		return nil, rep.Error
+	}
+	return map[string]string{"raw": string(rep.Result)}, nil
 }

@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/switchyard-mcp/switchyard/internal/paramhdr"
 	"github.com/switchyard-mcp/switchyard/proto"
 	"github.com/switchyard-mcp/switchyard/router/internal/names"
 )
@@ -25,6 +26,9 @@ type Entry struct {
 	Upstream string
 	Orig     string // the upstream's own name
 	JSON     []byte
+	// Params are a tool's SEP-2243 parameter-header bindings (nil for most
+	// tools, and for other kinds).
+	Params []paramhdr.Binding
 }
 
 // View is one immutable list of tools: the federated view or one
@@ -275,9 +279,12 @@ func (s *State) buildKind(kind string, spec kindSpec, isUp map[string]bool) *kin
 		pv := newView(spec)
 		for _, it := range items {
 			pe := &Entry{Name: it.name, Upstream: u, Orig: it.name, JSON: it.raw}
+			if kind == proto.KindTools {
+				pe.Params = paramhdr.Bindings(it.raw)
+			}
 			fe := pe
 			if spec.renamed {
-				fe = &Entry{Name: fed[names.Pair{Upstream: u, Tool: it.name}], Upstream: u, Orig: it.name}
+				fe = &Entry{Name: fed[names.Pair{Upstream: u, Tool: it.name}], Upstream: u, Orig: it.name, Params: pe.Params}
 				fe.JSON = rename(it.fields, fe.Name)
 			}
 			pv.all[pe.Name] = pe

@@ -1,0 +1,63 @@
+package paramhdr
+
+import (
+	"net/http"
+	"testing"
+)
+
+const tool = `{"name":"deploy","inputSchema":{"type":"object","properties":{
+	"region":{"type":"string","x-mcp-header":"Region"},
+	"n":{"type":"integer","x-mcp-header":"Count"},
+	"opts":{"type":"object","properties":{"dry":{"type":"boolean","x-mcp-header":"Dry"}}}}}}`
+
+func TestParamhdrBindings(t *testing.T) {
+	if got := len(Bindings([]byte(tool))); got != 3 {
+		t.Fatalf("%d bindings, want 3", got)
+	}
+	for _, bad := range []string{
+		`{"inputSchema":{"properties":{"a":{"type":"array","x-mcp-header":"A"}}}}`,
+		`{"inputSchema":{"properties":{"a":{"type":"string","x-mcp-header":"A B"}}}}`,
+		`{"inputSchema":{"properties":{"a":{"type":"string","x-mcp-header":"X"},"b":{"type":"string","x-mcp-header":"x"}}}}`,
+		`{"inputSchema":{"properties":{"a":{"type":"string"}}}}`,
+	} {
+		if b := Bindings([]byte(bad)); b != nil {
+			t.Errorf("%s: bindings %v, want none", bad, b)
+		}
+	}
+}
+
+func TestParamhdrValidate(t *testing.T) {
+	b := Bindings([]byte(tool))
+	hdr := func(kv ...string) http.Header {
+		h := http.Header{}
+		for i := 0; i+1 < len(kv); i += 2 {
+			h.Set(kv[i], kv[i+1])
+		}
+		return h
+	}
+	for _, c := range []struct {
+		name string
+		h    http.Header
+		args string
+		ok   bool
+	}{
+		{"all match", hdr("Mcp-Param-Region", "eu", "Mcp-Param-Count", "3", "Mcp-Param-Dry", "true"), `{"region":"eu","n":3,"opts":{"dry":true}}`, true},
+		{"absent args, no headers", hdr(), `{}`, true},
+		{"base64 value", hdr("Mcp-Param-Region", Encode("é u ")), `{"region":"é u "}`, true},
+		{"mismatch", hdr("Mcp-Param-Region", "us"), `{"region":"eu"}`, false},
+		{"missing header", hdr(), `{"region":"eu"}`, false},
+		{"header without argument", hdr("Mcp-Param-Region", "eu"), `{}`, false},
+		{"bad base64", hdr("Mcp-Param-Region", "=?base64?***?="), `{"region":"eu"}`, false},
+		{"number as text", hdr("Mcp-Param-Count", "3.0"), `{"n":3}`, true},
+		{"fraction", hdr("Mcp-Param-Count", "3.5"), `{"n":3}`, false},
+	} {
+		err := Validate(b, c.h, []byte(c.args))
+		if (err == nil) != c.ok {
+			t.Errorf("%s: error %v, want ok=%v", c.name, err, c.ok)
+		}
+	}
+	vals := Values(b, []byte(`{"region":"é","n":7}`))
+	if vals["Mcp-Param-Region"] != Encode("é") || vals["Mcp-Param-Count"] != "7" || len(vals) != 2 {
+		t.Fatalf("values %v", vals)
+	}
+}
