@@ -61,11 +61,12 @@ fuzz:
 	cd internal && $(GO) test -run '^$$' -fuzz '^FuzzMembers$$' -fuzztime $(FUZZ_EXECS) ./jsonscan
 	cd edge && $(GO) test -run '^$$' -fuzz '^FuzzParseBody$$' -fuzztime 50000x .
 
-## bench: the latency gate (tools/call direct vs through an embedded gateway,
-## both protocol eras; exit 1 if added p50 > 5 ms), then the Go benchmarks
+## bench: the latency gate (tools/call direct, through a bare reverse proxy
+## and through an embedded gateway, both protocol eras; exit 1 if added p50
+## > 5 ms), then the Go benchmarks
 bench: build
 	@set -e; for p in 2025-11-25 2026-07-28; do \
-	  $(BIN)/bench latency -start-embedded -switchyard $(BIN)/switchyard -protocol $$p -n 2000 -warmup 200 -hops=false -max-added-p50 5ms -out results; \
+	  $(BIN)/bench latency -start-embedded -switchyard $(BIN)/switchyard -protocol $$p -proxy -n 2000 -warmup 200 -hops=false -max-added-p50 5ms -out results; \
 	done
 	@$(MAKE) --no-print-directory bench-micro
 
