@@ -1,12 +1,14 @@
 package edge
 
 import (
+	"context"
 	"net/http"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/nats-io/nats.go"
 
 	"github.com/switchyard-mcp/switchyard/proto"
@@ -137,4 +139,29 @@ func (s *sseStream) waitFor(text string, d time.Duration) bool {
 		time.Sleep(5 * time.Millisecond)
 	}
 	return false
+}
+
+// TestEdgeListChanged2026: a 2026-07-28 client hears of a list change on
+// its subscriptions/listen stream, which the go-sdk client opens for its
+// list-changed handlers.
+func TestEdgeListChanged2026(t *testing.T) {
+	g := newRigWith(t, nil, &rigOpts{sse: true})
+	got := make(chan struct{}, 4)
+	client := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "1"}, &mcp.ClientOptions{
+		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { got <- struct{}{} },
+	})
+	cs, err := client.Connect(t.Context(), &mcp.StreamableClientTransport{Endpoint: g.url}, &mcp.ClientSessionOptions{ProtocolVersion: "2026-07-28"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	time.Sleep(300 * time.Millisecond) // the client opens its listen stream after connecting
+	subj, _ := proto.EvtListChangedSubject("default")
+	data, _ := proto.Marshal(&proto.ListChanged{Tenant: "default", Kind: proto.KindTools, Upstreams: []string{"up"}})
+	_ = g.nc.Publish(subj, data)
+	select {
+	case <-got:
+	case <-time.After(3 * time.Second):
+		t.Fatal("no list_changed on the 2026 subscription")
+	}
 }
