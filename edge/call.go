@@ -42,6 +42,8 @@ func (r *rawResult) MarshalJSON() ([]byte, error) {
 	out := mergeMeta(r.raw, r.Meta)
 	if r.op2026 != "" {
 		out = upgrade2026(out, r.op2026)
+	} else {
+		out = downgrade2025(out)
 	}
 	return out, nil
 }

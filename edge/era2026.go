@@ -2,6 +2,7 @@ package edge
 
 import (
 	"bytes"
+	"encoding/json"
 
 	"github.com/switchyard-mcp/switchyard/internal/jsonscan"
 	"github.com/switchyard-mcp/switchyard/proto"
@@ -60,4 +61,51 @@ func upgrade2026(raw []byte, op string) []byte {
 	out = append(out, '{')
 	out = append(out, add...)
 	return append(out, rest...)
+}
+
+// serverInfoKey is the SEP-2575 _meta key a 2026-07-28 server identifies
+// itself with on every result.
+const serverInfoKey = "io.modelcontextprotocol/serverInfo"
+
+// downgrade2025 removes from a result for a 2025-era client what a
+// 2026-07-28 upstream session adds to every result (a shared stdio
+// process negotiates the newer revision): resultType "complete" and the
+// upstream's _meta serverInfo. Anything else, including an
+// input_required result, is returned unchanged; results without either
+// cost one scan.
+func downgrade2025(raw []byte) []byte {
+	if !bytes.Contains(raw, []byte(`"resultType"`)) && !bytes.Contains(raw, []byte(serverInfoKey)) {
+		return raw
+	}
+	var obj map[string]json.RawMessage
+	if json.Unmarshal(raw, &obj) != nil {
+		return raw
+	}
+	changed := false
+	if rt, ok := obj["resultType"]; ok && string(bytes.TrimSpace(rt)) == `"complete"` {
+		delete(obj, "resultType")
+		changed = true
+	}
+	if m, ok := obj["_meta"]; ok {
+		var meta map[string]json.RawMessage
+		if json.Unmarshal(m, &meta) == nil {
+			if _, ok := meta[serverInfoKey]; ok {
+				delete(meta, serverInfoKey)
+				changed = true
+				if len(meta) == 0 {
+					delete(obj, "_meta")
+				} else {
+					obj["_meta"], _ = json.Marshal(meta)
+				}
+			}
+		}
+	}
+	if !changed {
+		return raw
+	}
+	out, err := json.Marshal(obj)
+	if err != nil {
+		return raw
+	}
+	return out
 }

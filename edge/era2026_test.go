@@ -48,3 +48,18 @@ func TestEdgeParamHeadersReachRouter(t *testing.T) {
 		t.Fatalf("route message headers %v", got)
 	}
 }
+
+func TestEdgeDowngrade2025(t *testing.T) {
+	for _, c := range []struct{ in, want string }{
+		{`{"content":[]}`, `{"content":[]}`},
+		{`{"resultType":"complete","content":[]}`, `{"content":[]}`},
+		{`{"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"u"}},"resultType":"complete","x":1}`, `{"x":1}`},
+		{`{"_meta":{"io.modelcontextprotocol/serverInfo":{},"k":2},"x":1}`, `{"_meta":{"k":2},"x":1}`},
+		{`{"resultType":"input_required","inputRequests":{}}`, `{"resultType":"input_required","inputRequests":{}}`},
+		{`{"text":"resultType"}`, `{"text":"resultType"}`},
+	} {
+		if got := string(downgrade2025([]byte(c.in))); got != c.want {
+			t.Errorf("downgrade2025(%s) = %s, want %s", c.in, got, c.want)
+		}
+	}
+}

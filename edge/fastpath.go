@@ -188,6 +188,8 @@ func (s *Service) runFast(w http.ResponseWriter, r *http.Request, v *view, fc *f
 	}
 	if fc.session == nil {
 		raw = upgrade2026(raw, fc.op)
+	} else {
+		raw = downgrade2025(raw)
 	}
 	s.writeResponse(out, fc.protocol, m.ID, raw, nil)
 }
