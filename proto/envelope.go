@@ -108,11 +108,17 @@ var ListKinds = []string{KindTools, KindPrompts, KindResources, KindResourceTemp
 // [ListKey](Upstream, Kind). Workers write it after (re)connecting and on
 // the kind's notifications/.../list_changed; an upstream without the
 // capability has an empty set. Hash lets them skip identical writes.
+//
+// TTLMs and CacheScope are the upstream's SEP-2549 caching hints on its
+// list results (milliseconds; "public" or "private"): nil and "" when it
+// gave none (a 2025-era upstream).
 type ListSet struct {
-	Upstream string   `msgpack:"u"`
-	Kind     string   `msgpack:"k"`
-	Items    [][]byte `msgpack:"t"`
-	Hash     uint64   `msgpack:"h"`
+	Upstream   string   `msgpack:"u"`
+	Kind       string   `msgpack:"k"`
+	Items      [][]byte `msgpack:"t"`
+	Hash       uint64   `msgpack:"h"`
+	TTLMs      *int64   `msgpack:"l,omitempty"`
+	CacheScope string   `msgpack:"c,omitempty"`
 }
 
 // SessionClosed tells workers that a client session ended, so they close

@@ -154,6 +154,7 @@ func (s *Service) onListSet(ev *bus.KVEvent, initial bool) {
 		s.log.Warn("bad list key", proto.LogUpstream, ev.Key)
 	case ev.Deleted:
 		_ = s.state.SetList(kind, upstream, nil)
+		s.state.SetHints(kind, upstream, catalog.Hints{})
 	default:
 		var ls proto.ListSet
 		if err := proto.Unmarshal(ev.Value, &ls); err != nil {
@@ -167,6 +168,7 @@ func (s *Service) onListSet(ev *bus.KVEvent, initial bool) {
 		if err := s.state.SetList(kind, upstream, items); err != nil {
 			s.log.Warn("list items skipped", proto.LogUpstream, ev.Key, proto.LogErr, err)
 		}
+		s.state.SetHints(kind, upstream, catalog.Hints{TTLMs: ls.TTLMs, Scope: ls.CacheScope})
 	}
 	s.mu.Unlock()
 	s.rebuild()

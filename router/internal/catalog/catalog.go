@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/switchyard-mcp/switchyard/internal/paramhdr"
@@ -37,6 +38,7 @@ type View struct {
 	resultKey string            // "tools", "prompts", "resources" or "resourceTemplates"
 	all       map[string]*Entry // every catalogued item, up or not
 	listed    []*Entry          // items of upstreams that are up, sorted by Name
+	hints     []byte            // `,"ttlMs":…,"cacheScope":"…"` for pages, or nil
 }
 
 func newView(spec kindSpec) *View {
@@ -111,7 +113,7 @@ func (v *View) Page(cursor string, size int) ([]byte, error) {
 		}
 	}
 	end := min(start+size, len(v.listed))
-	n := 32
+	n := 32 + len(v.hints)
 	for _, e := range v.listed[start:end] {
 		n += len(e.JSON) + 1
 	}
@@ -126,6 +128,7 @@ func (v *View) Page(cursor string, size int) ([]byte, error) {
 		b = append(b, e.JSON...)
 	}
 	b = append(b, ']')
+	b = append(b, v.hints...)
 	if end < len(v.listed) {
 		b = append(b, `,"nextCursor":"`...)
 		b = base64.RawURLEncoding.AppendEncode(b, []byte(cursorTag+v.listed[end-1].Name))
@@ -170,13 +173,22 @@ type State struct {
 	sep       string
 	upstreams map[string]bool
 	lists     map[string]map[string][]item // kind -> upstream -> items
+	hints     map[string]map[string]Hints  // kind -> upstream -> caching hints
+}
+
+// Hints are an upstream's SEP-2549 caching hints on one list: TTLMs nil
+// and Scope "" when it gave none.
+type Hints struct {
+	TTLMs *int64
+	Scope string
 }
 
 // NewState returns an empty state using sep between upstream and item names.
 func NewState(sep string) *State {
-	s := &State{sep: sep, upstreams: map[string]bool{}, lists: map[string]map[string][]item{}}
+	s := &State{sep: sep, upstreams: map[string]bool{}, lists: map[string]map[string][]item{}, hints: map[string]map[string]Hints{}}
 	for k := range kinds {
 		s.lists[k] = map[string][]item{}
+		s.hints[k] = map[string]Hints{}
 	}
 	return s
 }
@@ -193,6 +205,17 @@ func (s *State) SetUpstream(name string, exists bool) {
 // SetTools is SetList for proto.KindTools.
 func (s *State) SetTools(upstream string, raw [][]byte) error {
 	return s.SetList(proto.KindTools, upstream, raw)
+}
+
+// SetHints records an upstream's caching hints on its list of kind.
+func (s *State) SetHints(kind, upstream string, h Hints) {
+	if m := s.hints[kind]; m != nil {
+		if h.TTLMs == nil && h.Scope == "" {
+			delete(m, upstream)
+		} else {
+			m[upstream] = h
+		}
+	}
 }
 
 // ErrUnknownKind is returned by [State.SetList] for a kind it does not know.
@@ -299,10 +322,42 @@ func (s *State) buildKind(kind string, spec kindSpec, isUp map[string]bool) *kin
 			}
 		}
 		sortEntries(pv.listed)
+		pv.hints = s.merged(kind, []string{u}, isUp)
 		kv.pass[u] = pv
 	}
 	sortEntries(kv.federated.listed)
+	kv.federated.hints = s.merged(kind, ups, isUp)
 	return kv
+}
+
+// merged returns the page members for the caching hints of a list merged
+// from ups (those that are up): the smallest ttlMs, counting an upstream
+// without one as 0, and "public" only when every one said so; nil when
+// none of them gave hints.
+func (s *State) merged(kind string, ups []string, isUp map[string]bool) []byte {
+	var ttl int64 = -1
+	scope, any := "public", false
+	for _, u := range ups {
+		if !isUp[u] {
+			continue
+		}
+		h, ok := s.hints[kind][u]
+		any = any || ok
+		t := int64(0)
+		if h.TTLMs != nil && *h.TTLMs > 0 {
+			t = *h.TTLMs
+		}
+		if ttl < 0 || t < ttl {
+			ttl = t
+		}
+		if h.Scope != "public" {
+			scope = "private"
+		}
+	}
+	if !any {
+		return nil
+	}
+	return []byte(`,"ttlMs":` + strconv.FormatInt(ttl, 10) + `,"cacheScope":"` + scope + `"`)
 }
 
 func sortEntries(es []*Entry) {

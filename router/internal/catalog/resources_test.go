@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/switchyard-mcp/switchyard/proto"
@@ -161,5 +162,38 @@ func TestCatalogChangedKind(t *testing.T) {
 	}
 	if got := ChangedKind(proto.KindResources, a, b); len(got) != 0 {
 		t.Errorf("resources changed: %v", got)
+	}
+}
+
+// TestCatalogHints: a view's pages carry the caching hints of what it
+// merged: the smallest ttlMs (an upstream without one counts as 0) and
+// "public" only when every upstream said so; none when nobody gave hints.
+func TestCatalogHints(t *testing.T) {
+	i := func(v int64) *int64 { return &v }
+	s := kindsState(t)
+	page := func(view string) string {
+		b, err := s.Build(func(string) bool { return true }).List(proto.KindPrompts, view).Page("", 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	if p := page(""); strings.Contains(p, "ttlMs") {
+		t.Fatalf("hints without any upstream giving them: %s", p)
+	}
+	s.SetHints(proto.KindPrompts, "a", Hints{TTLMs: i(60000), Scope: "public"})
+	if p := page("a"); !strings.HasSuffix(p, `],"ttlMs":60000,"cacheScope":"public"}`) {
+		t.Fatalf("passthrough a: %s", p)
+	}
+	if p := page(""); !strings.HasSuffix(p, `],"ttlMs":0,"cacheScope":"private"}`) {
+		t.Fatalf("federated, b without hints: %s", p)
+	}
+	s.SetHints(proto.KindPrompts, "b", Hints{TTLMs: i(5000), Scope: "public"})
+	if p := page(""); !strings.HasSuffix(p, `],"ttlMs":5000,"cacheScope":"public"}`) {
+		t.Fatalf("federated: %s", p)
+	}
+	s.SetHints(proto.KindPrompts, "b", Hints{TTLMs: i(90000), Scope: "private"})
+	if p := page(""); !strings.HasSuffix(p, `],"ttlMs":60000,"cacheScope":"private"}`) {
+		t.Fatalf("federated, one private: %s", p)
 	}
 }
