@@ -25,6 +25,10 @@
 //
 //	switchyard.v1.evt.worker.<id>             proto.Heartbeat every HeartbeatInterval, on every
 //	                                          upstream state change, on presence queries, and Bye on shutdown
+//	<the call's reply subject>                header Sy-Msg: the upstream's notifications and requests of
+//	                                          the call, raw JSON-RPC, before the reply (see Relaying)
+//	switchyard.v1.edge.<edge>.msg             headers Sy-Msg and Sy-Session: a client session's
+//	                                          session-level messages (see Relaying)
 //
 // Replies go to the edge's reply subject that the router puts in header
 // proto.HdrReplyTo (else the message's own reply subject), in chunks when
@@ -39,6 +43,45 @@
 // CodeUnavailable (shutting down) or CodeWorkerLost (cancelled by
 // shutdown). A call cancelled by its edge is answered CodeInternal
 // ("cancelled"); the edge has stopped waiting by then.
+//
+// # Relaying
+//
+// What an upstream sends besides its responses reaches the client through
+// its edge (proto.HdrMessage), as raw JSON-RPC: notifications (progress,
+// logging, resources/updated, elicitation/complete) and requests
+// (elicitation/create, sampling/createMessage, roots/list). A message of a
+// call goes on the call's reply subject, on the worker's one connection,
+// so NATS delivers it before the reply; a request carries a reply inbox
+// where the edge publishes the client's JSON-RPC response, which the
+// worker hands to the upstream under the upstream's own request id. When
+// the call ends first the worker stops waiting and answers the upstream
+// -32603 "request cancelled". A session-level message (one of no call) of
+// a client session goes to switchyard.v1.edge.<edge>.msg with
+// proto.HdrSession, and such a request waits at most CallTimeout.
+// notifications/{tools,prompts,resources}/list_changed are not relayed:
+// they refresh the catalog, and routers tell the clients.
+//
+// A request whose _meta has a progressToken goes upstream with a
+// worker-unique token ("sy-<worker>-<n>") instead, so that the clients
+// sharing a stdio process cannot mix theirs up; the upstream's progress
+// with that token goes to the call with the client's token restored byte
+// for byte, until the call ends.
+//
+// Which call or session a message belongs to, when it does not arrive in
+// the call's own response stream (a streamable POST's SSE response): see
+// internal/upstream (routeConn). In short, the one call in flight on the
+// upstream session if there is exactly one, else the client session a
+// dedicated session serves, else nobody (a stdio process shared by
+// several sessions: logged at debug, a request answered -32603);
+// resources/updated always goes to the client sessions that subscribed to
+// the URI through that upstream session.
+//
+// Upstream sessions declare client capabilities: a dedicated session its
+// client's (proto.Request.ClientCaps), a shared one what the gateway can
+// relay (elicitation form and url, sampling, roots). A 2025-era client
+// whose call meets an upstream session at 2026-07-28 gets that upstream's
+// input_required results as relayed requests, and the worker calls again
+// with the answers (the reverse era bridge, up to 10 rounds).
 //
 // # KV buckets
 //
@@ -55,13 +98,17 @@
 // (streamable, SSE) use a shared pool session for stateless calls and the
 // catalog, and one dedicated upstream session per client session, opened
 // on its first call and closed on session_closed or after
-// SessionIdleTimeout.
+// SessionIdleTimeout. A dedicated session asks for 2025-11-25, or for
+// 2026-07-28 when the upstream keeps no 2025 sessions (it gives them no
+// session id) but speaks 2026-07-28.
 //
 // Stdio upstreams run spec.Processes processes, each one session shared by
 // all the client sessions placed on it (hash of edge and session id;
 // stateless calls go round-robin). Per-session features of a stdio
-// upstream (logging level, resource subscriptions, roots) are therefore
-// shared by the client sessions placed on the same process.
+// upstream (logging level, roots) are therefore shared by the client
+// sessions placed on the same process; resource subscriptions are tracked
+// per client session (an unsubscribe while another client session is still
+// subscribed to the URI stays in the worker).
 //
 // Results are never decoded. On a streamable HTTP upstream a request
 // (tools/call and every other forwarded method) bypasses the go-sdk client:

@@ -167,6 +167,11 @@ func (s *Service) onRequest(m *nats.Msg, op, pool string) {
 		ctx = hop.With(ctx, hop.NewTrace(m.Header))
 	}
 	key := callKey{req.Edge, req.ID}
+	if to := replyTo(m); to != "" && op != proto.OpCatalog {
+		// The upstream's notifications and requests for the client go to
+		// the edge on the call's reply subject, before the reply.
+		ctx = upstream.WithRelay(ctx, s.callRelay(to))
+	}
 	var work func(ctx context.Context) *proto.Reply
 	switch op {
 	case proto.OpToolsCall:

@@ -97,6 +97,8 @@ func (m *manager) start(spec proto.UpstreamSpec) (*actor, error) {
 		OnState:        m.s.kickHeartbeat,
 		IdleTimeout:    m.s.cfg.SessionIdleTimeout,
 		MaxResultBytes: m.s.cfg.MaxResultBytes,
+		Sessions:       m.s.sessionRelay,
+		AskTimeout:     m.s.cfg.CallTimeout,
 	}
 	if m.s.tune != nil {
 		m.s.tune(&o)

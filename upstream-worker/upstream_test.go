@@ -1,9 +1,11 @@
 package worker
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -33,6 +35,11 @@ const stdioEnv = "SWITCHYARD_WORKER_TEST_STDIO_SERVER"
 // stdioHangEnv makes that stdio server refuse to exit.
 const stdioHangEnv = "SWITCHYARD_WORKER_TEST_STDIO_HANG"
 
+// stdioEraEnv "2025" makes that stdio server refuse server/discover, so
+// the worker's session falls back to initialize (2025-11-25), where the
+// server may send requests; otherwise it speaks 2026-07-28.
+const stdioEraEnv = "SWITCHYARD_WORKER_TEST_STDIO_ERA"
+
 const (
 	holoRaw = `{"content":[{"type":"hologram","frames":[1.000000000000000001,3e400]}],"_meta":{"n":12345678901234567890}}`
 	failRaw = `{"content":[{"type":"text","text":"boom"}],"isError":true}`
@@ -50,8 +57,12 @@ func TestMain(m *testing.M) {
 		if os.Getenv(stdioHangEnv) == "1" {
 			signal.Ignore(syscall.SIGTERM)
 		}
+		srv := newUpstream(0).srv
+		if os.Getenv(stdioEraEnv) == "2025" {
+			srv.AddReceivingMiddleware(refuseDiscover)
+		}
 		// This process lives until its stdin closes: no test context here.
-		_ = newUpstream(0).srv.Run(context.Background(), &mcp.StdioTransport{})
+		_ = srv.Run(context.Background(), &mcp.StdioTransport{})
 		if os.Getenv(stdioHangEnv) == "1" {
 			select {} // ignore stdin EOF and SIGTERM: only SIGKILL ends it
 		}
@@ -60,12 +71,26 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
+// refuseDiscover makes a server answer server/discover "method not
+// found", as a 2025-era server does.
+func refuseDiscover(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		if method == "server/discover" {
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: "no discover here"}
+		}
+		return next(ctx, method, req)
+	}
+}
+
 // upstreamServer is one test upstream.
 type upstreamServer struct {
-	srv       *mcp.Server
-	blocked   chan struct{} // a "block" call started
-	cancelled chan struct{} // a "block" call saw its ctx end
-	inits     atomic.Int32  // sessions initialized
+	srv        *mcp.Server
+	blocked    chan struct{}        // a "block" call started
+	cancelled  chan struct{}        // a "block" call saw its ctx end
+	elicitErrs chan string          // a "chatty" call's elicitation failed
+	gate       chan context.Context // lets a "later" call's elicitation go, in that context
+	later      chan string          // a "later" call's elicitation ended: "<action> <name>" or the error
+	inits      atomic.Int32         // sessions initialized
 }
 
 type rawResult struct {
@@ -81,10 +106,13 @@ var objSchema = json.RawMessage(`{"type":"object"}`)
 // (served one per page), prompt "greet", resource test://text and template
 // test://items/{id}.
 func newUpstream(extra int) *upstreamServer {
-	u := &upstreamServer{blocked: make(chan struct{}, 16), cancelled: make(chan struct{}, 16)}
+	u := &upstreamServer{blocked: make(chan struct{}, 16), cancelled: make(chan struct{}, 16), elicitErrs: make(chan string, 16),
+		gate: make(chan context.Context), later: make(chan string, 16)}
 	u.srv = mcp.NewServer(&mcp.Implementation{Name: "test-upstream", Version: "1"}, &mcp.ServerOptions{
 		PageSize:           1,
 		InitializedHandler: func(context.Context, *mcp.InitializedRequest) { u.inits.Add(1) },
+		SubscribeHandler:   func(context.Context, *mcp.SubscribeRequest) error { return nil },
+		UnsubscribeHandler: func(context.Context, *mcp.UnsubscribeRequest) error { return nil },
 	})
 	raws := map[string][]byte{"hologram": []byte(holoRaw), "fail": []byte(failRaw)}
 	u.srv.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
@@ -141,6 +169,7 @@ func newUpstream(extra int) *upstreamServer {
 	add("badparams", func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "bad widget", Data: json.RawMessage(`{"field":"w"}`)}
 	})
+	u.addRelayTools()
 	for i := 1; i <= extra; i++ {
 		u.addTool(fmt.Sprintf("x-%02d", i))
 	}
@@ -164,7 +193,108 @@ func (u *upstreamServer) addPrompt(name string) {
 }
 
 // fixedTools is the number of tools besides the extras.
-const fixedTools = 9
+const fixedTools = 14
+
+func textResult(s string) *mcp.CallToolResult {
+	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: s}}}
+}
+
+func askFor(field string) *mcp.ElicitParams {
+	return &mcp.ElicitParams{
+		Message:         field + "?",
+		RequestedSchema: json.RawMessage(`{"type":"object","properties":{"` + field + `":{"type":"string"}}}`),
+	}
+}
+
+// addRelayTools adds the tools that talk to the client during a call:
+//   - chatty logs "chatty log" (at info), reports progress 1/2 and 2/2
+//     with the call's token, elicits a name, and answers
+//     "token=<the token it saw> action=<action> name=<name>" (2025-era
+//     sessions: a server-to-client request);
+//   - mrtr asks for a name, then a color, as input_required results
+//     (SEP-2322; the name travels in the requestState), and answers
+//     "hello <name>, <color> (<requestState>)";
+//   - caps answers which capabilities its session's client declared:
+//     "elicitation=<bool> form=<bool> url=<bool> sampling=<bool> roots=<bool>";
+//   - touch sends notifications/resources/updated for its argument "uri"
+//     to the sessions that subscribed to it;
+//   - later returns at once, and elicits a name once the test passes it a
+//     context on gate (outside any call), reporting "<action> <name>" or the error on
+//     the later channel.
+func (u *upstreamServer) addRelayTools() {
+	add := func(name string, h mcp.ToolHandler) {
+		u.srv.AddTool(&mcp.Tool{Name: name, InputSchema: objSchema}, h)
+	}
+	add("chatty", func(ctx context.Context, r *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		tok := r.Params.GetProgressToken()
+		_ = r.Session.Log(ctx, &mcp.LoggingMessageParams{Level: "info", Data: "chatty log"})
+		if tok != nil {
+			for i := 1; i <= 2; i++ {
+				_ = r.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: tok, Progress: float64(i), Total: 2})
+			}
+		}
+		res, err := r.Session.Elicit(ctx, askFor("name"))
+		if err != nil {
+			select {
+			case u.elicitErrs <- err.Error():
+			default:
+			}
+			return nil, err
+		}
+		name, _ := res.Content["name"].(string)
+		return textResult(fmt.Sprintf("token=%v action=%s name=%s", tok, res.Action, name)), nil
+	})
+	add("mrtr", func(_ context.Context, r *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		answer := func(key, field string) string {
+			if res, ok := r.Params.InputResponses[key].(*mcp.ElicitResult); ok && res.Action == "accept" {
+				v, _ := res.Content[field].(string)
+				return v
+			}
+			return ""
+		}
+		state := r.Params.RequestState
+		if name, ok := strings.CutPrefix(state, "name="); ok {
+			if color := answer("color", "color"); color != "" {
+				return textResult(fmt.Sprintf("hello %s, %s (%s)", name, color, state)), nil
+			}
+		}
+		if name := answer("name", "name"); name != "" {
+			return &mcp.CallToolResult{InputRequests: mcp.InputRequestMap{"color": askFor("color")}, RequestState: "name=" + name}, nil
+		}
+		return &mcp.CallToolResult{InputRequests: mcp.InputRequestMap{"name": askFor("name")}, RequestState: "start"}, nil
+	})
+	add("caps", func(_ context.Context, r *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		c := &mcp.ClientCapabilities{}
+		if ip := r.Session.InitializeParams(); ip != nil && ip.Capabilities != nil {
+			c = ip.Capabilities
+		}
+		e := c.Elicitation
+		return textResult(fmt.Sprintf("elicitation=%v form=%v url=%v sampling=%v roots=%v",
+			e != nil, e != nil && e.Form != nil, e != nil && e.URL != nil, c.Sampling != nil, c.RootsV2 != nil)), nil
+	})
+	add("later", func(_ context.Context, r *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		ss := r.Session
+		go func() {
+			// Not the call's context: the elicitation belongs to no request.
+			res, err := ss.Elicit(<-u.gate, askFor("name"))
+			if err != nil {
+				u.later <- err.Error()
+				return
+			}
+			name, _ := res.Content["name"].(string)
+			u.later <- res.Action + " " + name
+		}()
+		return textResult("later"), nil
+	})
+	add("touch", func(ctx context.Context, r *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		var a struct{ URI string }
+		_ = json.Unmarshal(r.Params.Arguments, &a)
+		if err := u.srv.ResourceUpdated(ctx, &mcp.ResourceUpdatedNotificationParams{URI: a.URI}); err != nil {
+			return nil, err
+		}
+		return textResult("touched " + a.URI), nil
+	})
+}
 
 // httpUpstream serves u over HTTP: streamable (SSE or JSON responses) or
 // legacy SSE. It can expire sessions (404) and counts DELETEs.
@@ -175,6 +305,18 @@ type httpUpstream struct {
 	seen    map[string]bool // session ids seen
 	expired map[string]bool
 	deletes atomic.Int32
+	// answers counts the POSTed JSON-RPC responses (answers to the
+	// server's requests), by "result" or the error's message.
+	answers sync.Map // string -> *atomic.Int32
+}
+
+// answered returns how many answers with the error message msg (or
+// "result") were POSTed.
+func (h *httpUpstream) answered(msg string) int32 {
+	if n, ok := h.answers.Load(msg); ok {
+		return n.(*atomic.Int32).Load()
+	}
+	return 0
 }
 
 func serveHTTP(t *testing.T, u *upstreamServer, kind string) *httpUpstream {
@@ -224,6 +366,23 @@ func serveHTTPOn(t *testing.T, u *upstreamServer, kind string, ln net.Listener) 
 		}
 		if r.Method == http.MethodDelete {
 			h.deletes.Add(1)
+		}
+		if r.Method == http.MethodPost {
+			body, _ := io.ReadAll(r.Body)
+			r.Body = io.NopCloser(bytes.NewReader(body))
+			var m struct {
+				Method string
+				Result json.RawMessage
+				Error  *struct{ Message string }
+			}
+			if json.Unmarshal(body, &m) == nil && m.Method == "" {
+				key := "result"
+				if m.Error != nil {
+					key = m.Error.Message
+				}
+				n, _ := h.answers.LoadOrStore(key, new(atomic.Int32))
+				n.(*atomic.Int32).Add(1)
+			}
 		}
 		inner.ServeHTTP(w, r)
 	}))

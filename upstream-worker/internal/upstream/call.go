@@ -44,21 +44,32 @@ type callParams struct {
 // On streamable HTTP and stdio upstreams the call bypasses the SDK client
 // (rawCall, pipeCall); legacy SSE upstreams call through the SDK with a
 // capture hook.
+//
+// With a [Relay] in ctx ([WithRelay]) the upstream's notifications and
+// requests of the call reach its client (see the package doc, Relaying),
+// the client's progress token goes upstream as one of ours, and a
+// 2025-era client's input_required results are bridged (bridge.go).
 func (u *Upstream) Call(ctx context.Context, req *proto.Request) ([]byte, *proto.Error) {
+	st := u.beginCall(ctx, req)
+	defer st.end()
 	if u.rawCalls {
 		rp, perr := newRawParams(req)
 		if perr != nil {
 			return nil, perr
 		}
-		return u.send(ctx, req, func(ctx context.Context, s *session, l *lazy) ([]byte, error) {
-			return u.callRawOn(ctx, s, l, rp)
+		rp.meta = st.rewriteMeta(rp.meta)
+		return u.send(ctx, req, st, func(ctx context.Context, s *session, l *lazy) ([]byte, error) {
+			return u.callRawOn(ctx, s, l, rp, st)
 		})
 	}
 	p, perr := u.callParams(req)
 	if perr != nil {
 		return nil, perr
 	}
-	return u.send(ctx, req, func(ctx context.Context, s *session, l *lazy) ([]byte, error) {
+	if tok, ok := p.Meta["progressToken"].(json.RawMessage); ok && st.relay != nil && !isNull(tok) {
+		p.Meta["progressToken"] = json.RawMessage(st.token(tok))
+	}
+	return u.send(ctx, req, st, func(ctx context.Context, s *session, l *lazy) ([]byte, error) {
 		return u.callOn(ctx, s, l, p)
 	})
 }
@@ -67,16 +78,19 @@ func (u *Upstream) Call(ctx context.Context, req *proto.Request) ([]byte, *proto
 // came from, nil for a stdio process).
 type sendFunc func(ctx context.Context, s *session, l *lazy) ([]byte, error)
 
-// send runs a request on the session req picks, retrying once on a fresh
-// session when the upstream forgot it, and converts the failure into its
-// wire error (callError).
-func (u *Upstream) send(ctx context.Context, req *proto.Request, attempt sendFunc) ([]byte, *proto.Error) {
+// send runs call st (of req) on the session req picks, retrying once on a
+// fresh session when the upstream forgot it, and converts the failure into
+// its wire error (callError). While an attempt runs, st is in flight on its
+// session (for the messages that name no call: see target).
+func (u *Upstream) send(ctx context.Context, req *proto.Request, st *callState, attempt sendFunc) ([]byte, *proto.Error) {
 	for n := 0; ; n++ {
 		s, l, perr := u.pick(ctx, req)
 		if perr != nil {
 			return nil, perr
 		}
+		s.enter(st)
 		res, err := attempt(ctx, s, l)
+		s.leave(st)
 		if err == nil {
 			return res, nil
 		}
@@ -156,7 +170,7 @@ func (u *Upstream) pick(ctx context.Context, req *proto.Request) (*session, *laz
 	l := u.pool
 	if req.Session != "" {
 		var perr *proto.Error
-		if l, perr = u.dedicatedFor(req.Edge, req.Session); perr != nil {
+		if l, perr = u.dedicatedFor(req.Edge, req.Session, req.ClientCaps); perr != nil {
 			return nil, nil, perr
 		}
 	}
@@ -204,26 +218,32 @@ func (u *Upstream) callOn(ctx context.Context, s *session, l *lazy, p *mcp.CallT
 	return json.Marshal(res)
 }
 
-// callRawOn sends the request p on s (a streamable HTTP or stdio session)
-// without the SDK client.
-func (u *Upstream) callRawOn(ctx context.Context, s *session, l *lazy, p *rawParams) ([]byte, error) {
+// callRawOn sends the request p of call st on s (a streamable HTTP or
+// stdio session) without the SDK client, bridging input_required results
+// for a 2025-era client (bridge).
+func (u *Upstream) callRawOn(ctx context.Context, s *session, l *lazy, p *rawParams, st *callState) ([]byte, error) {
 	if l != nil {
 		defer l.use()()
 	}
-	var res []byte
-	var err error
-	switch {
-	case s.raw != nil:
-		hop.Mark(ctx, hop.UpSent)
-		res, err = u.rawCall(ctx, s.raw, p)
-	case s.pipe != nil:
-		hop.Mark(ctx, hop.UpSent)
-		res, err = u.pipeCall(ctx, s.pipe, p)
-	default: // cannot happen: rawCalls is only set where sessions have one
-		return nil, errors.New("session without a raw call path")
+	hop.Mark(ctx, hop.UpSent)
+	res, err := u.rawOnce(ctx, s, p, st)
+	if err == nil && st.bridges(s, p.method) {
+		res, err = u.bridge(ctx, s, p, st, res)
 	}
 	hop.Mark(ctx, hop.UpRecv)
 	return res, err
+}
+
+// rawOnce sends the request p of call st on s once.
+func (u *Upstream) rawOnce(ctx context.Context, s *session, p *rawParams, st *callState) ([]byte, error) {
+	switch {
+	case s.raw != nil:
+		return u.rawCall(ctx, s.raw, p, st)
+	case s.pipe != nil:
+		return u.pipeCall(ctx, s.pipe, p)
+	}
+	// Cannot happen: rawCalls is only set where sessions have one.
+	return nil, errors.New("session without a raw call path")
 }
 
 // callError converts a failed call into its wire error. A transport error

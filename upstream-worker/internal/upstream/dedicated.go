@@ -8,8 +8,9 @@ import (
 )
 
 // dedicatedFor returns the lazy session of one client session, creating
-// the entry on first use.
-func (u *Upstream) dedicatedFor(edge, session string) (*lazy, *proto.Error) {
+// the entry on first use; its session declares caps, the client's
+// capabilities (raw JSON) from the call that created it.
+func (u *Upstream) dedicatedFor(edge, session string, caps []byte) (*lazy, *proto.Error) {
 	k := sessKey{edge, session}
 	u.mu.Lock()
 	defer u.mu.Unlock()
@@ -18,7 +19,7 @@ func (u *Upstream) dedicatedFor(edge, session string) (*lazy, *proto.Error) {
 	}
 	l := u.dedicated[k]
 	if l == nil {
-		l = u.newLazy(true)
+		l = u.newLazy(&k, caps)
 		l.lastUsed.Store(time.Now().UnixNano())
 		u.dedicated[k] = l
 	}
@@ -26,7 +27,8 @@ func (u *Upstream) dedicatedFor(edge, session string) (*lazy, *proto.Error) {
 }
 
 // SessionClosed closes the upstream session held for the client session
-// (edge, session), if any (event proto.SessionClosed). It does not block.
+// (edge, session), if any, and forgets its resource subscriptions on the
+// shared sessions (event proto.SessionClosed). It does not block.
 func (u *Upstream) SessionClosed(edge, session string) {
 	k := sessKey{edge, session}
 	u.mu.Lock()
@@ -35,6 +37,12 @@ func (u *Upstream) SessionClosed(edge, session string) {
 	u.mu.Unlock()
 	if l != nil {
 		l.kill()
+	}
+	for _, s := range u.snap.Load().procs {
+		s.dropSubscriber(k)
+	}
+	if s := u.pool.current(); s != nil {
+		s.dropSubscriber(k)
 	}
 }
 

@@ -16,19 +16,62 @@ import (
 	"github.com/switchyard-mcp/switchyard/upstream-worker/internal/capture"
 )
 
-func (u *Upstream) newLazy(dedicated bool) *lazy {
+// newLazy returns a lazy session: a shared one (owner nil) or the one
+// dedicated to client session *owner, declaring clientCaps (the client's
+// capabilities, raw JSON).
+func (u *Upstream) newLazy(owner *sessKey, clientCaps []byte) *lazy {
 	l := &lazy{close: u.closer.close}
-	l.dial = func(ctx context.Context) (*session, error) { return u.dial(ctx, dedicated) }
+	l.dial = func(ctx context.Context) (*session, error) { return u.dial(ctx, owner, clientCaps) }
 	return l
 }
 
-// dial opens one upstream session. The handshake is bounded by ctx and
-// ConnectTimeout; the session itself lives until it is closed (its
-// lifetime context derives from the Closer, not from ctx, because the SSE
-// transport ties its stream to the Connect context).
-func (u *Upstream) dial(ctx context.Context, dedicated bool) (*session, error) {
+// dial opens one upstream session: a shared one (owner nil: the pool, a
+// stdio process), or one dedicated to client session *owner, which
+// declares that client's capabilities (clientCaps) and asks for 2025-11-25,
+// the era of the client sessions it mirrors. When such a session gets no
+// session id (the upstream keeps no state for it: no GET stream, no
+// server-to-client requests) and the pool negotiated 2026-07-28, it is
+// reopened at 2026-07-28, where the upstream's input requests reach the
+// client through the reverse era bridge (bridge.go); later dedicated
+// sessions of the upstream go there at once.
+func (u *Upstream) dial(ctx context.Context, owner *sessKey, clientCaps []byte) (*session, error) {
+	if owner == nil {
+		return u.open(ctx, nil, u.shared, "")
+	}
+	caps := parseCaps(clientCaps)
+	if u.dedicated2026.Load() {
+		return u.open(ctx, owner, caps, "")
+	}
+	s, err := u.open(ctx, owner, caps, legacyProtocol)
+	if err != nil || s.cs.ID() != "" || !u.poolSpeaks2026() {
+		return s, err
+	}
+	u.closer.close(s)
+	u.dedicated2026.Store(true)
+	u.log.Debug("upstream keeps no 2025-11-25 sessions: dedicated sessions ask for 2026-07-28")
+	return u.open(ctx, owner, caps, "")
+}
+
+// poolSpeaks2026 reports whether the HTTP pool session negotiated
+// 2026-07-28 or later.
+func (u *Upstream) poolSpeaks2026() bool {
+	s := u.pool.current()
+	if s == nil {
+		return false
+	}
+	ir := s.cs.InitializeResult()
+	return ir != nil && ir.ProtocolVersion >= protocol2026
+}
+
+// open connects one session declaring caps, asking for version ("" for the
+// latest the SDK knows, which tries server/discover first). The handshake
+// is bounded by ctx and ConnectTimeout; the session itself lives until it
+// is closed (its lifetime context derives from the Closer, not from ctx,
+// because the SSE transport ties its stream to the Connect context).
+func (u *Upstream) open(ctx context.Context, owner *sessKey, caps *mcp.ClientCapabilities, version string) (*session, error) {
+	s := &session{owner: owner}
 	life, end := context.WithCancel(u.closer.Life())
-	t, rawHC, err := u.transport(life)
+	t, rawHC, err := u.transport(life, s)
 	if err != nil {
 		end()
 		return nil, err
@@ -36,14 +79,17 @@ func (u *Upstream) dial(ctx context.Context, dedicated bool) (*session, error) {
 	stop := context.AfterFunc(ctx, end)
 	timer := time.AfterFunc(u.opts.ConnectTimeout, end)
 	var so *mcp.ClientSessionOptions
-	if dedicated {
-		so = &mcp.ClientSessionOptions{ProtocolVersion: legacyProtocol}
+	if version != "" {
+		so = &mcp.ClientSessionOptions{ProtocolVersion: version}
 	}
-	cs, err := u.client.Connect(life, t, so)
+	cs, err := u.newClient(caps, s).Connect(life, t, so)
 	stop()
 	timedOut := !timer.Stop()
+	if err == nil {
+		s.cs, s.end = cs, end
+	}
 	if err == nil && life.Err() != nil { // aborted just as it connected
-		u.closer.close(&session{cs: cs, end: end})
+		u.closer.close(s)
 		err = life.Err()
 	}
 	if err != nil {
@@ -56,23 +102,28 @@ func (u *Upstream) dial(ctx context.Context, dedicated bool) (*session, error) {
 		}
 		return nil, fmt.Errorf("connect: %w", err)
 	}
-	s := &session{cs: cs, end: end}
+	v := cs.InitializeResult().ProtocolVersion
+	head := u.metaHead(v)
+	var meta []byte
+	if head != nil {
+		meta = withCaps(head, capsJSON(caps))
+	}
 	if rawHC != nil {
-		s.raw = u.newRawConn(cs, rawHC)
+		s.raw = u.newRawConn(cs, rawHC, head, meta)
 	}
 	if pt, ok := t.(*pipeTransport); ok {
-		pt.conn.meta = u.requestMeta(cs.InitializeResult().ProtocolVersion)
+		pt.conn.head, pt.conn.meta = head, meta
 		s.pipe = pt.conn
 	}
 	return s, nil
 }
 
-// transport builds the MCP transport of one session whose lifetime is life.
+// transport builds the MCP transport of session s, whose lifetime is life.
 // For a streamable HTTP session with raw calls it also returns the HTTP
 // client of the raw path: the session's own chain (the configured
 // transport, cookie jar and redirect policy, aborted when the lifetime
 // ends) without the capture.
-func (u *Upstream) transport(life context.Context) (mcp.Transport, *http.Client, error) {
+func (u *Upstream) transport(life context.Context, s *session) (mcp.Transport, *http.Client, error) {
 	sp := u.opts.Spec
 	switch sp.Transport {
 	case proto.TransportStreamable:
@@ -87,7 +138,9 @@ func (u *Upstream) transport(life context.Context) (mcp.Transport, *http.Client,
 		return t, u.httpClient(abort), nil
 	case proto.TransportSSE:
 		hc := u.httpClient(&abortRT{base: u.baseTransport(), life: life})
-		return capture.WrapTransport(&mcp.SSEClientTransport{Endpoint: sp.URL, HTTPClient: hc, MaxEventSize: u.opts.MaxResultBytes}), nil, nil
+		t := capture.WrapTransport(&mcp.SSEClientTransport{Endpoint: sp.URL, HTTPClient: hc, MaxEventSize: u.opts.MaxResultBytes})
+		s.routed = true
+		return &relayTransport{inner: t, route: u.router(s)}, nil, nil
 	case proto.TransportStdio:
 		if len(sp.Command) == 0 {
 			return nil, nil, errors.New("stdio upstream without a command")
@@ -101,10 +154,11 @@ func (u *Upstream) transport(life context.Context) (mcp.Transport, *http.Client,
 		cmd.Stderr = &lineLog{log: u.log}
 		cmd.WaitDelay = stdioTerminate
 		t := capture.WrapTransport(&mcp.CommandTransport{Command: cmd, TerminateDuration: stdioTerminate})
-		if u.rawCalls {
-			t = &pipeTransport{inner: t}
+		s.routed = true
+		if !u.rawCalls {
+			return &relayTransport{inner: t, route: u.router(s)}, nil, nil
 		}
-		return t, nil, nil
+		return &pipeTransport{inner: t, route: u.router(s)}, nil, nil
 	}
 	return nil, nil, fmt.Errorf("unknown transport %q", sp.Transport)
 }

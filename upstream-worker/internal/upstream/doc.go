@@ -24,11 +24,11 @@
 // 2026-07-28 sessions Mcp-Method, Mcp-Name and the SEP-2243 Mcp-Param-*
 // headers, taken from the catalog), and reads the application/json or
 // text/event-stream answer in place: the result bytes are a slice of the
-// response message. In the stream, server-to-client requests are answered
-// as the SDK client would answer them (ping, roots/list: empty results;
-// sampling and elicitation: errors; other methods: -32601); notifications
-// are dropped for now (Upstream.notification is the hook to relay them).
-// An interrupted stream is resumed with Last-Event-ID, a cancelled call
+// response message. In the stream, notifications and server-to-client
+// requests are the call's: they are relayed (see Relaying; a request
+// without a relay, or of another method, is answered as the SDK client
+// without handlers would: ping and roots/list empty results, sampling and
+// elicitation errors, other methods -32601). An interrupted stream is resumed with Last-Event-ID, a cancelled call
 // sends notifications/cancelled, a message above MaxResultBytes fails the
 // call. The ClientSession still opens and owns the session (initialize or
 // server/discover, the GET stream, pings, tools/list).
@@ -39,8 +39,9 @@
 // outermost wrapper of that connection, takes the response out of the
 // SDK's message stream; everything else (the server's requests,
 // notifications, the SDK's own responses) still reaches the SDK, which
-// answers it. A read failure (the process exited) fails every pending call
-// at once; a cancelled call sends notifications/cancelled.
+// answers it, except the messages relayed out of it (see Relaying). A read
+// failure (the process exited) fails every pending call at once; a
+// cancelled call sends notifications/cancelled.
 //
 // On legacy SSE upstreams calls go through the SDK, whose typed decoder
 // sees a stub while package capture takes the raw result off the wire;
@@ -49,6 +50,76 @@
 // decoded into the method's typed params (unknown members are not
 // forwarded). On a 2026-07-28 SDK session a method the SDK caches (lists,
 // resources/read) gets no stub, so the cache holds the real result.
+//
+// # Relaying
+//
+// A call run with a [Relay] in its context ([WithRelay]) gets the
+// upstream's notifications and requests that belong to it; [Options.Sessions]
+// gives the relay of a client session for session-level ones. Messages
+// travel raw where the worker reads them itself: a streamable POST's
+// response stream (rawcall.go inStream: everything in it is the call's),
+// a stdio process (pipeConn) and a legacy SSE session (relayConn), both
+// routed by routeConn on the SDK's reader goroutine, in order, before the
+// SDK sees them. The GET stream of a streamable session only the SDK
+// reads: a receiving middleware on each session's client takes those
+// (sdkrelay.go), encoding the SDK's typed params again, and answering with
+// the client's result bytes; it runs before the SDK's handlers, so the
+// SDK's elicitation schema check, stricter than the spec, does not apply.
+//
+// Routing of a message that is not in a call's own response stream:
+//
+//   - notifications/progress: the call whose progress token it carries.
+//     A call's request that has a _meta progressToken goes upstream with
+//     a token of ours ("sy-<worker>-<n>"), mapped to the call and the
+//     client's raw token until the call ends; the notification goes out
+//     with the client's token restored byte for byte. Stdio sessions are
+//     shared by several clients, whose tokens could collide.
+//   - notifications/resources/updated: session-level, wherever it
+//     arrives: to the client session a dedicated session serves, or on a
+//     shared session to every client session that subscribed to its URI
+//     through that session (resources/subscribe and resources/unsubscribe
+//     are tracked per upstream session; an unsubscribe while another
+//     client session is still subscribed is answered {} by the worker;
+//     [Upstream.SessionClosed] drops a session's subscriptions).
+//   - logging (notifications/message), notifications/elicitation/complete,
+//     and the requests elicitation/create, sampling/createMessage and
+//     roots/list: the call in flight on that upstream session if there is
+//     exactly one; else the client session it is dedicated to; else (a
+//     stdio process, or the HTTP pool, with several calls in flight or
+//     none) nobody: logged at debug, a request answered -32603. A stdio
+//     message names no call, so this is the rule there; a streamable
+//     upstream with JSON responses sends its calls' messages on the GET
+//     stream, where the same rule finds the call.
+//   - notifications/{tools,prompts,resources}/list_changed: not relayed;
+//     they mark the lists dirty (the catalog refresh).
+//   - everything else (ping, cancellations, unknown methods): the SDK.
+//
+// A relayed request waits on its own goroutine (at most 256 per upstream)
+// for the client's answer, bounded by its call, or by
+// [Options.AskTimeout] for a session-level one; when that ends first the
+// upstream is answered -32603 "request cancelled". The client's result or
+// error goes to the upstream under the upstream's own id. (A request the
+// upstream cancels itself is not withdrawn from the client.)
+//
+// # Client capabilities
+//
+// A dedicated session declares its client's capabilities
+// (proto.Request.ClientCaps of the call that opened it), a shared one what
+// the gateway can relay: elicitation (form, url), sampling, roots. On a
+// 2026-07-28 session, where capabilities travel in each request's _meta,
+// a request declares its own client's (ClientCaps, or a 2026 client's
+// clientCapabilities member) instead of the session's (caps.go).
+//
+// # Reverse era bridge
+//
+// A 2025-era client's call (Request.Session set, Protocol before
+// 2026-07-28) that meets an upstream session at 2026-07-28 may get an
+// input_required result from tools/call, prompts/get or resources/read,
+// which that client cannot handle: the worker relays each input request to
+// it as a server-to-client request, calls the upstream again with
+// inputResponses and the requestState, and returns the final result (up
+// to 10 rounds; a client's error fails the call). A 2026 client gets
+// input_required results unchanged (bridge.go).
 //
 // # Catalog
 //
@@ -73,7 +144,11 @@
 // Request.Edge and Request.Session), opened on the session's first call and
 // closed on [Upstream.SessionClosed] or after the idle timeout. Dedicated
 // sessions ask for protocol 2025-11-25, the era of the client sessions they
-// mirror.
+// mirror; when the upstream gives such a session no session id (it keeps
+// no state for it, so it can send it no request) and the pool negotiated
+// 2026-07-28, the session is reopened at 2026-07-28, and so are the
+// upstream's later dedicated sessions: the reverse era bridge then brings
+// the upstream's input requests to the client.
 //
 // Stdio upstreams run spec.Processes processes (default 1), each one
 // session shared by every client session: a client session is placed on

@@ -13,11 +13,24 @@ import (
 // session is one upstream MCP session with its lifetime: end aborts its
 // HTTP requests and streams, or kills its process. raw is the raw
 // tools/call path of a streamable HTTP session (nil for other transports).
+// The fields before mu are set by dial before the session is handed out
+// (owner before it connects: the upstream's messages may arrive during
+// the handshake).
 type session struct {
 	cs   *mcp.ClientSession
 	end  context.CancelFunc
 	raw  *rawConn  // streamable HTTP with raw calls
 	pipe *pipeConn // stdio with raw calls
+	// owner is the client session a dedicated session serves; nil for a
+	// shared one (the HTTP pool, a stdio process).
+	owner *sessKey
+	// routed: the session's connection routes the upstream's messages
+	// itself (routeConn), so the SDK client's middleware leaves them alone.
+	routed bool
+
+	mu       sync.Mutex
+	inflight map[*callState]struct{}         // guarded by mu: the calls running on the session
+	subs     map[string]map[sessKey]struct{} // guarded by mu: a shared session's resources/subscribe'd URIs, by client session
 }
 
 var errSessionGone = errors.New("session closed")

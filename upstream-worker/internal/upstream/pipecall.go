@@ -32,6 +32,9 @@ import (
 // Connect, which the SDK calls synchronously inside Client.Connect.
 type pipeTransport struct {
 	inner mcp.Transport
+	// route may take a message from the upstream before the SDK sees it
+	// (routeConn), reporting whether it did.
+	route func(mcp.Connection, *jsonrpc.Request) bool
 	conn  *pipeConn
 }
 
@@ -40,7 +43,7 @@ func (t *pipeTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 	if err != nil {
 		return nil, err
 	}
-	t.conn = &pipeConn{Connection: c, pending: map[uint64]chan pipeResult{}}
+	t.conn = &pipeConn{Connection: c, route: t.route, pending: map[uint64]chan pipeResult{}}
 	return t.conn, nil
 }
 
@@ -48,10 +51,12 @@ func (t *pipeTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 // and SessionID pass through.
 type pipeConn struct {
 	mcp.Connection
-	// meta is set once the handshake is done, before the session is
-	// published: the _meta members the SDK client adds to every request on
-	// the negotiated version (requestMeta).
-	meta []byte
+	route func(mcp.Connection, *jsonrpc.Request) bool // nil: everything goes to the SDK
+	// meta and head are set once the handshake is done, before the session
+	// is published: the _meta members the SDK client adds to every request
+	// on a 2026-07-28+ session, and the same without clientCapabilities
+	// (see rawConn).
+	meta, head []byte
 
 	seq atomic.Uint64
 
@@ -68,7 +73,7 @@ type pipeResult struct {
 }
 
 // Read passes every message to the SDK except the responses to raw calls,
-// which go to their callers. A read error (the process exited, its stdout
+// which go to their callers, and the messages route relays. A read error (the process exited, its stdout
 // closed, a line over the SDK's limit, the session's lifetime ended) ends
 // the connection for the SDK too, so every pending raw call fails with it.
 func (c *pipeConn) Read(ctx context.Context) (jsonrpc.Message, error) {
@@ -80,6 +85,9 @@ func (c *pipeConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 		}
 		resp, ok := msg.(*jsonrpc.Response)
 		if !ok {
+			if r, isReq := msg.(*jsonrpc.Request); isReq && c.route != nil && c.route(c.Connection, r) {
+				continue
+			}
 			return msg, nil
 		}
 		n, ours := rawSeq(resp.ID)
@@ -157,7 +165,8 @@ func (u *Upstream) pipeCall(ctx context.Context, c *pipeConn, p *rawParams) ([]b
 	if err != nil { // cannot happen: a string is a valid id
 		return nil, err
 	}
-	params := p.appendParams(make([]byte, 0, len(p.members)+len(p.meta)+len(c.meta)+16), c.meta)
+	meta := requestMeta(p, c.head, c.meta)
+	params := p.appendParams(make([]byte, 0, len(p.members)+len(p.meta)+len(meta)+16), meta)
 	ch := make(chan pipeResult, 1)
 	c.mu.Lock()
 	if c.err != nil {

@@ -46,57 +46,55 @@ type rawConn struct {
 	// meta is set on a 2026-07-28+ session: the SEP-2575 _meta members
 	// (protocolVersion, clientInfo, clientCapabilities) the SDK adds to
 	// every request, encoded; such a session also sends Mcp-Method and
-	// Mcp-Name (and Mcp-Param-*) headers.
-	meta []byte
-	max  int // MaxResultBytes
+	// Mcp-Name (and Mcp-Param-*) headers. head is meta without
+	// clientCapabilities, for a request that carries its own client's.
+	meta, head []byte
+	max        int // MaxResultBytes
 
 	seq atomic.Uint64
 }
 
-func (u *Upstream) newRawConn(cs *mcp.ClientSession, hc *http.Client) *rawConn {
-	rc := &rawConn{url: u.opts.Spec.URL, hc: hc, max: u.opts.MaxResultBytes}
+func (u *Upstream) newRawConn(cs *mcp.ClientSession, hc *http.Client, head, meta []byte) *rawConn {
+	rc := &rawConn{url: u.opts.Spec.URL, hc: hc, max: u.opts.MaxResultBytes, head: head, meta: meta}
 	if id := cs.ID(); id != "" {
 		rc.sid = []string{id}
 	}
-	v := cs.InitializeResult().ProtocolVersion
-	rc.version = []string{v}
-	rc.meta = u.requestMeta(v)
+	rc.version = []string{cs.InitializeResult().ProtocolVersion}
 	return rc
 }
 
-// requestMeta is what the SDK client adds to the _meta of every request on
-// a session that negotiated version v: on 2026-07-28+ the SEP-2575 members
-// (protocolVersion, clientInfo, clientCapabilities), encoded; before, nil.
-func (u *Upstream) requestMeta(v string) []byte {
+// metaHead is the start of what the SDK client adds to the _meta of every
+// request on a session that negotiated version v: on 2026-07-28+ the
+// SEP-2575 members protocolVersion and clientInfo, encoded (withCaps adds
+// clientCapabilities); before, nil.
+func (u *Upstream) metaHead(v string) []byte {
 	if v < protocol2026 {
 		return nil
 	}
-	m := make([]byte, 0, len(u.metaTail)+64)
+	m := make([]byte, 0, len(u.info)+64)
 	m = append(m, `"`+mcp.MetaKeyProtocolVersion+`":`...)
 	m = appendJSONString(m, v)
-	return append(append(m, ','), u.metaTail...)
+	m = append(m, `,"`+mcp.MetaKeyClientInfo+`":`...)
+	return append(m, u.info...)
 }
 
-// metaTail encodes the clientInfo and clientCapabilities _meta members of a
-// 2026-07-28+ request from the SDK client's own settings (with no handlers
-// the capabilities are the configured ones; the SDK sends them in its "V2"
-// form, whose roots member is the RootsV2 pointer).
-func metaTail(impl *mcp.Implementation, caps *mcp.ClientCapabilities) []byte {
-	v2 := struct {
-		mcp.ClientCapabilities
-		Roots *mcp.RootCapabilities `json:"roots,omitempty"`
-	}{*caps, caps.RootsV2}
-	info, err := json.Marshal(impl)
-	if err != nil {
-		panic(err)
+// withCaps is head followed by the clientCapabilities member caps (raw
+// JSON object).
+func withCaps(head, caps []byte) []byte {
+	m := make([]byte, 0, len(head)+len(caps)+48)
+	m = append(m, head...)
+	m = append(m, `,"`+mcp.MetaKeyClientCapabilities+`":`...)
+	return append(m, caps...)
+}
+
+// requestMeta is the session _meta of one request: a request that carries
+// its own client's capabilities (p.caps) declares them, on a 2026-07-28+
+// session (head non-nil).
+func requestMeta(p *rawParams, head, meta []byte) []byte {
+	if p.caps == nil || head == nil {
+		return meta
 	}
-	c, err := json.Marshal(&v2)
-	if err != nil {
-		panic(err)
-	}
-	out := append([]byte(`"`+mcp.MetaKeyClientInfo+`":`), info...)
-	out = append(out, `,"`+mcp.MetaKeyClientCapabilities+`":`...)
-	return append(out, c...)
+	return withCaps(head, p.caps)
 }
 
 var (
@@ -182,12 +180,13 @@ const (
 // (404 on a session with an id); *tooLargeError; otherwise a transport
 // failure. When ctx ends before the answer, notifications/cancelled goes
 // upstream in the background, as the SDK's call does.
-func (u *Upstream) rawCall(ctx context.Context, rc *rawConn, p *rawParams) (res []byte, err error) {
+func (u *Upstream) rawCall(ctx context.Context, rc *rawConn, p *rawParams, st *callState) (res []byte, err error) {
 	method := p.method
 	n := rc.seq.Add(1)
 	var idBuf [24]byte
 	id := append(strconv.AppendUint(append(idBuf[:0], `"sy-`...), n, 10), '"')
-	body := p.appendRequest(make([]byte, 0, len(p.members)+len(p.meta)+len(rc.meta)+80), id, rc.meta)
+	meta := requestMeta(p, rc.head, rc.meta)
+	body := p.appendRequest(make([]byte, 0, len(p.members)+len(p.meta)+len(meta)+80), id, meta)
 
 	// The POST's context follows ctx only until the call returns: the rest
 	// of an SSE response is drained in the background after the answer, and
@@ -242,7 +241,7 @@ func (u *Upstream) rawCall(ctx context.Context, rc *rawConn, p *rawParams) (res 
 		answered = true
 		return m.outcome(method)
 	case "text/event-stream":
-		res, answered, err = u.rawStream(ctx, rc, method, id, resp)
+		res, answered, err = u.rawStream(ctx, rc, st, method, id, resp)
 		return res, err
 	default:
 		resp.Body.Close()
@@ -286,11 +285,11 @@ func (rc *rawConn) check(resp *http.Response, method string) (err error) {
 
 // rawStream reads an SSE response until the call's response, resuming an
 // interrupted stream the way the SDK does.
-func (u *Upstream) rawStream(ctx context.Context, rc *rawConn, method string, id []byte, resp *http.Response) ([]byte, bool, error) {
+func (u *Upstream) rawStream(ctx context.Context, rc *rawConn, st *callState, method string, id []byte, resp *http.Response) ([]byte, bool, error) {
 	var prevLast string
 	stalled := 0
 	for {
-		res, answered, last, retry, err := u.readEvents(ctx, rc, method, id, resp.Body)
+		res, answered, last, retry, err := u.readEvents(ctx, rc, st, method, id, resp.Body)
 		if answered || err != nil {
 			return res, answered, err
 		}
@@ -352,10 +351,11 @@ func backoff(attempt int) time.Duration {
 	return d + rand.N(d)
 }
 
-// readEvents reads one response stream (the POST's or a resumed one). It
-// returns answered with the call's outcome, or the stream's last event id
-// and retry delay when it ended without the response.
-func (u *Upstream) readEvents(ctx context.Context, rc *rawConn, method string, id []byte, body io.ReadCloser) (res []byte, answered bool, last string, retry time.Duration, err error) {
+// readEvents reads one response stream (the POST's or a resumed one) of
+// call st (nil: a call without state). It returns answered with the call's
+// outcome, or the stream's last event id and retry delay when it ended
+// without the response.
+func (u *Upstream) readEvents(ctx context.Context, rc *rawConn, st *callState, method string, id []byte, body io.ReadCloser) (res []byte, answered bool, last string, retry time.Duration, err error) {
 	br, _ := u.readers.Get().(*bufio.Reader)
 	if br == nil {
 		br = bufio.NewReaderSize(body, sseReadBuffer)
@@ -406,24 +406,76 @@ func (u *Upstream) readEvents(ctx context.Context, rc *rawConn, method string, i
 			u.drain(body)
 			res, err := m.outcome(method)
 			return res, true, "", 0, err
-		case m.ID != nil && string(m.ID) != "null":
-			u.answer(ctx, rc, &m)
 		default:
-			u.notification(ctx, &m)
+			u.inStream(ctx, rc, st, &m)
 		}
 	}
 }
 
-// notification is the hook for a notification that arrives in a call's
-// response stream (progress, logging, ...). The SDK path hands them to the
-// Client's handlers, of which the worker sets none for these, so they are
-// dropped there too. Relaying them to the calling client is future work:
-// it starts here.
-func (u *Upstream) notification(context.Context, *rpcMsg) {}
+// inStream handles a notification or request of the upstream that arrived
+// in the response stream of call st (nil: a call without state): it
+// belongs to that call. A progress notification goes to the call whose
+// token it carries (ours, swapped for the client's); a list_changed marks
+// the list dirty; logging and elicitation/complete go to the call's
+// client; resources/updated is session-level wherever it arrives (fanOut). A request for elicitation, sampling or roots is
+// asked of the call's client, and its answer POSTed on the session; any
+// other request, or one of a call without a relay, is answered as the SDK
+// client would (answer).
+func (u *Upstream) inStream(ctx context.Context, rc *rawConn, st *callState, m *rpcMsg) {
+	var method string
+	if json.Unmarshal(m.Method, &method) != nil {
+		return
+	}
+	if isNull(m.ID) {
+		u.streamNote(st, method, m.Params)
+		return
+	}
+	if st == nil || st.relay == nil || !relayedRequest(method) {
+		u.answer(ctx, rc, m)
+		return
+	}
+	// The event's buffer is reused: keep copies.
+	um := &upMsg{method: method, id: bytes.Clone(m.ID), params: bytes.Clone(m.Params)}
+	u.goAsk(st, st.relay, um, u.httpReplier(rc, um.id, method))
+}
+
+// streamNote handles a notification from a call's response stream.
+func (u *Upstream) streamNote(st *callState, method string, params []byte) {
+	switch {
+	case method == notifyProgress:
+		if t, p := u.progressTarget(params); t != nil {
+			t.relay.Notify((&upMsg{method: method, params: p}).encode())
+		}
+	case method == "notifications/tools/list_changed":
+		u.markDirty(bitTools)
+	case method == "notifications/prompts/list_changed":
+		u.markDirty(bitPrompts)
+	case method == "notifications/resources/list_changed":
+		u.markDirty(bitResources | bitResourceTemplates)
+	case method == notifyUpdated: // session-level, wherever it arrives
+		if s := st.session(); s != nil {
+			u.fanOut(s, updatedURI(params), (&upMsg{method: method, params: params}).encode())
+		}
+	case st != nil && st.relay != nil && relayedNote(method):
+		st.relay.Notify((&upMsg{method: method, params: params}).encode())
+	}
+}
+
+// httpReplier POSTs the answer to the upstream's request id on the
+// session, bounded like a cancellation; a failure is logged.
+func (u *Upstream) httpReplier(rc *rawConn, id []byte, method string) replier {
+	return func(result []byte, werr *jsonrpc.Error) {
+		ctx, cancel := context.WithTimeout(u.closer.Life(), cancelTimeout)
+		defer cancel()
+		if err := rc.post(ctx, responseBody(id, result, werr), nil); err != nil {
+			u.log.Debug("answer to upstream request failed", proto.LogMethod, method, proto.LogErr, err)
+		}
+	}
+}
 
 // answer replies to a server-to-client request from a call's response
-// stream the way the SDK client, configured as the worker's (no roots,
-// sampling or elicitation handlers), does (mcp/client.go
+// stream that is not relayed the way the SDK client without roots,
+// sampling or elicitation handlers does (mcp/client.go
 // clientMethodInfos, createMessage, elicit, listRoots; jsonrpc2
 // processResult), so the upstream never waits for an answer. The reply is
 // POSTed on the session; a failure is ignored (the SDK only logs it).

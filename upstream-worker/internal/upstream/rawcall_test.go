@@ -63,6 +63,9 @@ func sameOutcome(t *testing.T, what string, rawRes []byte, rawErr *proto.Error, 
 	}
 }
 
+// paramHeaderTools are the test tools with x-mcp-header parameters.
+var paramHeaderTools = map[string]bool{"hdr": true, "test_x_mcp_header": true}
+
 type equivCase struct {
 	name, tool, params string
 	kinds              []string // server kinds to run on; nil: all
@@ -84,6 +87,14 @@ func runEquivalence(t *testing.T, kind, url, wantPool string, cases []equivCase)
 			continue
 		}
 		for _, session := range []string{"", "s1"} {
+			if session != "" && wantPool == protocol2026 && paramHeaderTools[c.tool] {
+				// Dedicated sessions of a stateless upstream speak
+				// 2026-07-28 too, where the SDK client sends Mcp-Param
+				// headers only for tools it listed on that session, which
+				// the worker never does (the raw path takes them from the
+				// catalog).
+				continue
+			}
 			what := fmt.Sprintf("%s (session %q)", c.name, session)
 			rr, re := raw.Call(t.Context(), call(c.tool, session, c.params))
 			sr, se := sdk.Call(t.Context(), call(c.tool, session, c.params))
@@ -203,6 +214,9 @@ func TestUpstreamRawWire(t *testing.T) {
 			sdk := startUpstream(t, s.url(), true, nil)
 			for _, session := range []string{"", "s1"} {
 				for _, c := range []struct{ tool, params string }{{"meta", metaParams}, {"hdr", hdrParams}} {
+					if session != "" && kind == "stateless" && paramHeaderTools[c.tool] {
+						continue // see runEquivalence
+					}
 					what := fmt.Sprintf("%s session %q", c.tool, session)
 					rp := callRecorded(t, s, raw, call(c.tool, session, c.params))
 					sp := callRecorded(t, s, sdk, call(c.tool, session, c.params))
@@ -226,7 +240,7 @@ func TestUpstreamRawWire(t *testing.T) {
 					// The session's headers.
 					l := raw.pool
 					if session != "" {
-						l, _ = raw.dedicatedFor("e1", session)
+						l, _ = raw.dedicatedFor("e1", session, nil)
 					}
 					ss := l.current()
 					version := ss.cs.InitializeResult().ProtocolVersion
@@ -240,7 +254,7 @@ func TestUpstreamRawWire(t *testing.T) {
 						t.Errorf("%s: content headers %v", what, rp.header)
 					}
 					is2026 := version >= protocol2026
-					if is2026 != (kind == "stateless" && session == "") {
+					if is2026 != (kind == "stateless") { // dedicated sessions too: the server keeps no 2025 sessions
 						t.Fatalf("%s: negotiated %s", what, version)
 					}
 					if got := rp.header.Get("Mcp-Method") + " " + rp.header.Get("Mcp-Name"); is2026 && got != "tools/call "+c.tool || !is2026 && got != " " {
@@ -531,7 +545,7 @@ func TestUpstreamRawUnreachable(t *testing.T) {
 	if perr != nil {
 		t.Fatal(perr)
 	}
-	_, err = u.rawCall(t.Context(), rc, p)
+	_, err = u.rawCall(t.Context(), rc, p, nil)
 	if perr := u.callError(t.Context(), err, nil); perr.Code != proto.CodeUpstreamUnavailable {
 		t.Fatalf("refused connection: %v", perr)
 	}

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/switchyard-mcp/switchyard/internal/jsonscan"
 	"github.com/switchyard-mcp/switchyard/proto"
 )
@@ -51,6 +53,12 @@ type rawParams struct {
 	// them is the legacy request a 2026 server still serves on a session
 	// it knows.
 	noSessionMeta bool
+	// caps are the capabilities of the request's own client (raw JSON
+	// object): proto.Request.ClientCaps (a 2025-era client's), else the
+	// client's clientCapabilities _meta member (a 2026-era client's); nil
+	// when neither. On a 2026-07-28 session they replace the session's in
+	// the request's _meta (requestMeta).
+	caps []byte
 }
 
 var (
@@ -120,7 +128,9 @@ func newRawParams(req *proto.Request) (*rawParams, *proto.Error) {
 	}
 	dropState := isNull(state) || string(state) == `""`
 
-	p := &rawParams{method: methodToolsCall, hdr: hdrCall, name: toolName, args: args, meta: forwardMeta(meta)}
+	p := &rawParams{method: methodToolsCall, hdr: hdrCall, name: toolName, args: args}
+	p.meta, p.caps = forwardMeta(meta)
+	p.caps = ownCaps(req, p.caps)
 	m := make([]byte, 0, len(raw)+len(toolName)+32)
 	m = append(m, `"name":`...)
 	m = appendJSONString(m, toolName)
@@ -194,7 +204,8 @@ func newForwardParams(req *proto.Request) (*rawParams, *proto.Error) {
 		return nil, invalidParams(method, "_meta is not an object")
 	}
 	p.members = m
-	p.meta = forwardMeta(meta)
+	p.meta, p.caps = forwardMeta(meta)
+	p.caps = ownCaps(req, p.caps)
 	return p, nil
 }
 
@@ -235,14 +246,17 @@ func renamePromptRef(ref []byte, name string) []byte {
 }
 
 // forwardMeta returns the members of meta (a raw _meta object, or nil)
-// that are forwarded: all but the hop keys, encoded, byte for byte.
-func forwardMeta(meta []byte) []byte {
+// that are forwarded: all but the hop keys, encoded, byte for byte; and
+// the hop key clientCapabilities' value, when it is an object.
+func forwardMeta(meta []byte) (out, caps []byte) {
 	if isNull(meta) {
-		return nil
+		return nil, nil
 	}
-	var out []byte
 	jsonscan.Members(meta, func(k, v []byte) {
 		if isHopKey(k) {
+			if jsonscan.KeyIs(k, mcp.MetaKeyClientCapabilities) && len(v) > 0 && v[0] == '{' {
+				caps = v
+			}
 			return
 		}
 		if len(out) > 0 {
@@ -250,7 +264,16 @@ func forwardMeta(meta []byte) []byte {
 		}
 		out = append(append(append(out, k...), ':'), v...)
 	})
-	return out
+	return out, caps
+}
+
+// ownCaps is the capabilities of req's own client: req.ClientCaps when it
+// is an object, else metaCaps (from the client's _meta).
+func ownCaps(req *proto.Request, metaCaps []byte) []byte {
+	if c := bytes.TrimSpace(req.ClientCaps); isObject(c) {
+		return c
+	}
+	return metaCaps
 }
 
 // isHopKey reports whether the raw key names one of hopMeta.

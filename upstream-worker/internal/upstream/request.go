@@ -46,18 +46,57 @@ func (u *Upstream) Request(ctx context.Context, req *proto.Request) ([]byte, *pr
 	if perr != nil {
 		return nil, perr
 	}
+	st := u.beginCall(ctx, req)
+	defer st.end()
+	p.meta = st.rewriteMeta(p.meta)
+	var attempt sendFunc
 	if u.rawCalls {
-		return u.send(ctx, req, func(ctx context.Context, s *session, l *lazy) ([]byte, error) {
-			return u.callRawOn(ctx, s, l, p)
-		})
+		attempt = func(ctx context.Context, s *session, l *lazy) ([]byte, error) {
+			return u.callRawOn(ctx, s, l, p, st)
+		}
+	} else {
+		f, perr := sdkRequest(p)
+		if perr != nil {
+			return nil, perr
+		}
+		attempt = func(ctx context.Context, s *session, l *lazy) ([]byte, error) {
+			return u.forwardOn(ctx, s, l, f)
+		}
 	}
-	f, perr := sdkRequest(p)
-	if perr != nil {
-		return nil, perr
+	if (req.Method == methodSubscribe || req.Method == methodUnsubscribe) && req.Session != "" {
+		attempt = trackSubscription(req, attempt)
 	}
-	return u.send(ctx, req, func(ctx context.Context, s *session, l *lazy) ([]byte, error) {
-		return u.forwardOn(ctx, s, l, f)
-	})
+	return u.send(ctx, req, st, attempt)
+}
+
+// trackSubscription wraps the attempt of a client session's
+// resources/subscribe or resources/unsubscribe so that a shared session
+// (stdio process) knows which client sessions to send the URI's
+// notifications/resources/updated to. An unsubscribe while other client
+// sessions are still subscribed through the same session is answered {}
+// without reaching the upstream, which would stop their updates too.
+func trackSubscription(req *proto.Request, next sendFunc) sendFunc {
+	uri := updatedURI(req.Params)
+	k := sessKey{req.Edge, req.Session}
+	sub := req.Method == methodSubscribe
+	return func(ctx context.Context, s *session, l *lazy) ([]byte, error) {
+		if s.owner != nil || uri == "" {
+			return next(ctx, s, l)
+		}
+		if !sub && s.othersSubscribed(uri, k) {
+			s.unsubscribed(uri, k)
+			return []byte(`{}`), nil
+		}
+		res, err := next(ctx, s, l)
+		if err == nil {
+			if sub {
+				s.subscribed(uri, k)
+			} else {
+				s.unsubscribed(uri, k)
+			}
+		}
+		return res, err
+	}
 }
 
 // sdkForward is a forwarded request for the SDK path: the typed call and

@@ -65,7 +65,7 @@ func (u *Upstream) connect(ctx context.Context) (*generation, error) {
 	}
 	g := &generation{exits: make(chan error, u.opts.Spec.Processes)}
 	for range u.opts.Spec.Processes {
-		s, err := u.dial(ctx, false)
+		s, err := u.dial(ctx, nil, nil)
 		if err != nil {
 			u.release(g)
 			return nil, err

@@ -2,6 +2,7 @@ package upstream
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -33,6 +34,7 @@ const (
 	DefaultConnectTimeout = 10 * time.Second
 	DefaultIdleTimeout    = 30 * time.Minute
 	DefaultCatalogTimeout = 30 * time.Second
+	DefaultAskTimeout     = 60 * time.Second
 	// stdioTerminate is how long closing a stdio session waits after
 	// closing stdin before SIGTERM (and again before SIGKILL).
 	stdioTerminate = 2 * time.Second
@@ -65,6 +67,14 @@ type Options struct {
 	// MaxResultBytes bounds one captured HTTP response message and one
 	// legacy-SSE event; 0 means capture.DefaultMaxMessageBytes.
 	MaxResultBytes int
+	// Sessions returns the relay of a client session's session-level
+	// messages (proto.EdgeMsgSubject with proto.HdrSession), or nil; nil
+	// Sessions drops them.
+	Sessions func(edge, session string) Relay
+	// AskTimeout bounds how long a session-level request from the upstream
+	// (one tied to no call) waits for its client; 0 means
+	// DefaultAskTimeout.
+	AskTimeout time.Duration
 }
 
 func (o *Options) fill() {
@@ -80,6 +90,7 @@ func (o *Options) fill() {
 	def(&o.ConnectTimeout, DefaultConnectTimeout)
 	def(&o.IdleTimeout, DefaultIdleTimeout)
 	def(&o.CatalogTimeout, DefaultCatalogTimeout)
+	def(&o.AskTimeout, DefaultAskTimeout)
 	if o.HTTPClient == nil {
 		o.HTTPClient = &http.Client{}
 	}
@@ -105,14 +116,15 @@ type Upstream struct {
 	opts   Options
 	name   string
 	log    *slog.Logger
-	client *mcp.Client
+	impl   *mcp.Implementation // the worker's clientInfo
+	info   []byte              // impl, encoded
+	shared *mcp.ClientCapabilities
 	prober *mcp.Client // no handlers: its sessions open no streams
 	closer *Closer
 	// rawCalls: tools/call bypasses the SDK (streamable HTTP, see rawCall;
 	// stdio, see pipeCall).
 	// Tests clear it before Run to compare with the SDK path.
 	rawCalls bool
-	metaTail []byte // the raw path's clientInfo and clientCapabilities _meta members
 
 	kick  chan struct{} // cap 1: refetch the dirty lists (list_changed)
 	dirty atomic.Uint32 // the list kinds (bit* flags) a list_changed marked
@@ -124,9 +136,18 @@ type Upstream struct {
 	// params holds the SEP-2243 header bindings of the upstream's tools
 	// (by tool name), from the latest catalog fetch.
 	params  atomic.Pointer[map[string][]paramBinding]
-	readers sync.Pool // *bufio.Reader of raw SSE responses (sseReadBuffer)
+	readers sync.Pool     // *bufio.Reader of raw SSE responses (sseReadBuffer)
+	asks    chan struct{} // one token per upstream request waiting for a client (maxAsks)
+	progSeq atomic.Uint64 // numbers our progress tokens
+	// dedicated2026: the upstream keeps no state for a 2025-11-25 session
+	// (it gave none an id) but speaks 2026-07-28, so dedicated sessions
+	// ask for 2026-07-28 (see dial).
+	dedicated2026 atomic.Bool
 
 	catMu sync.Mutex // serializes catalog fetches
+
+	progMu   sync.Mutex
+	progress map[string]*progressEntry // guarded by progMu: calls by our progress token
 
 	mu        sync.Mutex
 	dedicated map[sessKey]*lazy // guarded by mu
@@ -157,26 +178,21 @@ func New(o Options) *Upstream {
 		check:     make(chan struct{}, 1),
 		dedicated: map[sessKey]*lazy{},
 		rawCalls:  o.Spec.Transport == proto.TransportStreamable || o.Spec.Transport == proto.TransportStdio,
+		impl:      &mcp.Implementation{Name: "switchyard-worker", Version: "v1"},
+		shared:    sharedCaps(),
+		asks:      make(chan struct{}, maxAsks),
 	}
-	impl := &mcp.Implementation{Name: "switchyard-worker", Version: "v1"}
-	caps := &mcp.ClientCapabilities{} // no roots, sampling or elicitation
-	u.metaTail = metaTail(impl, caps)
-	u.client = mcp.NewClient(impl, &mcp.ClientOptions{
-		Logger:                   u.log,
-		Capabilities:             caps,
-		ToolListChangedHandler:   func(context.Context, *mcp.ToolListChangedRequest) { u.markDirty(bitTools) },
-		PromptListChangedHandler: func(context.Context, *mcp.PromptListChangedRequest) { u.markDirty(bitPrompts) },
-		ResourceListChangedHandler: func(context.Context, *mcp.ResourceListChangedRequest) {
-			u.markDirty(bitResources | bitResourceTemplates)
-		},
-		MultiRoundTrip: &mcp.MultiRoundTripOptions{Disabled: true}, // results pass through raw
-	})
+	info, err := json.Marshal(u.impl)
+	if err != nil {
+		panic(err)
+	}
+	u.info = info
 	u.prober = mcp.NewClient(&mcp.Implementation{Name: "switchyard-worker-probe", Version: "v1"}, &mcp.ClientOptions{
 		Logger:         u.log,
 		Capabilities:   &mcp.ClientCapabilities{},
 		MultiRoundTrip: &mcp.MultiRoundTripOptions{Disabled: true},
 	})
-	u.pool = u.newLazy(false)
+	u.pool = u.newLazy(nil, nil)
 	u.snap.Store(&snapshot{err: "connecting"})
 	return u
 }
