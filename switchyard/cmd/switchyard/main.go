@@ -1,7 +1,8 @@
 // Command switchyard runs Switchyard: every role in one process with an
 // embedded NATS server (dev), a standalone NATS server (nats), one role
 // (edge, router, upstream-worker, tenancy-svc), any set of roles against a
-// NATS server (run), or an HTTP health probe (probe).
+// NATS server (run), an HTTP health probe (probe), or a stdio front for a
+// remote gateway (stdio).
 package main
 
 import (
@@ -18,6 +19,7 @@ commands:
   edge | router | upstream-worker | tenancy-svc
                    one role against a NATS server
   probe URL        exit 0 if URL answers 2xx (container health checks)
+  stdio --url URL  bridge MCP over stdin/stdout to a gateway (desktop clients)
 
 Run 'switchyard <command> -h' for its flags.
 `
@@ -37,6 +39,8 @@ func main() {
 		os.Exit(runRoles(args))
 	case "probe":
 		os.Exit(runProbe(args))
+	case "stdio":
+		os.Exit(runStdio(args))
 	case "edge", "router", "upstream-worker", "tenancy-svc":
 		os.Exit(runRoles(append([]string{"--roles", cmd}, args...)))
 	case "-h", "--help", "help":
