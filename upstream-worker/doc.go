@@ -81,7 +81,9 @@
 // relay (elicitation form and url, sampling, roots). A 2025-era client
 // whose call meets an upstream session at 2026-07-28 gets that upstream's
 // input_required results as relayed requests, and the worker calls again
-// with the answers (the reverse era bridge, up to 10 rounds).
+// with the answers (the reverse era bridge, up to 10 rounds). A 2026-era
+// client whose call meets a 2025-11-25 session gets a result with
+// inputRequests but no resultType marked input_required.
 //
 // # KV buckets
 //
@@ -100,7 +102,9 @@
 // on its first call and closed on session_closed or after
 // SessionIdleTimeout. A dedicated session asks for 2025-11-25, or for
 // 2026-07-28 when the upstream keeps no 2025 sessions (it gives them no
-// session id) but speaks 2026-07-28.
+// session id) but speaks 2026-07-28 (logging/setLevel and resource
+// subscriptions then still go out as 2025-11-25 requests, and the logging
+// level travels with every request).
 //
 // Stdio upstreams run spec.Processes processes, each one session shared by
 // all the client sessions placed on it (hash of edge and session id;

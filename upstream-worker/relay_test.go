@@ -464,3 +464,68 @@ func TestWorkerRelaySessionRequest(t *testing.T) {
 		})
 	}
 }
+
+// TestWorkerRelayStatelessSession: a 2025-era client's dedicated session
+// to an upstream that keeps no 2025 sessions speaks 2026-07-28, yet the
+// methods 2026-07-28 removed still work as on the 2025 session it
+// replaces (logging/setLevel, resources/subscribe and unsubscribe), and
+// the level set reaches the upstream with every later request, so the
+// tool's logs are relayed, with its progress.
+func TestWorkerRelayStatelessSession(t *testing.T) {
+	e := startWorker(t, Config{}, streamableSpec("up", serveHTTP(t, newUpstream(0), "stateless").ts.URL))
+	e.waitUp("up")
+	caps := `{"elicitation":{}}`
+	e.setLevel("s1", "info", caps)
+	for _, method := range []string{"resources/subscribe", "resources/unsubscribe"} {
+		op, _ := proto.Forwarded(method)
+		req := proto.Request{Method: method, Upstream: "up", Edge: "e1", Session: "s1", ClientCaps: []byte(caps), Params: []byte(`{"uri":"test://text"}`)}
+		r, err := e.callErr(t.Context(), op, req)
+		if err != nil || r.Error != nil {
+			t.Fatalf("%s: %v %v", method, err, r.Error)
+		}
+	}
+	req := toolCall("up", "chatty", `{"quiet":true}`)
+	req.Session, req.Protocol, req.ClientCaps = "s1", "2025-11-25", []byte(caps)
+	req.Params = []byte(`{"name":"up__chatty","arguments":{"quiet":true},"_meta":{"progressToken":"p"}}`)
+	r, msgs := e.edgeCall(t.Context(), proto.OpToolsCall, req, nil, nil)
+	if text := resultField(t, r, "content", "0", "text"); text == nil || !strings.HasSuffix(text.(string), " quiet") {
+		t.Fatalf("result %s", r.Result)
+	}
+	var got []string
+	for _, m := range msgs {
+		got = append(got, m.method)
+	}
+	if strings.Join(got, ",") != "notifications/message,notifications/progress,notifications/progress" {
+		t.Fatalf("relayed %v, want the log and two progress notifications", got)
+	}
+	if up := e.svc.mgr.get("up"); up.Dedicated() != 1 {
+		t.Fatalf("%d dedicated sessions", up.Dedicated())
+	}
+}
+
+// TestWorkerRelayMarkInputRequired: a 2026-era client's call on a
+// stateful (2025-11-25) upstream session whose tool needs two rounds of
+// input: the upstream's SDK asks the first itself (relayed to the client),
+// then returns the second as inputRequests without a resultType, which
+// the worker marks input_required; the client's retry with inputResponses
+// and the requestState completes the call.
+func TestWorkerRelayMarkInputRequired(t *testing.T) {
+	e := startWorker(t, Config{}, streamableSpec("up", serveHTTP(t, newUpstream(0), "streamable").ts.URL))
+	e.waitUp("up")
+	req := toolCall("up", "mrtr", `{}`)
+	req.Protocol = "2026-07-28"
+	r, msgs := e.edgeCall(t.Context(), proto.OpToolsCall, req, elicited(map[string]string{"name": "ada"}), nil)
+	if len(msgs) != 1 || msgs[0].method != "elicitation/create" {
+		t.Fatalf("relayed %+v, want the first elicitation", msgs)
+	}
+	if r.Error != nil || member(r.Result, "resultType") != `"input_required"` || member(r.Result, "requestState") != `"name=ada"` {
+		t.Fatalf("result %s %v, want input_required with the upstream's requestState", r.Result, r.Error)
+	}
+	req.Params = []byte(`{"name":"up__mrtr","arguments":{},"requestState":"name=ada",` +
+		`"inputResponses":{"color":{"action":"accept","content":{"color":"blue"}}}}`)
+	r, msgs = e.edgeCall(t.Context(), proto.OpToolsCall, req, nil, nil)
+	if len(msgs) != 0 {
+		t.Errorf("retry relayed %+v", msgs)
+	}
+	wantText(t, r, "hello ada, blue (name=ada)")
+}

@@ -210,7 +210,8 @@ func askFor(field string) *mcp.ElicitParams {
 //   - chatty logs "chatty log" (at info), reports progress 1/2 and 2/2
 //     with the call's token, elicits a name, and answers
 //     "token=<the token it saw> action=<action> name=<name>" (2025-era
-//     sessions: a server-to-client request);
+//     sessions: a server-to-client request); with argument "quiet" true
+//     it does not elicit and answers "token=<the token> quiet";
 //   - mrtr asks for a name, then a color, as input_required results
 //     (SEP-2322; the name travels in the requestState), and answers
 //     "hello <name>, <color> (<requestState>)";
@@ -232,6 +233,11 @@ func (u *upstreamServer) addRelayTools() {
 			for i := 1; i <= 2; i++ {
 				_ = r.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: tok, Progress: float64(i), Total: 2})
 			}
+		}
+		var a struct{ Quiet bool }
+		_ = json.Unmarshal(r.Params.Arguments, &a)
+		if a.Quiet {
+			return textResult(fmt.Sprintf("token=%v quiet", tok)), nil
 		}
 		res, err := r.Session.Elicit(ctx, askFor("name"))
 		if err != nil {

@@ -157,3 +157,45 @@ func (p *rawParams) withInput(responses, state []byte) *rawParams {
 	q.members = m
 	return &q
 }
+
+// The other direction. A 2026-era client's call that ran on a session
+// before 2026-07-28 (a stateful upstream) may get the multi-round result
+// an SDK server makes for older clients when its handler still needs
+// input after the server asked the client itself: inputRequests and a
+// requestState, without resultType. Marked input_required, it is one the
+// client can answer: it calls again with inputResponses and the
+// requestState, which the upstream's handler takes on any session.
+
+// marksInput reports whether a result of method on s must be marked for
+// st's client.
+func (st *callState) marksInput(s *session, method string) bool {
+	if st == nil || st.req.Protocol < protocol2026 || !bridged[method] || s.cs == nil {
+		return false
+	}
+	ir := s.cs.InitializeResult()
+	return ir != nil && ir.ProtocolVersion < protocol2026
+}
+
+// markInputRequired returns res with "resultType":"input_required" when it
+// has inputRequests and no resultType; else res itself.
+func markInputRequired(res []byte) []byte {
+	if !bytes.Contains(res, []byte(`"inputRequests"`)) {
+		return res
+	}
+	asks, typed := false, false
+	jsonscan.Members(res, func(k, v []byte) {
+		switch {
+		case jsonscan.KeyIs(k, "inputRequests"):
+			asks = len(v) > 0 && v[0] == '{'
+		case jsonscan.KeyIs(k, "resultType"):
+			typed = true
+		}
+	})
+	if !asks || typed {
+		return res
+	}
+	i := bytes.IndexByte(res, '{') + 1
+	out := make([]byte, 0, len(res)+32)
+	out = append(append(out, res[:i]...), `"resultType":"input_required",`...)
+	return append(out, res[i:]...)
+}

@@ -92,6 +92,9 @@ func (u *Upstream) send(ctx context.Context, req *proto.Request, st *callState, 
 		res, err := attempt(ctx, s, l)
 		s.leave(st)
 		if err == nil {
+			if st.marksInput(s, req.Method) {
+				res = markInputRequired(res)
+			}
 			return res, nil
 		}
 		if errors.Is(err, mcp.ErrSessionMissing) && l != nil && ctx.Err() == nil {

@@ -110,6 +110,7 @@ func (u *Upstream) open(ctx context.Context, owner *sessKey, caps *mcp.ClientCap
 	}
 	if rawHC != nil {
 		s.raw = u.newRawConn(cs, rawHC, head, meta)
+		s.raw.legacyOps = owner != nil && head != nil && s.raw.sid == nil
 	}
 	if pt, ok := t.(*pipeTransport); ok {
 		pt.conn.head, pt.conn.meta = head, meta

@@ -119,7 +119,11 @@
 // it as a server-to-client request, calls the upstream again with
 // inputResponses and the requestState, and returns the final result (up
 // to 10 rounds; a client's error fails the call). A 2026 client gets
-// input_required results unchanged (bridge.go).
+// input_required results unchanged. The other way round, a 2026 client's
+// call on a session before 2026-07-28 may get the multi-round result an
+// SDK server makes for older clients (inputRequests and requestState,
+// without resultType): the worker marks it input_required, so that the
+// client answers it and calls again (bridge.go).
 //
 // # Catalog
 //
@@ -148,7 +152,11 @@
 // no state for it, so it can send it no request) and the pool negotiated
 // 2026-07-28, the session is reopened at 2026-07-28, and so are the
 // upstream's later dedicated sessions: the reverse era bridge then brings
-// the upstream's input requests to the client.
+// the upstream's input requests to the client. On such a session the
+// methods 2026-07-28 removed (logging/setLevel, resources/subscribe,
+// resources/unsubscribe) go out as on the 2025-11-25 session it replaces,
+// and the level logging/setLevel set travels in every later request's
+// _meta (logLevel), where 2026-07-28 takes it.
 //
 // Stdio upstreams run spec.Processes processes (default 1), each one
 // session shared by every client session: a client session is placed on

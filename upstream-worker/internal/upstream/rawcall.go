@@ -50,9 +50,20 @@ type rawConn struct {
 	// clientCapabilities, for a request that carries its own client's.
 	meta, head []byte
 	max        int // MaxResultBytes
+	// legacyOps is set on a dedicated 2026-07-28 session the upstream
+	// gave no session id (dial reopened it there from 2025-11-25): the
+	// methods 2026-07-28 removed (logging/setLevel,
+	// resources/(un)subscribe) go out as on the 2025-11-25 session it
+	// replaces (that protocol version, no SEP-2575 _meta), and the level
+	// logging/setLevel set is sent with each later request's _meta
+	// (logLevel), where 2026-07-28 takes it.
+	legacyOps bool
 
-	seq atomic.Uint64
+	seq   atomic.Uint64
+	level atomic.Pointer[[]byte] // legacyOps: the logLevel _meta member, encoded
 }
+
+var hdrLegacyVersion = []string{legacyProtocol}
 
 func (u *Upstream) newRawConn(cs *mcp.ClientSession, hc *http.Client, head, meta []byte) *rawConn {
 	rc := &rawConn{url: u.opts.Spec.URL, hc: hc, max: u.opts.MaxResultBytes, head: head, meta: meta}
@@ -186,6 +197,10 @@ func (u *Upstream) rawCall(ctx context.Context, rc *rawConn, p *rawParams, st *c
 	var idBuf [24]byte
 	id := append(strconv.AppendUint(append(idBuf[:0], `"sy-`...), n, 10), '"')
 	meta := requestMeta(p, rc.head, rc.meta)
+	legacy := rc.legacyOps && p.noSessionMeta
+	if lv := rc.level.Load(); lv != nil && meta != nil && !legacy {
+		meta = append(append(append([]byte(nil), meta...), ','), *lv...)
+	}
 	body := p.appendRequest(make([]byte, 0, len(p.members)+len(p.meta)+len(meta)+80), id, meta)
 
 	// The POST's context follows ctx only until the call returns: the rest
@@ -198,6 +213,17 @@ func (u *Upstream) rawCall(ctx context.Context, rc *rawConn, p *rawParams, st *c
 	if err != nil {
 		cancelReq()
 		return nil, err
+	}
+	if legacy {
+		req.Header["Mcp-Protocol-Version"] = hdrLegacyVersion
+		delete(req.Header, "Mcp-Method")
+		if method == methodSetLevel {
+			defer func() {
+				if err == nil {
+					rc.setLevel(p)
+				}
+			}()
+		}
 	}
 	if h := req.Header; rc.meta != nil && p.name != "" {
 		h["Mcp-Name"] = []string{p.name}
@@ -247,6 +273,22 @@ func (u *Upstream) rawCall(ctx context.Context, rc *rawConn, p *rawParams, st *c
 		resp.Body.Close()
 		return nil, fmt.Errorf("sending %q: unsupported content type %q", method, resp.Header.Get("Content-Type"))
 	}
+}
+
+// setLevel remembers the level of a logging/setLevel (p) that succeeded
+// on a legacyOps session.
+func (rc *rawConn) setLevel(p *rawParams) {
+	var level []byte
+	jsonscan.Members(append(append([]byte{'{'}, p.members...), '}'), func(k, v []byte) {
+		if jsonscan.KeyIs(k, "level") && len(v) > 0 && v[0] == '"' {
+			level = v
+		}
+	})
+	if level == nil {
+		return
+	}
+	m := append([]byte(`"`+mcp.MetaKeyLogLevel+`":`), level...)
+	rc.level.Store(&m)
 }
 
 // check classifies a response's status to a request of method like the

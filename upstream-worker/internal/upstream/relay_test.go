@@ -262,6 +262,16 @@ func TestUpstreamBridgeParams(t *testing.T) {
 	if _, _, ok := inputRequired([]byte(`{"resultType":"complete","content":[]}`)); ok {
 		t.Error("a complete result is input_required")
 	}
+	for in, want := range map[string]string{
+		` {"content":[],"inputRequests":{"k":{}},"requestState":"r"}`: ` {"resultType":"input_required","content":[],"inputRequests":{"k":{}},"requestState":"r"}`,
+		`{"resultType":"complete","inputRequests":{"k":{}}}`:          `{"resultType":"complete","inputRequests":{"k":{}}}`,
+		`{"content":[{"type":"text","text":"\"inputRequests\""}]}`:    `{"content":[{"type":"text","text":"\"inputRequests\""}]}`,
+		`{"inputRequests":null}`:                                      `{"inputRequests":null}`,
+	} {
+		if got := string(markInputRequired([]byte(in))); got != want {
+			t.Errorf("markInputRequired(%s) = %s, want %s", in, got, want)
+		}
+	}
 }
 
 func TestUpstreamParseCaps(t *testing.T) {
