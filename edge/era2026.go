@@ -17,21 +17,24 @@ var cacheableOps = map[string]bool{
 
 // upgrade2026 gives a result for a 2026-07-28 client the members that
 // revision requires and a 2025-era upstream (or the router's list pages)
-// does not set: resultType "complete" (SEP-2322) on every result, and on
-// cacheable results ttlMs 0 and cacheScope "private" (SEP-2549: never
-// stale-served, never shared), the safe values when nobody declared
-// others. Members already present win. A result that is not an object is
+// does not set: resultType (SEP-2322) on every result ("input_required"
+// when it carries inputRequests, as a 2025-era go-sdk server's multi-round
+// tool answers, else "complete"), and on complete cacheable results ttlMs
+// 0 and cacheScope "private" (SEP-2549: never stale-served, never shared),
+// the safe values when nobody declared others. Members already present win. A result that is not an object is
 // returned unchanged.
 func upgrade2026(raw []byte, op string) []byte {
 	body := bytes.TrimLeft(raw, " \t\r\n")
 	if len(body) == 0 || body[0] != '{' {
 		return raw
 	}
-	var hasType, hasTTL, hasScope bool
+	var hasType, hasTTL, hasScope, asks bool
 	jsonscan.Members(body, func(k, _ []byte) {
 		switch {
 		case jsonscan.KeyIs(k, "resultType"):
 			hasType = true
+		case jsonscan.KeyIs(k, "inputRequests"):
+			asks = true
 		case jsonscan.KeyIs(k, "ttlMs"):
 			hasTTL = true
 		case jsonscan.KeyIs(k, "cacheScope"):
@@ -39,10 +42,13 @@ func upgrade2026(raw []byte, op string) []byte {
 		}
 	})
 	add := make([]byte, 0, 64)
-	if !hasType {
+	switch {
+	case !hasType && asks: // a 2025-era server's multi-round result (SEP-2322)
+		add = append(add, `"resultType":"input_required",`...)
+	case !hasType:
 		add = append(add, `"resultType":"complete",`...)
 	}
-	if cacheableOps[op] {
+	if cacheableOps[op] && !asks {
 		if !hasTTL {
 			add = append(add, `"ttlMs":0,`...)
 		}

@@ -21,6 +21,8 @@ func TestEdgeUpgrade2026(t *testing.T) {
 		{`{"ttlMs":5000,"prompts":[]}`, proto.OpPromptsList, `{"resultType":"complete","cacheScope":"private","ttlMs":5000,"prompts":[]}`},
 		{`{"contents":[{"ttlMs":1}]}`, proto.OpResourcesRead, `{"resultType":"complete","ttlMs":0,"cacheScope":"private","contents":[{"ttlMs":1}]}`},
 		{`[1]`, proto.OpToolsCall, `[1]`},
+		{`{"content":[],"inputRequests":{"a":{}},"requestState":"s"}`, proto.OpToolsCall, `{"resultType":"input_required","content":[],"inputRequests":{"a":{}},"requestState":"s"}`},
+		{`{"contents":[],"inputRequests":{}}`, proto.OpResourcesRead, `{"resultType":"input_required","contents":[],"inputRequests":{}}`},
 	} {
 		if got := string(upgrade2026([]byte(c.in), c.op)); got != c.want {
 			t.Errorf("upgrade2026(%s, %s) = %s, want %s", c.in, c.op, got, c.want)
