@@ -119,6 +119,11 @@ type ListSet struct {
 	Hash       uint64   `msgpack:"h"`
 	TTLMs      *int64   `msgpack:"l,omitempty"`
 	CacheScope string   `msgpack:"c,omitempty"`
+	// Notified is when the upstream said this list changed (Unix
+	// nanoseconds), on the set listed after that notification; 0 otherwise.
+	// Such a set is written even when its items did not change, so that the
+	// change reaches clients as the upstream announced it.
+	Notified int64 `msgpack:"x,omitempty"`
 }
 
 // SessionClosed tells workers that a client session ended, so they close

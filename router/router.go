@@ -168,7 +168,7 @@ func (s *Service) onListSet(ev *bus.KVEvent, initial bool) {
 		if err := s.state.SetList(kind, upstream, items); err != nil {
 			s.log.Warn("list items skipped", proto.LogUpstream, ev.Key, proto.LogErr, err)
 		}
-		s.state.SetHints(kind, upstream, catalog.Hints{TTLMs: ls.TTLMs, Scope: ls.CacheScope})
+		s.state.SetHints(kind, upstream, catalog.Hints{TTLMs: ls.TTLMs, Scope: ls.CacheScope, Notified: ls.Notified})
 	}
 	s.mu.Unlock()
 	s.rebuild()

@@ -39,6 +39,7 @@ type View struct {
 	all       map[string]*Entry // every catalogued item, up or not
 	listed    []*Entry          // items of upstreams that are up, sorted by Name
 	hints     []byte            // `,"ttlMs":…,"cacheScope":"…"` for pages, or nil
+	notified  int64             // latest upstream list_changed behind it (Unix ns)
 }
 
 func newView(spec kindSpec) *View {
@@ -177,10 +178,13 @@ type State struct {
 }
 
 // Hints are an upstream's SEP-2549 caching hints on one list: TTLMs nil
-// and Scope "" when it gave none.
+// and Scope "" when it gave none. Notified is when the upstream last said
+// the list changed (Unix ns, 0: never): a view whose Notified moved has
+// changed even when its items did not.
 type Hints struct {
-	TTLMs *int64
-	Scope string
+	TTLMs    *int64
+	Scope    string
+	Notified int64
 }
 
 // NewState returns an empty state using sep between upstream and item names.
@@ -210,7 +214,7 @@ func (s *State) SetTools(upstream string, raw [][]byte) error {
 // SetHints records an upstream's caching hints on its list of kind.
 func (s *State) SetHints(kind, upstream string, h Hints) {
 	if m := s.hints[kind]; m != nil {
-		if h.TTLMs == nil && h.Scope == "" {
+		if h.TTLMs == nil && h.Scope == "" && h.Notified == 0 {
 			delete(m, upstream)
 		} else {
 			m[upstream] = h
@@ -323,6 +327,8 @@ func (s *State) buildKind(kind string, spec kindSpec, isUp map[string]bool) *kin
 		}
 		sortEntries(pv.listed)
 		pv.hints = s.merged(kind, []string{u}, isUp)
+		pv.notified = s.hints[kind][u].Notified
+		kv.federated.notified = max(kv.federated.notified, pv.notified)
 		kv.pass[u] = pv
 	}
 	sortEntries(kv.federated.listed)
@@ -341,7 +347,8 @@ func (s *State) merged(kind string, ups []string, isUp map[string]bool) []byte {
 		if !isUp[u] {
 			continue
 		}
-		h, ok := s.hints[kind][u]
+		h := s.hints[kind][u]
+		ok := h.TTLMs != nil || h.Scope != ""
 		any = any || ok
 		t := int64(0)
 		if h.TTLMs != nil && *h.TTLMs > 0 {
@@ -432,7 +439,7 @@ func sameListed(a, b *View) bool {
 	if b != nil {
 		lb = len(b.listed)
 	}
-	if la != lb {
+	if la != lb || (a != nil && b != nil && a.notified != b.notified) {
 		return false
 	}
 	for i := 0; i < la; i++ {

@@ -197,3 +197,22 @@ func TestCatalogHints(t *testing.T) {
 		t.Fatalf("federated, one private: %s", p)
 	}
 }
+
+// TestCatalogNotifiedIsAChange: an upstream's list_changed that left its
+// items as they were still changes the view (the upstream said so).
+func TestCatalogNotifiedIsAChange(t *testing.T) {
+	s := kindsState(t)
+	up := func(string) bool { return true }
+	a := s.Build(up)
+	s.SetHints(proto.KindPrompts, "a", Hints{Notified: 42})
+	b := s.Build(up)
+	if got := ChangedKind(proto.KindPrompts, a, b); !slices.Equal(got, []string{"a"}) {
+		t.Fatalf("changed %v, want [a]", got)
+	}
+	if got := ChangedKind(proto.KindPrompts, b, s.Build(up)); len(got) != 0 {
+		t.Fatalf("changed %v without a new notification", got)
+	}
+	if p, _ := b.List(proto.KindPrompts, "a").Page("", 10); strings.Contains(string(p), "ttlMs") {
+		t.Fatalf("a notification alone gave caching hints: %s", p)
+	}
+}

@@ -31,14 +31,15 @@ func TestToolstoreSkipsSameHash(t *testing.T) {
 		return e.Revision()
 	}
 	for i, want := range []struct {
-		hash  uint64
-		write bool
-	}{{1, true}, {1, false}, {2, true}} {
+		hash     uint64
+		notified int64
+		write    bool
+	}{{1, 0, true}, {1, 0, false}, {2, 0, true}, {2, 7, true}, {2, 0, false}} {
 		before := uint64(0)
 		if i > 0 {
 			before = rev()
 		}
-		set.Hash = want.hash
+		set.Hash, set.Notified = want.hash, want.notified
 		if err := s.Store(t.Context(), set); err != nil {
 			t.Fatal(err)
 		}

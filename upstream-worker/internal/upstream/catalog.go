@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -110,7 +111,7 @@ func (u *Upstream) RefreshCatalog(ctx context.Context) *proto.Error {
 	if !snap.up {
 		return u.unavailable(snap.err)
 	}
-	if err := u.refreshCatalog(ctx, snap.procs, allKinds); err != nil {
+	if err := u.refreshCatalog(ctx, snap.procs, allKinds, false); err != nil {
 		if ctx.Err() != nil {
 			return proto.Errorf(proto.CodeTimeout, "upstream %s: catalog: %v", u.name, ctx.Err())
 		}
@@ -125,7 +126,10 @@ func (u *Upstream) RefreshCatalog(ctx context.Context) *proto.Error {
 // list tools, or to store a set, is returned; a failure to list another
 // kind is logged and leaves that kind's stored set as it was (an upstream
 // whose resources/list is broken still serves its tools).
-func (u *Upstream) refreshCatalog(ctx context.Context, procs []*session, kinds uint32) error {
+//
+// notified says the refresh follows the upstream's list_changed: the sets
+// are then stamped (proto.ListSet.Notified) and stored even when unchanged.
+func (u *Upstream) refreshCatalog(ctx context.Context, procs []*session, kinds uint32, notified bool) error {
 	if kinds == 0 {
 		return nil
 	}
@@ -171,6 +175,9 @@ func (u *Upstream) refreshCatalog(ctx context.Context, procs []*session, kinds u
 			u.params.Store(&b)
 		}
 		set := &proto.ListSet{Upstream: u.name, Kind: k.kind, Items: items, Hash: hashItems(items)}
+		if notified {
+			set.Notified = time.Now().UnixNano()
+		}
 		if err := u.opts.Tools.Store(ctx, set); err != nil {
 			return fmt.Errorf("store %s set: %w", k.kind, err)
 		}

@@ -44,7 +44,7 @@ func (u *Upstream) Run(ctx context.Context) {
 // serve catalogues a connected generation, reports it up (resetting the
 // backoff) and watches it; it returns why it stopped serving.
 func (u *Upstream) serve(ctx context.Context, g *generation, delay *time.Duration) error {
-	if err := u.refreshCatalog(ctx, g.procs, allKinds); err != nil {
+	if err := u.refreshCatalog(ctx, g.procs, allKinds, false); err != nil {
 		return fmt.Errorf("catalog: %w", err)
 	}
 	u.setState(&snapshot{up: true, procs: g.procs})
@@ -127,7 +127,7 @@ func (u *Upstream) watch(ctx context.Context, g *generation) error {
 				return err
 			}
 		case <-u.kick:
-			if err := u.refreshCatalog(ctx, g.procs, u.dirty.Swap(0)); err != nil && ctx.Err() == nil {
+			if err := u.refreshCatalog(ctx, g.procs, u.dirty.Swap(0), true); err != nil && ctx.Err() == nil {
 				u.log.Warn("list refresh failed", proto.LogErr, err)
 			}
 		}
