@@ -54,11 +54,12 @@ type Service struct {
 	ready atomic.Bool
 	addr  atomic.Pointer[string]
 
-	sessions       sessionTable        // stateful client sessions (fast path, idle timer)
-	bridged        suspensions         // 2026-era calls waiting for the client's input
-	impl           *mcp.Implementation // serverInfo of every view
-	serverInfoMeta []byte              // `"<serverInfo key>":<impl>` for 2026-era results
-	noFastPath     bool                // tests: every request through the SDK
+	sessions       sessionTable          // stateful client sessions (fast path, idle timer)
+	bridged        suspensions           // 2026-era calls waiting for the client's input
+	events         *mcp.MemoryEventStore // SSE events kept for resumption (SEP-1699), SDK and fast path
+	impl           *mcp.Implementation   // serverInfo of every view
+	serverInfoMeta []byte                // `"<serverInfo key>":<impl>` for 2026-era results
+	noFastPath     bool                  // tests: every request through the SDK
 
 	mu        sync.Mutex
 	views     map[string]*view // guarded by mu: "" federated, else upstream
@@ -86,6 +87,7 @@ func New(cfg Config, nc *nats.Conn, log *slog.Logger) (*Service, error) {
 	key, _ := json.Marshal(mcp.MetaKeyServerInfo)
 	s.serverInfoMeta = append(append(append([]byte(`"_meta":{`), key...), ':'), append(info, '}')...)
 	s.caller = bus.NewCaller(nc, int(cfg.MaxResultBytes))
+	s.events = mcp.NewMemoryEventStore(nil)
 	s.presence = bus.NewPresence(nc, log)
 	s.routeSub = map[string]string{}
 	for _, op := range proto.ForwardedOps() {

@@ -265,6 +265,12 @@ func (s *Service) writeResponse(out *fastOut, protocol string, id json.RawMessag
 	if sse {
 		tail = "}\n\n"
 	}
+	if out.res != nil {
+		// A resumable stream stores the response, so it is built whole.
+		msg := append(append(append(make([]byte, 0, len(head)+len(result)+1), head[len("event: message\ndata: "):]...), result...), '}')
+		out.event(msg)
+		return
+	}
 	if out.started {
 		if _, err := w.Write(head); err == nil && len(result) > 0 {
 			_, _ = w.Write(result)

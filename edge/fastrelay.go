@@ -4,10 +4,13 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"strconv"
 	"sync"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/nats-io/nats.go"
 
+	"github.com/switchyard-mcp/switchyard/internal/bus"
 	"github.com/switchyard-mcp/switchyard/proto"
 )
 
@@ -17,24 +20,73 @@ type fastOut struct {
 	w       http.ResponseWriter
 	started bool     // the SSE stream is open: headers sent
 	relayed []string // relay ids of requests sent to the client
+	res     *resumable
+}
+
+// resumable makes a 2025-era SSE response resumable (SEP-1699) the way
+// the SDK's own streams are: every event is kept in the SDK's event store
+// under the session and a stream id of the edge's, and carries an id
+// "<stream>_<index>", so a client whose stream broke resumes it with a GET
+// and Last-Event-ID, which the SDK's handler serves from the store.
+type resumable struct {
+	store   mcp.EventStore
+	session string
+	stream  string
+	idx     int // index of the last event written
+}
+
+// retryMs is the reconnection delay the edge's SSE streams announce.
+const retryMs = "1000"
+
+// open starts the SSE stream: headers, then (resumable) the priming event
+// with an id, empty data and the retry delay.
+func (o *fastOut) open() {
+	if o.started {
+		return
+	}
+	h := o.w.Header()
+	h.Set("Cache-Control", "no-cache, no-transform")
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Connection", "keep-alive")
+	o.w.WriteHeader(http.StatusOK)
+	o.started = true
+	if r := o.res; r != nil {
+		ctx := context.Background()
+		if r.store.Open(ctx, r.session, r.stream) != nil || r.store.Append(ctx, r.session, r.stream, nil) != nil {
+			o.res = nil // not resumable after all: no ids
+		} else {
+			_, _ = io.WriteString(o.w, "id: "+r.stream+"_0\nretry: "+retryMs+"\ndata: \n\n")
+		}
+	}
+	o.flush()
 }
 
 // event writes one JSON-RPC message as an SSE event, opening the stream
 // first if needed, and flushes it.
 func (o *fastOut) event(msg []byte) {
-	if !o.started {
-		h := o.w.Header()
-		h.Set("Cache-Control", "no-cache, no-transform")
-		h.Set("Content-Type", "text/event-stream")
-		h.Set("Connection", "keep-alive")
-		o.w.WriteHeader(http.StatusOK)
-		o.started = true
+	o.open()
+	b := make([]byte, 0, len(msg)+48)
+	b = append(b, "event: message\n"...)
+	if r := o.res; r != nil {
+		one := appendOneLine(nil, msg)
+		if r.store.Append(context.Background(), r.session, r.stream, one) == nil {
+			r.idx++
+			b = append(b, "id: "...)
+			b = append(b, r.stream...)
+			b = append(b, '_')
+			b = strconv.AppendInt(b, int64(r.idx), 10)
+			b = append(b, '\n')
+		}
+		msg = one
 	}
-	b := make([]byte, 0, len(msg)+24)
-	b = append(b, "event: message\ndata: "...)
+	b = append(b, "data: "...)
 	b = appendOneLine(b, msg)
 	b = append(b, "\n\n"...)
 	_, _ = o.w.Write(b)
+	o.flush()
+}
+
+func (o *fastOut) flush() {
 	if f, ok := o.w.(http.Flusher); ok {
 		f.Flush()
 	}
@@ -58,6 +110,10 @@ func (o *fastOut) forget(cs *clientSession) {
 func (s *Service) fastRelay(ctx context.Context, v *view, fc *fastCall, out *fastOut, asks *sync.WaitGroup) func(*nats.Msg) bool {
 	if s.cfg.JSONResponse && fc.session != nil {
 		return s.sdkRelay(ctx, v, fc.session.ss, asks)
+	}
+	if !s.cfg.JSONResponse && fc.session != nil && fc.protocol >= "2025-11-25" {
+		out.res = &resumable{store: s.events, session: fc.session.id, stream: "sy" + bus.RandomToken(16)}
+		out.open() // the priming event goes out at once, before the call's wait
 	}
 	return func(m *nats.Msg) bool {
 		u, ok := parseUpMsg(m)

@@ -59,7 +59,7 @@ func (s *Service) newView(name string) *view {
 	// No SDK SessionTimeout: the fast path serves calls the SDK never sees,
 	// so the edge's session table keeps the idle timer.
 	v.stateful = mcp.NewStreamableHTTPHandler(get, &mcp.StreamableHTTPOptions{
-		Logger: s.log, JSONResponse: s.cfg.JSONResponse,
+		Logger: s.log, JSONResponse: s.cfg.JSONResponse, EventStore: s.events,
 		MaxRequestBodyBytes: s.cfg.MaxRequestBodyBytes,
 	})
 	v.sse = mcp.NewSSEHandler(get, &mcp.SSEOptions{MaxRequestBodyBytes: s.cfg.MaxRequestBodyBytes})
