@@ -141,7 +141,7 @@ func (s *Service) runFast(w http.ResponseWriter, r *http.Request, v *view, fc *f
 	}
 	out := &fastOut{w: w}
 	var asks sync.WaitGroup
-	defer func() { cancel(); asks.Wait(); out.forget(fc.session) }()
+	defer func() { cancel(); asks.Wait(); out.forget(fc.session); out.close() }()
 	onMsg := s.fastRelay(ctx, v, fc, out, &asks)
 	br := &bridge{}
 	var raw []byte

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/nats-io/nats.go"
@@ -17,10 +18,12 @@ import (
 // fastOut is the response of one fast-path call. Only the call's goroutine
 // writes it.
 type fastOut struct {
+	mu      sync.Mutex // guards w: the priming flush runs on a timer
 	w       http.ResponseWriter
 	started bool     // the SSE stream is open: headers sent
 	relayed []string // relay ids of requests sent to the client
 	res     *resumable
+	prime   *time.Timer // flushes the priming event if the call is slow
 }
 
 // resumable makes a 2025-era SSE response resumable (SEP-1699) the way
@@ -38,9 +41,22 @@ type resumable struct {
 // retryMs is the reconnection delay the edge's SSE streams announce.
 const retryMs = "1000"
 
+// primeDelay is how long a priming event may wait for the call's first
+// event before it is flushed alone. A call answered sooner sends both in
+// one write, saving the client a wake-up per call; a slower one gets the
+// priming early enough to resume a stream that breaks while it waits.
+const primeDelay = 5 * time.Millisecond
+
 // open starts the SSE stream: headers, then (resumable) the priming event
-// with an id, empty data and the retry delay.
+// with an id, empty data and the retry delay, flushed with the first event
+// or after primeDelay, whichever comes first.
 func (o *fastOut) open() {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.openLocked()
+}
+
+func (o *fastOut) openLocked() {
 	if o.started {
 		return
 	}
@@ -56,15 +72,32 @@ func (o *fastOut) open() {
 			o.res = nil // not resumable after all: no ids
 		} else {
 			_, _ = io.WriteString(o.w, "id: "+r.stream+"_0\nretry: "+retryMs+"\ndata: \n\n")
+			o.prime = time.AfterFunc(primeDelay, func() {
+				o.mu.Lock()
+				defer o.mu.Unlock()
+				o.flush()
+			})
+			return
 		}
 	}
 	o.flush()
 }
 
+// close stops the priming timer; the response has been written.
+func (o *fastOut) close() {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.prime != nil {
+		o.prime.Stop()
+	}
+}
+
 // event writes one JSON-RPC message as an SSE event, opening the stream
 // first if needed, and flushes it.
 func (o *fastOut) event(msg []byte) {
-	o.open()
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.openLocked()
 	b := make([]byte, 0, len(msg)+48)
 	b = append(b, "event: message\n"...)
 	if r := o.res; r != nil {
