@@ -88,11 +88,14 @@
 // # KV buckets
 //
 //	switchyard_upstreams  watched: the catalog of upstream specs (owned by tenancy-svc)
-//	switchyard_lists      written: key <upstream>.<kind> = proto.ListSet, only when its hash changes
+//	switchyard_lists      written: key <upstream>.<kind> = proto.ListSet, when its hash or hints change
+//	                      or it follows a list_changed
 //	                      (the bucket is created, history 1, if missing). Every kind is written on
 //	                      connect and on catalog; a kind the upstream does not advertise is empty;
 //	                      the upstream's notifications/{tools,prompts,resources}/list_changed
-//	                      refetch that kind (resources: resources and resource_templates)
+//	                      refetch that kind (resources: resources and resource_templates), and
+//	                      so does the end of its ttlMs (SEP-2549 hints, kept in the set's
+//	                      TTLMs and CacheScope; at least a second apart)
 //
 // # Upstream sessions
 //

@@ -29,8 +29,8 @@ type KV struct {
 func New(js jetstream.JetStream) *KV { return &KV{js: js, bucket: proto.BucketLists} }
 
 // Store writes set under proto.ListKey(set.Upstream, set.Kind) unless the
-// stored set has the same Hash and set follows no list_changed
-// (set.Notified is 0).
+// stored set has the same Hash and caching hints (TTLMs, CacheScope) and
+// set follows no list_changed (set.Notified is 0).
 func (s *KV) Store(ctx context.Context, set *proto.ListSet) error {
 	kv, err := s.open(ctx)
 	if err != nil {
@@ -39,7 +39,8 @@ func (s *KV) Store(ctx context.Context, set *proto.ListSet) error {
 	key := proto.ListKey(set.Upstream, set.Kind)
 	if e, err := kv.Get(ctx, key); err == nil {
 		var old proto.ListSet
-		if proto.Unmarshal(e.Value(), &old) == nil && old.Hash == set.Hash && old.Upstream == set.Upstream && old.Kind == set.Kind && set.Notified == 0 {
+		if proto.Unmarshal(e.Value(), &old) == nil && old.Hash == set.Hash && old.Upstream == set.Upstream && old.Kind == set.Kind &&
+			sameTTL(old.TTLMs, set.TTLMs) && old.CacheScope == set.CacheScope && set.Notified == 0 {
 			return nil
 		}
 	} else if !errors.Is(err, jetstream.ErrKeyNotFound) {
@@ -68,3 +69,5 @@ func (s *KV) open(ctx context.Context) (jetstream.KeyValue, error) {
 	s.kv = kv
 	return kv, nil
 }
+
+func sameTTL(a, b *int64) bool { return a == nil && b == nil || a != nil && b != nil && *a == *b }

@@ -10,7 +10,8 @@ import (
 )
 
 // TestToolstoreSkipsSameHash: the first Store creates the bucket (history
-// 1) and writes; the same hash writes nothing; a new hash writes.
+// 1) and writes; the same hash and hints write nothing; a new hash, a
+// Notified set or new caching hints write.
 func TestToolstoreSkipsSameHash(t *testing.T) {
 	nc := natstest.Connect(t, natstest.Start(t))
 	js, err := jetstream.New(nc)
@@ -30,16 +31,23 @@ func TestToolstoreSkipsSameHash(t *testing.T) {
 		}
 		return e.Revision()
 	}
+	ttl := func(n int64) *int64 { return &n }
 	for i, want := range []struct {
 		hash     uint64
 		notified int64
+		ttlMs    *int64
+		scope    string
 		write    bool
-	}{{1, 0, true}, {1, 0, false}, {2, 0, true}, {2, 7, true}, {2, 0, false}} {
+	}{
+		{1, 0, nil, "", true}, {1, 0, nil, "", false}, {2, 0, nil, "", true}, {2, 7, nil, "", true}, {2, 0, nil, "", false},
+		{2, 0, ttl(0), "", true}, {2, 0, ttl(0), "", false}, {2, 0, ttl(5), "", true}, {2, 0, ttl(5), "public", true},
+		{2, 0, ttl(5), "public", false}, {2, 0, nil, "public", true}, {2, 0, nil, "", true},
+	} {
 		before := uint64(0)
 		if i > 0 {
 			before = rev()
 		}
-		set.Hash, set.Notified = want.hash, want.notified
+		set.Hash, set.Notified, set.TTLMs, set.CacheScope = want.hash, want.notified, want.ttlMs, want.scope
 		if err := s.Store(t.Context(), set); err != nil {
 			t.Fatal(err)
 		}

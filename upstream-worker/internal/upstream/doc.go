@@ -140,6 +140,17 @@
 // connection); a failed listing of another kind is logged and leaves that
 // kind's stored set as it was.
 //
+// Each set carries the upstream's SEP-2549 caching hints (TTLMs,
+// CacheScope), merged over the list's pages: the smallest ttlMs, and
+// cacheScope "public" only if every page said so, else "private" (a page
+// without the member counts as ttlMs 0 or private; a member absent on
+// every page stays absent: nil, ""). The gateway honours the hint in its
+// own copy: a kind whose stored set has a positive ttlMs is listed again
+// that long after each listing (at least a second apart), unless a
+// list_changed or a catalog op lists it first; such a refresh is not
+// stamped Notified. The timers stop while the upstream is down and when
+// Run returns.
+//
 // # Sessions
 //
 // HTTP upstreams (streamable, legacy SSE) have a shared pool session, used

@@ -358,18 +358,32 @@ func (s *testServer) recorded(f func(*posted) bool) []*posted {
 
 // memTools is a ToolStore that keeps the latest set of each kind.
 type memTools struct {
-	mu   sync.Mutex
-	sets map[string]*proto.ListSet // guarded by mu: by kind
+	mu       sync.Mutex
+	sets     map[string]*proto.ListSet // guarded by mu: by kind
+	stores   map[string]int            // guarded by mu: Store calls by kind
+	notified map[string]int            // guarded by mu: Store calls with Notified set, by kind
 }
 
 func (m *memTools) Store(_ context.Context, set *proto.ListSet) error {
 	m.mu.Lock()
 	if m.sets == nil {
-		m.sets = map[string]*proto.ListSet{}
+		m.sets, m.stores, m.notified = map[string]*proto.ListSet{}, map[string]int{}, map[string]int{}
 	}
 	m.sets[set.Kind] = set
+	m.stores[set.Kind]++
+	if set.Notified != 0 {
+		m.notified[set.Kind]++
+	}
 	m.mu.Unlock()
 	return nil
+}
+
+// count returns the number of Store calls of kind, and how many of them
+// were stamped Notified.
+func (m *memTools) count(kind string) (stores, notified int) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.stores[kind], m.notified[kind]
 }
 
 // get returns the latest set of kind, or nil.

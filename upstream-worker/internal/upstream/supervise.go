@@ -31,6 +31,7 @@ func (u *Upstream) Run(ctx context.Context) {
 			break
 		}
 		u.setState(&snapshot{err: errText(err)})
+		u.stopTTL(false)
 		u.release(g)
 		if !sleep(ctx, delay) {
 			break
@@ -100,6 +101,7 @@ func (u *Upstream) stop() {
 	u.stopped = true
 	u.mu.Unlock()
 	u.setState(&snapshot{err: errStopped.Error()})
+	u.stopTTL(true)
 	u.pool.kill()
 	u.closeDedicated()
 }
@@ -127,8 +129,17 @@ func (u *Upstream) watch(ctx context.Context, g *generation) error {
 				return err
 			}
 		case <-u.kick:
-			if err := u.refreshCatalog(ctx, g.procs, u.dirty.Swap(0), true); err != nil && ctx.Err() == nil {
-				u.log.Warn("list refresh failed", proto.LogErr, err)
+			// A list_changed refresh is stamped Notified; a ttlMs one is
+			// not (nothing announced a change).
+			changed := u.dirty.Swap(0)
+			stale := u.expired.Swap(0) &^ changed
+			for _, r := range []struct {
+				kinds    uint32
+				notified bool
+			}{{changed, true}, {stale, false}} {
+				if err := u.refreshCatalog(ctx, g.procs, r.kinds, r.notified); err != nil && ctx.Err() == nil {
+					u.log.Warn("list refresh failed", proto.LogErr, err)
+				}
 			}
 		}
 	}

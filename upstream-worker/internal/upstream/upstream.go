@@ -126,13 +126,14 @@ type Upstream struct {
 	// Tests clear it before Run to compare with the SDK path.
 	rawCalls bool
 
-	kick  chan struct{} // cap 1: refetch the dirty lists (list_changed)
-	dirty atomic.Uint32 // the list kinds (bit* flags) a list_changed marked
-	check chan struct{} // cap 1: ping now (a call saw a transport error)
-	rr    atomic.Uint64 // stdio round-robin
-	pings atomic.Uint64 // successful pings of the pool session
-	snap  atomic.Pointer[snapshot]
-	pool  *lazy // HTTP pool session
+	kick    chan struct{} // cap 1: refetch the dirty and expired lists
+	dirty   atomic.Uint32 // the list kinds (bit* flags) a list_changed marked
+	expired atomic.Uint32 // the list kinds whose ttlMs ran out (refetched without Notified)
+	check   chan struct{} // cap 1: ping now (a call saw a transport error)
+	rr      atomic.Uint64 // stdio round-robin
+	pings   atomic.Uint64 // successful pings of the pool session
+	snap    atomic.Pointer[snapshot]
+	pool    *lazy // HTTP pool session
 	// params holds the SEP-2243 header bindings of the upstream's tools
 	// (by tool name), from the latest catalog fetch.
 	params  atomic.Pointer[map[string][]paramBinding]
@@ -145,6 +146,14 @@ type Upstream struct {
 	dedicated2026 atomic.Bool
 
 	catMu sync.Mutex // serializes catalog fetches
+
+	// ttlMu (taken inside catMu) guards the SEP-2549 ttlMs refreshes, by
+	// listKinds index: the gateway's copy of a list is refetched when the
+	// upstream's ttlMs for it runs out.
+	ttlMu     sync.Mutex
+	ttls      [len(listKinds)]time.Duration // guarded by ttlMu: delay from the stored set's ttlMs; 0: none
+	ttlTimers [len(listKinds)]*time.Timer   // guarded by ttlMu: nil until first armed
+	ttlOff    bool                          // guarded by ttlMu: Run has returned
 
 	progMu   sync.Mutex
 	progress map[string]*progressEntry // guarded by progMu: calls by our progress token
