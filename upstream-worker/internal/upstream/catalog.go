@@ -13,6 +13,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/switchyard-mcp/switchyard/internal/paramhdr"
 	"github.com/switchyard-mcp/switchyard/proto"
 	"github.com/switchyard-mcp/switchyard/upstream-worker/internal/capture"
 )
@@ -405,6 +406,32 @@ func rawHints(res map[string]json.RawMessage) cacheHints {
 		h.scope = s
 	}
 	return h
+}
+
+// paramBindings returns the SEP-2243 header bindings of every tool in
+// tools (raw tool objects) that has valid annotations, by tool name (see
+// package paramhdr): the raw HTTP path sends the Mcp-Param headers the
+// SDK's streamable client would, taking the tool definitions from the
+// catalog instead of the SDK session's tools/list cache.
+func paramBindings(tools [][]byte) map[string][]paramhdr.Binding {
+	var out map[string][]paramhdr.Binding
+	for _, raw := range tools {
+		b := paramhdr.Bindings(raw)
+		if b == nil {
+			continue
+		}
+		var t struct {
+			Name string `json:"name"`
+		}
+		if json.Unmarshal(raw, &t) != nil {
+			continue
+		}
+		if out == nil {
+			out = map[string][]paramhdr.Binding{}
+		}
+		out[t.Name] = b
+	}
+	return out
 }
 
 // hashItems is FNV-64a over the length-prefixed items.

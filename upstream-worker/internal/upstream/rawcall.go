@@ -20,6 +20,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/switchyard-mcp/switchyard/internal/jsonscan"
+	"github.com/switchyard-mcp/switchyard/internal/paramhdr"
 	"github.com/switchyard-mcp/switchyard/proto"
 )
 
@@ -228,7 +229,7 @@ func (u *Upstream) rawCall(ctx context.Context, rc *rawConn, p *rawParams, st *c
 	if h := req.Header; rc.meta != nil && p.name != "" {
 		h["Mcp-Name"] = []string{p.name}
 		if b := u.bindings(p.name); b != nil && method == methodToolsCall {
-			for k, v := range paramHeaderValues(b, p.args) {
+			for k, v := range paramhdr.Values(b, p.args) {
 				h.Set(k, v)
 			}
 		}

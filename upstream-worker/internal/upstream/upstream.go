@@ -12,6 +12,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/switchyard-mcp/switchyard/internal/paramhdr"
 	"github.com/switchyard-mcp/switchyard/proto"
 	"github.com/switchyard-mcp/switchyard/upstream-worker/internal/capture"
 )
@@ -136,7 +137,7 @@ type Upstream struct {
 	pool    *lazy // HTTP pool session
 	// params holds the SEP-2243 header bindings of the upstream's tools
 	// (by tool name), from the latest catalog fetch.
-	params  atomic.Pointer[map[string][]paramBinding]
+	params  atomic.Pointer[map[string][]paramhdr.Binding]
 	readers sync.Pool     // *bufio.Reader of raw SSE responses (sseReadBuffer)
 	asks    chan struct{} // one token per upstream request waiting for a client (maxAsks)
 	progSeq atomic.Uint64 // numbers our progress tokens
@@ -251,7 +252,7 @@ func (u *Upstream) unavailable(reason string) *proto.Error {
 func (u *Upstream) isHTTP() bool { return u.opts.Spec.Transport != proto.TransportStdio }
 
 // bindings returns the SEP-2243 header bindings of tool, if it has any.
-func (u *Upstream) bindings(tool string) []paramBinding {
+func (u *Upstream) bindings(tool string) []paramhdr.Binding {
 	if m := u.params.Load(); m != nil {
 		return (*m)[tool]
 	}
