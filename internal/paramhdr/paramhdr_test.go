@@ -61,3 +61,34 @@ func TestParamhdrValidate(t *testing.T) {
 		t.Fatalf("values %v", vals)
 	}
 }
+
+func TestParamhdrValuesEdgeCases(t *testing.T) {
+	b := []Binding{{Path: []string{"v"}, Header: "Mcp-Param-V"}}
+	for _, c := range []struct {
+		args string
+		want string // "" : no header
+	}{
+		{`{"v":1.5}`, ""},
+		{`{"v":9007199254740993}`, ""},
+		{`{"v":null}`, ""},
+		{`{"v":2e3}`, "2000"},
+		{`{"v":-7}`, "-7"},
+		{`{"v":true}`, "true"},
+		{`{"v":"=?base64?abc?="}`, Encode("=?base64?abc?=")},
+		{`{"v":"a\u0001b"}`, Encode("a\x01b")},
+		{`{"v":" x"}`, Encode(" x")},
+		{`{"v":"plain"}`, "plain"},
+		{`{"v":{"o":1}}`, ""},
+	} {
+		got := Values(b, []byte(c.args))["Mcp-Param-V"]
+		if got != c.want {
+			t.Errorf("Values(%s) = %q, want %q", c.args, got, c.want)
+		}
+		if c.want != "" && got == c.args {
+			t.Errorf("%s: not encoded", c.args)
+		}
+	}
+	if Encode("=?base64?abc?=") == "=?base64?abc?=" || Encode("a\x01b") == "a\x01b" {
+		t.Fatal("values that need the wrapper were left plain")
+	}
+}
