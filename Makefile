@@ -111,14 +111,19 @@ loadtest: build
 
 ## conformance: the official MCP conformance suite (pinned in conformance/)
 ## against the everything-server through the gateway's passthrough endpoint,
-## each run also directly; exit 1 on any failure not in conformance/baselines/.
-## Not part of `make test` or CI: see docs/conformance.md. CONFORMANCE_RUNS
-## picks runs (r1 r2 r3 r4a r4b); results go to results/conformance-<stamp>/.
+## in each gateway mode (embedded: `switchyard dev`; cluster: nats,
+## tenancy-svc, router, upstream-worker and edge as separate processes over
+## TCP NATS), each run also directly; exit 1 on any failure not in
+## conformance/baselines/. Not part of `make test` or CI: see
+## docs/conformance.md. CONFORMANCE_RUNS picks runs (r1 r2 r3 r4a r4b),
+## CONFORMANCE_MODES modes (default both); results go to
+## results/conformance-<stamp>/.
 CONFORMANCE_RUNS ?=
+CONFORMANCE_MODES ?= embedded cluster
 CONFORMANCE_TIMEOUT_MS ?= 30000
 CONFORMANCE_STAMP := conformance/node_modules/.installed
 conformance: build conformance-install
-	@BIN=$(BIN) CONFORMANCE_TIMEOUT_MS=$(CONFORMANCE_TIMEOUT_MS) conformance/run.sh $(CONFORMANCE_RUNS)
+	@BIN=$(BIN) CONFORMANCE_MODES="$(CONFORMANCE_MODES)" CONFORMANCE_TIMEOUT_MS=$(CONFORMANCE_TIMEOUT_MS) conformance/run.sh $(CONFORMANCE_RUNS)
 
 ## conformance-direct: the same runs against the upstream alone; checks the
 ## instrument (every baseline entry fails directly, nothing else does)

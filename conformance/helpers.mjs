@@ -2,6 +2,8 @@
 //
 //   node helpers.mjs ports N                  N free TCP ports on 127.0.0.1, space-separated
 //   node helpers.mjs wait-http URL SECONDS    until URL answers any HTTP status
+//   node helpers.mjs wait-tcp HOST:PORT SECONDS
+//                                             until HOST:PORT accepts a TCP connection
 //   node helpers.mjs wait-gateway BASE SECONDS NAME...
 //                                             until BASE/readyz is 200 and a
 //                                             2026-07-28 tools/list on every
@@ -99,6 +101,19 @@ try {
       });
       break;
     }
+    case 'wait-tcp': {
+      const [addr, secs] = args;
+      const i = addr.lastIndexOf(':');
+      const host = addr.slice(0, i);
+      const port = Number(addr.slice(i + 1));
+      await until(addr, Number(secs), () => new Promise((res, rej) => {
+        const c = net.connect({ host, port });
+        c.setTimeout(2000, () => c.destroy(new Error('connect timeout')));
+        c.once('connect', () => { c.end(); res(true); });
+        c.once('error', rej);
+      }));
+      break;
+    }
     case 'wait-gateway': {
       const [base, secs, ...names] = args;
       await until(`${base}/readyz`, Number(secs), async () => {
@@ -109,7 +124,7 @@ try {
       break;
     }
     default:
-      throw new Error(`unknown command ${JSON.stringify(cmd)} (ports, wait-http, wait-gateway)`);
+      throw new Error(`unknown command ${JSON.stringify(cmd)} (ports, wait-http, wait-tcp, wait-gateway)`);
   }
 } catch (e) {
   console.error(`helpers: ${e.message}`);

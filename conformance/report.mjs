@@ -1,13 +1,19 @@
 // Reads what the conformance suite left behind for one run (its stdout and the
 // checks.json files of its -o directory), once run directly against the
-// upstream and once through the gateway, prints one table, and judges both
-// sides against the run's baseline. Run with the pinned Node 22:
+// upstream and once through the gateway in each mode, prints one table, and
+// judges every side against the run's baseline. Run with the pinned Node 22:
 //
-//   node report.mjs run --name r2 --title TEXT --baseline FILE
+//   node report.mjs run --name r2 --title TEXT [--short TEXT] --baseline FILE
 //        [--direct DIR --direct-log FILE --direct-rc N [--direct-suite-baseline]]
-//        [--gateway DIR --gateway-log FILE --gateway-rc N]
+//        [--gateway-mode MODE --gateway DIR --gateway-log FILE --gateway-rc N
+//         [--gateway-exited 'NAME...']]...
 //        [--summary FILE.jsonl]
 //   node report.mjs summary FILE.jsonl
+//
+// Each gateway side is named by its mode (embedded, cluster); its five
+// options are given together, once per mode. --gateway-exited names the
+// processes of that mode (gateway and upstreams) that had exited once its
+// suite ended (an empty value: none); any such process fails the side.
 //
 // A check fails when its status is FAILURE or WARNING, as in the suite's own
 // --expected-failures evaluation; repeated check ids within a scenario count
@@ -15,9 +21,11 @@
 // checks, every one counted.
 //
 // Direct side (strict): every failure is in the baseline, every baseline entry
-// fails, and the suite itself, given the baseline, exited 0. Gateway side:
-// every failure is in the baseline and every scenario the direct side ran was
-// run; a baseline entry that passes through the gateway is only reported.
+// fails, and the suite itself, given the baseline, exited 0. Gateway side (one
+// per mode): every failure is in the baseline, every scenario the direct side
+// ran was run, and none of its processes exited; a baseline entry that passes
+// through the gateway is only reported. With two or more modes, the table
+// also lists the checks failing in one mode and not in another.
 //
 // Exit status: 0 when every side given is judged ok, 1 otherwise, 2 on misuse.
 import fs from 'node:fs';
@@ -182,14 +190,17 @@ function cmdRun(argv) {
     options: {
       name: { type: 'string' },
       title: { type: 'string', default: '' },
+      short: { type: 'string' },
       baseline: { type: 'string' },
       direct: { type: 'string' },
       'direct-log': { type: 'string' },
       'direct-rc': { type: 'string' },
       'direct-suite-baseline': { type: 'boolean', default: false },
-      gateway: { type: 'string' },
-      'gateway-log': { type: 'string' },
-      'gateway-rc': { type: 'string' },
+      'gateway-mode': { type: 'string', multiple: true, default: [] },
+      gateway: { type: 'string', multiple: true, default: [] },
+      'gateway-log': { type: 'string', multiple: true, default: [] },
+      'gateway-rc': { type: 'string', multiple: true, default: [] },
+      'gateway-exited': { type: 'string', multiple: true, default: [] },
       summary: { type: 'string' },
     },
   });
@@ -197,8 +208,18 @@ function cmdRun(argv) {
   const baseline = readBaseline(o.baseline);
   const sides = {};
   if (o.direct) sides.direct = { ...readSide(o.direct, o['direct-log']), rc: Number(o['direct-rc'] ?? NaN) };
-  if (o.gateway) sides.gateway = { ...readSide(o.gateway, o['gateway-log']), rc: Number(o['gateway-rc'] ?? NaN) };
-  if (!Object.keys(sides).length) fail('run needs --direct or --gateway');
+  const modes = o['gateway-mode'];
+  for (const k of ['gateway', 'gateway-log', 'gateway-rc']) {
+    if (o[k].length !== modes.length) fail(`run needs one --${k} per --gateway-mode`);
+  }
+  if (o['gateway-exited'].length && o['gateway-exited'].length !== modes.length) fail('run needs one --gateway-exited per --gateway-mode, or none');
+  const exited = {};
+  modes.forEach((m, i) => {
+    if (m === 'direct' || sides[m]) fail(`gateway mode '${m}' is given twice or is named 'direct'`);
+    sides[m] = { ...readSide(o.gateway[i], o['gateway-log'][i]), rc: Number(o['gateway-rc'][i]) };
+    exited[m] = (o['gateway-exited'][i] ?? '').trim();
+  });
+  if (!Object.keys(sides).length) fail('run needs --direct or --gateway-mode');
   const j = {};
   for (const [k, s] of Object.entries(sides)) j[k] = judge(s, baseline);
 
@@ -230,7 +251,8 @@ function cmdRun(argv) {
       if (jj.unseen.length) problems.push(`${jj.unseen.length} baseline entries the upstream does not fail`);
       if (o['direct-suite-baseline'] && s.rc !== 0) problems.push(`the suite, given the baseline, exited ${s.rc}`);
     }
-    if (c === 'gateway' && sides.direct) {
+    if (c !== 'direct' && exited[c]) problems.push(`processes of this mode exited: ${exited[c]}`);
+    if (c !== 'direct' && sides.direct) {
       const missing = sides.direct.order.filter((n) => !s.order.includes(n));
       if (missing.length) problems.push(`scenarios not run through the gateway: ${missing.join(', ')}`);
     }
@@ -244,16 +266,30 @@ function cmdRun(argv) {
       out.push('   baseline entries the upstream does not fail directly (remove them):');
       for (const k of jj.unseen) out.push(`     ${k}`);
     }
-    if (c === 'gateway' && jj.passing.length) {
+    if (c !== 'direct' && jj.passing.length) {
       out.push(`   baseline entries that pass through the gateway (${jj.passing.length}; the upstream fails them directly):`);
       for (const k of jj.passing) out.push(`     ${k}`);
     }
+  }
+  // Between modes: the checks failing in one and not in another.
+  const failingKeys = (jj) => new Set([...jj.unexpected.map((u) => u.key), ...jj.expected]);
+  if (modes.length > 1) {
+    const keys = Object.fromEntries(modes.map((m) => [m, failingKeys(j[m])]));
+    const diffs = [];
+    for (const a of modes) {
+      for (const b of modes) {
+        if (a === b) continue;
+        const only = [...keys[a]].filter((k) => !keys[b].has(k));
+        if (only.length) diffs.push(`   failing in ${a}, not in ${b}: ${only.join(', ')}`);
+      }
+    }
+    out.push(diffs.length ? `modes:   differ\n${diffs.join('\n')}` : `modes:   the same failing checks in ${modes.join(' and ')}`);
   }
   console.log(out.join('\n') + '\n');
 
   const ok = cols.every((c) => verdict[c].length === 0);
   if (o.summary) {
-    const rec = { name: o.name, title: o.title, ok };
+    const rec = { name: o.name, title: o.title, short: o.short ?? o.title, sides: cols, ok };
     for (const c of cols) {
       const jj = j[c];
       rec[c] = {
@@ -275,20 +311,28 @@ function cmdSummary([file]) {
   const recs = fs.existsSync(file)
     ? fs.readFileSync(file, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l))
     : [];
-  const cols = ['direct', 'gateway'].filter((c) => recs.some((r) => r[c]));
+  const cols = [];
+  for (const r of recs) for (const c of r.sides ?? ['direct', 'gateway']) if (r[c] && !cols.includes(c)) cols.push(c);
   const fmt = (s) => (s ? `${s.passed} passed, ${s.failed} failed${s.warnings ? `, ${s.warnings} w` : ''}${s.ok ? '' : ' !'}` : '-');
   const wn = Math.max(3, ...recs.map((r) => r.name.length));
-  const wt = Math.max(5, ...recs.map((r) => r.title.length));
-  const out = ['== conformance summary (! = judged FAIL)'];
-  out.push(`${'run'.padEnd(wn)}  ${'what'.padEnd(wt)}  ${cols.map((c) => c.padEnd(30)).join('  ')}`.trimEnd());
-  for (const r of recs) out.push(`${r.name.padEnd(wn)}  ${r.title.padEnd(wt)}  ${cols.map((c) => fmt(r[c]).padEnd(30)).join('  ')}`.trimEnd());
+  const what = (r) => r.short ?? r.title;
+  const wt = Math.max(5, ...recs.map((r) => what(r).length));
+  const modes = cols.filter((c) => c !== 'direct');
+  const out = [`== conformance summary (! = judged FAIL; gateway modes: ${modes.length ? modes.join(', ') : 'none'})`];
+  out.push(`${'run'.padEnd(wn)}  ${'what'.padEnd(wt)}  ${cols.map((c) => c.padEnd(28)).join('  ')}`.trimEnd());
+  for (const r of recs) out.push(`${r.name.padEnd(wn)}  ${what(r).padEnd(wt)}  ${cols.map((c) => fmt(r[c]).padEnd(28)).join('  ')}`.trimEnd());
   for (const r of recs) {
     for (const c of cols) {
       if (r[c]?.failingScenarios?.length) out.push(`${r.name} ${c}: failing outside the baseline: ${r[c].failingScenarios.join(', ')}`);
     }
   }
-  const bad = recs.filter((r) => !r.ok).map((r) => r.name);
-  out.push(bad.length ? `conformance: FAIL (${bad.join(', ')})` : `conformance: ok (${recs.length} runs)`);
+  // Failing sides named as run/side (r2/cluster), grouped by run.
+  const bad = recs.filter((r) => !r.ok).map((r) => {
+    const sides = cols.filter((c) => r[c] && !r[c].ok);
+    return sides.length ? sides.map((c) => `${r.name}/${c}`).join(' ') : r.name;
+  });
+  const modeText = modes.length ? `, modes ${modes.join(', ')}` : ', direct only';
+  out.push(bad.length ? `conformance: FAIL (${bad.join(' ')})` : `conformance: ok (${recs.length} runs${modeText})`);
   console.log(out.join('\n'));
   process.exit(bad.length || !recs.length ? 1 : 0);
 }

@@ -1,16 +1,23 @@
 #!/usr/bin/env bash
 # Runs the official MCP conformance suite (pinned in conformance/package.json)
 # against the go-sdk everything-server, directly and through Switchyard's
-# passthrough endpoint for it, and judges both against conformance/baselines/.
-# `make conformance` and `make conformance-direct` call it; docs/conformance.md
-# explains the runs and the baselines.
+# passthrough endpoint for it, in each gateway mode, and judges every side
+# against conformance/baselines/. `make conformance` and `make
+# conformance-direct` call it; docs/conformance.md explains the runs, the
+# modes and the baselines.
 #
 #   conformance/run.sh [--direct-only] [RUN...]     RUN: r1 r2 r3 r4a r4b (default: all)
 #
+# Gateway modes (CONFORMANCE_MODES, space- or comma-separated; default both):
+#   embedded  `switchyard dev`: every role and an embedded NATS in one process
+#   cluster   separate processes over TCP NATS: `switchyard nats`, tenancy-svc,
+#             router, upstream-worker, edge
+#
 # Environment: BIN (default <repo>/bin: everything-server, switchyard),
-# CONFORMANCE_OUT (default results/conformance-<stamp>), CONFORMANCE_TIMEOUT_MS
-# (per scenario, 0.2 suites only; default 30000), CONFORMANCE_RUN_LIMIT (seconds
-# for one suite invocation; default 900), CONFORMANCE_READY_SECONDS (default 60).
+# CONFORMANCE_MODES (default "embedded cluster"), CONFORMANCE_OUT (default
+# results/conformance-<stamp>), CONFORMANCE_TIMEOUT_MS (per scenario, 0.2
+# suites only; default 30000), CONFORMANCE_RUN_LIMIT (seconds for one suite
+# invocation; default 900), CONFORMANCE_READY_SECONDS (default 60).
 #
 # Exit status: 0 when every run is judged ok, 1 otherwise, 2 when the setup fails.
 set -uo pipefail
@@ -23,6 +30,9 @@ TIMEOUT_MS=${CONFORMANCE_TIMEOUT_MS:-30000}
 RUN_LIMIT=${CONFORMANCE_RUN_LIMIT:-900}
 READY_SECONDS=${CONFORMANCE_READY_SECONDS:-60}
 ALL_RUNS="r1 r2 r3 r4a r4b"
+ALL_MODES="embedded cluster"
+
+die() { echo "conformance: $*" >&2; exit 2; }
 
 direct_only=0
 runs=()
@@ -30,27 +40,44 @@ for a in "$@"; do
   case $a in
     --direct-only) direct_only=1 ;;
     r1|r2|r3|r4a|r4b) runs+=("$a") ;;
-    *) echo "conformance: unknown argument '$a' (runs: $ALL_RUNS; flag: --direct-only)" >&2; exit 2 ;;
+    *) die "unknown argument '$a' (runs: $ALL_RUNS; flag: --direct-only)" ;;
   esac
 done
 [ ${#runs[@]} -gt 0 ] || read -ra runs <<<"$ALL_RUNS"
 
-die() { echo "conformance: $*" >&2; exit 2; }
+modes=()
+if [ $direct_only = 0 ]; then
+  for m in ${CONFORMANCE_MODES:-$ALL_MODES}; do
+    m=${m//,/ }
+    for mm in $m; do
+      case $mm in
+        embedded|cluster) [[ " ${modes[*]} " == *" $mm "* ]] || modes+=("$mm") ;;
+        *) die "unknown mode '$mm' in CONFORMANCE_MODES (modes: $ALL_MODES)" ;;
+      esac
+    done
+  done
+  [ ${#modes[@]} -gt 0 ] || die "CONFORMANCE_MODES names no mode (modes: $ALL_MODES)"
+fi
 
 # define RUN sets, for one run: the suite package, its arguments, which
-# upstream (stateful or stateless everything-server) and a title.
+# upstream (stateful or stateless everything-server), a title and a short one.
 define() {
   case $1 in
     r1)  SUITE=conformance-0116;    ARGS=(--suite active);               UP=stateful
-         TITLE="suite 0.1.16 --suite active, upstream -stateless=false" ;;
+         TITLE="suite 0.1.16 --suite active, upstream -stateless=false"
+         SHORT="0.1.16 active, stateful" ;;
     r2)  SUITE=conformance-0200a12; ARGS=(--requirements 2025-11-25);    UP=stateful
-         TITLE="suite 0.2.0-alpha.12 --requirements 2025-11-25, upstream -stateless=false" ;;
+         TITLE="suite 0.2.0-alpha.12 --requirements 2025-11-25, upstream -stateless=false"
+         SHORT="0.2 2025-11-25, stateful" ;;
     r3)  SUITE=conformance-0200a12; ARGS=(--requirements 2026-07-28);    UP=stateless
-         TITLE="suite 0.2.0-alpha.12 --requirements 2026-07-28, upstream -stateless=true" ;;
+         TITLE="suite 0.2.0-alpha.12 --requirements 2026-07-28, upstream -stateless=true"
+         SHORT="0.2 2026-07-28, stateless" ;;
     r4a) SUITE=conformance-0200a12; ARGS=(--requirements 2026-07-28);    UP=stateful
-         TITLE="cross-era: suite 0.2.0-alpha.12 --requirements 2026-07-28, upstream -stateless=false" ;;
+         TITLE="cross-era: suite 0.2.0-alpha.12 --requirements 2026-07-28, upstream -stateless=false"
+         SHORT="cross-era 2026-07-28, stateful" ;;
     r4b) SUITE=conformance-0200a12; ARGS=(--requirements 2025-11-25);    UP=stateless
-         TITLE="cross-era: suite 0.2.0-alpha.12 --requirements 2025-11-25, upstream -stateless=true" ;;
+         TITLE="cross-era: suite 0.2.0-alpha.12 --requirements 2025-11-25, upstream -stateless=true"
+         SHORT="cross-era 2025-11-25, stateless" ;;
   esac
   BASELINE=$here/baselines/$1.yaml
   SUITE_JS=$here/node_modules/$SUITE/dist/index.js
@@ -71,70 +98,152 @@ mkdir -p "$OUT" || die "cannot create $OUT"
 OUT=$(cd "$OUT" && pwd)
 summary=$OUT/summary.jsonl
 : >"$summary"
+: >"$OUT/tables.txt"
 
+# Every process started is stopped on exit (Ctrl-C included), newest first
+# (edge, worker, router, tenancy-svc, NATS, then the upstreams), so the
+# gateway's logs end without reconnect noise: SIGTERM, then SIGKILL after 10 s.
 pids=()
+stop() { # pid
+  local i
+  kill "$1" 2>/dev/null || return 0
+  for ((i = 0; i < 100; i++)); do kill -0 "$1" 2>/dev/null || break; sleep 0.1; done
+  kill -KILL "$1" 2>/dev/null
+  wait "$1" 2>/dev/null
+}
 cleanup() {
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
-  for p in "${pids[@]}"; do wait "$p" 2>/dev/null; done
+  local i
+  [ -z "${SUITE_PID:-}" ] || stop "$SUITE_PID"
+  for ((i = ${#pids[@]} - 1; i >= 0; i--)); do stop "${pids[i]}"; done
+  [ -z "${NATS_STORE:-}" ] || rm -rf "$NATS_STORE"
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-# Each side has its own upstream processes, so traffic on one side does not
-# change what the other side sees.
-read -r P_DSF P_DSL P_GSF P_GSL P_GW <<<"$("$NODE" "$here/helpers.mjs" ports 5)" || die "no free ports"
-start() { # name cmd...: start a process with its log in $OUT/name.log
-  local name=$1; shift
-  "$@" >"$OUT/$name.log" 2>&1 &
+declare -A PROCS # side -> "name=pid ..." of its gateway processes
+declare -A URL   # side-kind -> the URL the suite tests
+start() { # side name cmd...: start a process, its log in $OUT/side/name.log
+  local side=$1 name=$2; shift 2
+  mkdir -p "$OUT/$side"
+  "$@" >"$OUT/$side/$name.log" 2>&1 &
   pids+=($!)
-  eval "PID_${name//-/_}=$!"
+  PROCS[$side]+="$name=$! "
 }
-start upstream-direct-stateful  "$BIN/everything-server" -http "127.0.0.1:$P_DSF" -stateless=false
-start upstream-direct-stateless "$BIN/everything-server" -http "127.0.0.1:$P_DSL" -stateless=true
-upstream_url() { # side kind
-  case $1-$2 in
-    direct-stateful) echo "http://127.0.0.1:$P_DSF/" ;;
-    direct-stateless) echo "http://127.0.0.1:$P_DSL/" ;;
-    gateway-stateful) echo "http://127.0.0.1:$P_GW/mcp/ev-stateful" ;;
-    gateway-stateless) echo "http://127.0.0.1:$P_GW/mcp/ev-stateless" ;;
-  esac
+dead() { # side: print the side's processes (gateway and upstreams) that have exited
+  local e out=()
+  for e in ${PROCS[$1]:-}; do kill -0 "${e#*=}" 2>/dev/null || out+=("${e%%=*}"); done
+  echo "${out[*]}"
 }
-waits=("http://127.0.0.1:$P_DSF/" "http://127.0.0.1:$P_DSL/")
+helper() { "$NODE" "$here/helpers.mjs" "$@"; }
 
-if [ $direct_only = 0 ]; then
-  start upstream-gateway-stateful  "$BIN/everything-server" -http "127.0.0.1:$P_GSF" -stateless=false
-  start upstream-gateway-stateless "$BIN/everything-server" -http "127.0.0.1:$P_GSL" -stateless=true
-  waits+=("http://127.0.0.1:$P_GSF/" "http://127.0.0.1:$P_GSL/")
-fi
+# Each side has its own upstream processes, so traffic on one side does not
+# change what another side sees. Ports: 2 upstreams per side, one gateway
+# address per mode, one NATS address for the cluster.
+nports=2
+for m in "${modes[@]}"; do nports=$((nports + 3)); [ "$m" = embedded ] || nports=$((nports + 1)); done
+read -ra PORTS <<<"$(helper ports $nports)" || die "no free ports"
+[ ${#PORTS[@]} = $nports ] || die "no free ports"
+port() { P=${PORTS[0]}; PORTS=("${PORTS[@]:1}"); }
+
+waits=()
+start_upstreams() { # side
+  local sf sl
+  port; sf=$P; port; sl=$P
+  start "$1" upstream-stateful  "$BIN/everything-server" -http "127.0.0.1:$sf" -stateless=false
+  start "$1" upstream-stateless "$BIN/everything-server" -http "127.0.0.1:$sl" -stateless=true
+  UP_SF=http://127.0.0.1:$sf/ UP_SL=http://127.0.0.1:$sl/
+  waits+=("$UP_SF" "$UP_SL")
+}
+start_upstreams direct
+URL[direct-stateful]=$UP_SF URL[direct-stateless]=$UP_SL
+declare -A GW_UPS
+for m in "${modes[@]}"; do
+  start_upstreams "$m"
+  GW_UPS[$m]="$UP_SF $UP_SL"
+done
 for u in "${waits[@]}"; do
-  "$NODE" "$here/helpers.mjs" wait-http "$u" "$READY_SECONDS" || die "upstream $u did not start (logs in $OUT)"
+  helper wait-http "$u" "$READY_SECONDS" || die "upstream $u did not start (logs in $OUT)"
 done
 
-if [ $direct_only = 0 ]; then
-  cat >"$OUT/switchyard.yaml" <<EOF
-# Written by conformance/run.sh: one gateway in front of two everything-servers.
-listen: 127.0.0.1:$P_GW
-upstreams:
-  - name: ev-stateful
-    url: http://127.0.0.1:$P_GSF/
-  - name: ev-stateless
-    url: http://127.0.0.1:$P_GSL/
-EOF
-  start gateway "$BIN/switchyard" dev --config "$OUT/switchyard.yaml"
-  "$NODE" "$here/helpers.mjs" wait-gateway "http://127.0.0.1:$P_GW" "$READY_SECONDS" ev-stateful ev-stateless \
-    || die "gateway did not become ready (log: $OUT/gateway.log)"
-fi
+write_config() { # side listen nats-url|"" stateful-url stateless-url
+  {
+    echo "# Written by conformance/run.sh ($1 mode): one gateway in front of two everything-servers."
+    echo "listen: $2"
+    [ -z "$3" ] || echo "nats: $3"
+    echo "upstreams:"
+    echo "  - name: ev-stateful"
+    echo "    url: $4"
+    echo "  - name: ev-stateless"
+    echo "    url: $5"
+  } >"$OUT/$1/switchyard.yaml"
+}
 
-commit=$(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)
-[ -z "$(git -C "$root" status --porcelain --untracked-files=no 2>/dev/null)" ] || commit="$commit+dirty"
-echo "conformance: commit $commit, results in $OUT"
-echo
+start_embedded() {
+  local gw ups
+  port; gw=$P
+  read -ra ups <<<"${GW_UPS[embedded]}"
+  write_config embedded "127.0.0.1:$gw" "" "${ups[@]}"
+  start embedded switchyard "$BIN/switchyard" dev --config "$OUT/embedded/switchyard.yaml"
+  URL[embedded-stateful]=http://127.0.0.1:$gw/mcp/ev-stateful
+  URL[embedded-stateless]=http://127.0.0.1:$gw/mcp/ev-stateless
+  GW_BASE[embedded]=http://127.0.0.1:$gw
+}
 
-suite() { # run side: run the suite of $1 against $2, output in $OUT/$1/$2{,.log}
-  local run=$1 side=$2 extra=()
+start_cluster() {
+  local gw nats ups common
+  port; gw=$P; port; nats=$P
+  read -ra ups <<<"${GW_UPS[cluster]}"
+  NATS_STORE=$OUT/cluster/nats-store
+  start cluster nats "$BIN/switchyard" nats --addr "127.0.0.1:$nats" --store "$NATS_STORE"
+  helper wait-tcp "127.0.0.1:$nats" "$READY_SECONDS" || die "NATS did not start (log: $OUT/cluster/nats.log)"
+  write_config cluster "127.0.0.1:$gw" "nats://127.0.0.1:$nats" "${ups[@]}"
+  common=(--config "$OUT/cluster/switchyard.yaml" --nats "nats://127.0.0.1:$nats" --log-format text)
+  start cluster tenancy-svc     "$BIN/switchyard" tenancy-svc "${common[@]}"
+  start cluster router          "$BIN/switchyard" router "${common[@]}"
+  start cluster upstream-worker "$BIN/switchyard" upstream-worker "${common[@]}" --id worker-1
+  start cluster edge            "$BIN/switchyard" edge "${common[@]}" --id edge-1 --listen "127.0.0.1:$gw"
+  URL[cluster-stateful]=http://127.0.0.1:$gw/mcp/ev-stateful
+  URL[cluster-stateless]=http://127.0.0.1:$gw/mcp/ev-stateless
+  GW_BASE[cluster]=http://127.0.0.1:$gw
+}
+
+declare -A GW_BASE
+for m in "${modes[@]}"; do
+  "start_$m"
+done
+for m in "${modes[@]}"; do
+  if ! helper wait-gateway "${GW_BASE[$m]}" "$READY_SECONDS" ev-stateful ev-stateless; then
+    d=$(dead "$m")
+    die "the $m gateway did not become ready${d:+ (exited: $d)} (logs in $OUT/$m/)"
+  fi
+done
+
+# The commit of the tree BIN was built in, when BIN is <tree>/bin of a git
+# checkout (BIN=/tmp/clone/bin reports the clone); else of this repository.
+tree=$(dirname "$BIN")
+git -C "$tree" rev-parse --git-dir >/dev/null 2>&1 || tree=$root
+commit=$(git -C "$tree" rev-parse --short HEAD 2>/dev/null || echo unknown)
+[ -z "$(git -C "$tree" status --porcelain --untracked-files=no 2>/dev/null)" ] || commit="$commit+dirty"
+modes_text=${modes[*]:-none (--direct-only)}
+{
+  echo "conformance: commit $commit ($tree), gateway modes: $modes_text"
+  echo "conformance: results in $OUT"
+  echo
+} | tee -a "$OUT/tables.txt"
+
+# The suite runs in the background and the script waits for it, so Ctrl-C
+# (or SIGTERM) interrupts the wait at once and cleanup stops it: `timeout`
+# puts it in a process group of its own, which a terminal's Ctrl-C misses.
+SUITE_PID=
+suite() { # run side: run the suite of $1 against side $2, output in $OUT/$1/$2{,.log}
+  local run=$1 side=$2 extra=() rc
   [ "$SUITE" = conformance-0116 ] || extra=(--timeout "$TIMEOUT_MS" --expected-failures "$BASELINE")
-  (cd "$OUT/$run" && timeout "$RUN_LIMIT" "$NODE" "$SUITE_JS" server --url "$(upstream_url "$side" "$UP")" \
-    "${ARGS[@]}" "${extra[@]}" -o "$OUT/$run/$side") >"$OUT/$run/$side.log" 2>&1
+  (cd "$OUT/$run" && exec timeout "$RUN_LIMIT" "$NODE" "$SUITE_JS" server --url "${URL[$side-$UP]}" \
+    "${ARGS[@]}" "${extra[@]}" -o "$OUT/$run/$side") >"$OUT/$run/$side.log" 2>&1 &
+  SUITE_PID=$!
+  wait "$SUITE_PID"; rc=$?
+  SUITE_PID=
+  return $rc
 }
 
 status=0
@@ -142,17 +251,14 @@ for r in "${runs[@]}"; do
   define "$r"
   mkdir -p "$OUT/$r"
   suite "$r" direct; drc=$?
-  rep=(--name "$r" --title "$TITLE" --baseline "$BASELINE" --summary "$summary"
+  rep=(--name "$r" --title "$TITLE" --short "$SHORT" --baseline "$BASELINE" --summary "$summary"
        --direct "$OUT/$r/direct" --direct-log "$OUT/$r/direct.log" --direct-rc "$drc")
   [ "$SUITE" = conformance-0116 ] || rep+=(--direct-suite-baseline)
-  if [ $direct_only = 0 ]; then
-    if ! kill -0 "$PID_gateway" 2>/dev/null; then
-      echo "conformance: the gateway process has exited (log: $OUT/gateway.log)" >&2
-      status=1
-    fi
-    suite "$r" gateway; grc=$?
-    rep+=(--gateway "$OUT/$r/gateway" --gateway-log "$OUT/$r/gateway.log" --gateway-rc "$grc")
-  fi
+  for m in "${modes[@]}"; do
+    suite "$r" "$m"; grc=$?
+    rep+=(--gateway-mode "$m" --gateway "$OUT/$r/$m" --gateway-log "$OUT/$r/$m.log" --gateway-rc "$grc"
+          --gateway-exited "$(dead "$m")")
+  done
   "$NODE" "$here/report.mjs" run "${rep[@]}" | tee -a "$OUT/tables.txt"
   [ "${PIPESTATUS[0]}" = 0 ] || status=1
 done
