@@ -24,6 +24,7 @@ type fastOut struct {
 	relayed []string // relay ids of requests sent to the client
 	res     *resumable
 	prime   *time.Timer // flushes the priming event if the call is slow
+	closed  bool        // the handler is done with w: the timer must not touch it
 }
 
 // resumable makes a 2025-era SSE response resumable (SEP-1699) the way
@@ -75,7 +76,9 @@ func (o *fastOut) openLocked() {
 			o.prime = time.AfterFunc(primeDelay, func() {
 				o.mu.Lock()
 				defer o.mu.Unlock()
-				o.flush()
+				if !o.closed {
+					o.flush()
+				}
 			})
 			return
 		}
@@ -83,10 +86,12 @@ func (o *fastOut) openLocked() {
 	o.flush()
 }
 
-// close stops the priming timer; the response has been written.
+// close stops the priming timer before the handler returns; w is not
+// touched after it.
 func (o *fastOut) close() {
 	o.mu.Lock()
 	defer o.mu.Unlock()
+	o.closed = true
 	if o.prime != nil {
 		o.prime.Stop()
 	}

@@ -74,6 +74,9 @@ func startWorker(t *testing.T, cfg Config, specs ...proto.UpstreamSpec) *env {
 		t.Fatal(err)
 	}
 	e.svc.tune = func(o *upstream.Options) {
+		// The test processes speak the era their spec asks for; production
+		// stdio sessions ask for 2025-11-25 (switchyard/integration covers it).
+		o.StdioVersion = "latest"
 		o.PingInterval, o.PingTimeout = 100*time.Millisecond, time.Second
 		o.BackoffMin, o.BackoffMax = 20*time.Millisecond, 200*time.Millisecond
 	}

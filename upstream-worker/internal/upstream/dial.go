@@ -36,7 +36,23 @@ func (u *Upstream) newLazy(owner *sessKey, clientCaps []byte) *lazy {
 // sessions of the upstream go there at once.
 func (u *Upstream) dial(ctx context.Context, owner *sessKey, clientCaps []byte) (*session, error) {
 	if owner == nil {
-		return u.open(ctx, nil, u.shared, "")
+		// A stdio process is shared by the client sessions of both eras:
+		// it speaks 2025-11-25, under which a server's tools may still ask
+		// the client for input mid-call (a 2026-07-28 session refuses that
+		// to tools not written for input_required results), and the edge
+		// bridges for 2026-era clients. The HTTP pool takes the latest the
+		// upstream knows (a stateless upstream speaks only 2026-07-28).
+		version := ""
+		if !u.isHTTP() {
+			switch u.opts.StdioVersion {
+			case "":
+				version = legacyProtocol
+			case "latest":
+			default:
+				version = u.opts.StdioVersion
+			}
+		}
+		return u.open(ctx, nil, u.shared, version)
 	}
 	caps := parseCaps(clientCaps)
 	if u.dedicated2026.Load() {

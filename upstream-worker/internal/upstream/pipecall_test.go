@@ -91,6 +91,9 @@ func startStdio(tb testing.TB, era string, sdk bool) (*Upstream, string) {
 	tb.Helper()
 	logPath := filepath.Join(tb.TempDir(), "server.log")
 	u := startUpstream(tb, "", sdk, func(o *Options) {
+		if era == "2026" {
+			o.StdioVersion = "latest" // the process speaks 2026-07-28
+		}
 		o.Spec = proto.UpstreamSpec{
 			Name: "up", Transport: proto.TransportStdio, Processes: 1,
 			Command: []string{os.Args[0]},

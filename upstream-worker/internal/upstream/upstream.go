@@ -47,8 +47,11 @@ const (
 
 // Options configures an [Upstream]. Spec, Tools and Closer are required.
 type Options struct {
-	Spec   proto.UpstreamSpec
-	Worker string // this worker's id, for logs and the client name
+	// StdioVersion is the protocol version a stdio process is asked for:
+	// "" means 2025-11-25 (see dial), "latest" the newest the SDK knows.
+	StdioVersion string
+	Spec         proto.UpstreamSpec
+	Worker       string // this worker's id, for logs and the client name
 	// HTTPClient's Transport is shared by every HTTP session (nil:
 	// http.DefaultTransport); its Jar and CheckRedirect are kept, its
 	// Timeout is not (streams are long-lived).
