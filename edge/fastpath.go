@@ -268,7 +268,7 @@ func (s *Service) writeResponse(out *fastOut, protocol string, id json.RawMessag
 	if out.res != nil {
 		// A resumable stream stores the response, so it is built whole.
 		msg := append(append(append(make([]byte, 0, len(head)+len(result)+1), head[len("event: message\ndata: "):]...), result...), '}')
-		out.event(msg)
+		out.write(msg, true)
 		return
 	}
 	if out.started {

@@ -36,21 +36,22 @@ type resumable struct {
 	store   mcp.EventStore
 	session string
 	stream  string
-	idx     int // index of the last event written
+	idx     int  // index of the last event written
+	primed  bool // the priming event went out: events carry ids
 }
 
 // retryMs is the reconnection delay the edge's SSE streams announce.
 const retryMs = "1000"
 
-// primeDelay is how long a priming event may wait for the call's first
-// event before it is flushed alone. A call answered sooner sends both in
-// one write, saving the client a wake-up per call; a slower one gets the
-// priming early enough to resume a stream that breaks while it waits.
+// primeDelay is how long a call may run before its stream is primed
+// (SEP-1699). A call answered sooner goes out in one write, sparing the
+// client a wake-up per call; a slower one gets the priming early enough
+// to resume a stream that breaks while it waits.
 const primeDelay = 5 * time.Millisecond
 
-// open starts the SSE stream: headers, then (resumable) the priming event
-// with an id, empty data and the retry delay, flushed with the first event
-// or after primeDelay, whichever comes first.
+// open starts the SSE stream: the headers now; for a resumable stream, the
+// priming event after primeDelay or with the first message, whichever
+// comes first (see primeLocked).
 func (o *fastOut) open() {
 	o.mu.Lock()
 	defer o.mu.Unlock()
@@ -67,23 +68,37 @@ func (o *fastOut) openLocked() {
 	h.Set("Connection", "keep-alive")
 	o.w.WriteHeader(http.StatusOK)
 	o.started = true
-	if r := o.res; r != nil {
-		ctx := context.Background()
-		if r.store.Open(ctx, r.session, r.stream) != nil || r.store.Append(ctx, r.session, r.stream, nil) != nil {
-			o.res = nil // not resumable after all: no ids
-		} else {
-			_, _ = io.WriteString(o.w, "id: "+r.stream+"_0\nretry: "+retryMs+"\ndata: \n\n")
-			o.prime = time.AfterFunc(primeDelay, func() {
-				o.mu.Lock()
-				defer o.mu.Unlock()
-				if !o.closed {
-					o.flush()
-				}
-			})
-			return
-		}
+	if o.res != nil {
+		o.prime = time.AfterFunc(primeDelay, func() {
+			o.mu.Lock()
+			defer o.mu.Unlock()
+			if !o.closed {
+				o.primeLocked()
+				o.flush()
+			}
+		})
+		return
 	}
 	o.flush()
+}
+
+// primeLocked makes the stream resumable from here on, once: the priming
+// event (an id, empty data, the retry delay) is stored and written. A call
+// answered before it is needed (quicker than primeDelay, with no message
+// before its response) ends without ids: a complete stream has nothing to
+// resume, and the client is spared a reconnection attempt for nothing.
+func (o *fastOut) primeLocked() {
+	r := o.res
+	if r == nil || r.primed {
+		return
+	}
+	r.primed = true
+	ctx := context.Background()
+	if r.store.Open(ctx, r.session, r.stream) != nil || r.store.Append(ctx, r.session, r.stream, nil) != nil {
+		o.res = nil // not resumable after all: no ids
+		return
+	}
+	_, _ = io.WriteString(o.w, "id: "+r.stream+"_0\nretry: "+retryMs+"\ndata: \n\n")
 }
 
 // close stops the priming timer before the handler returns; w is not
@@ -98,14 +113,19 @@ func (o *fastOut) close() {
 }
 
 // event writes one JSON-RPC message as an SSE event, opening the stream
-// first if needed, and flushes it.
-func (o *fastOut) event(msg []byte) {
+// first if needed, and flushes it. last says it is the call's response.
+func (o *fastOut) event(msg []byte) { o.write(msg, false) }
+
+func (o *fastOut) write(msg []byte, last bool) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.openLocked()
+	if !last {
+		o.primeLocked() // a message before the response: resumable from here
+	}
 	b := make([]byte, 0, len(msg)+48)
 	b = append(b, "event: message\n"...)
-	if r := o.res; r != nil {
+	if r := o.res; r != nil && r.primed {
 		one := appendOneLine(nil, msg)
 		if r.store.Append(context.Background(), r.session, r.stream, one) == nil {
 			r.idx++

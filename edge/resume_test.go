@@ -72,3 +72,21 @@ func TestEdgeFastPathResumable(t *testing.T) {
 		t.Fatalf("resumed stream: HTTP %d %s", gresp.StatusCode, body)
 	}
 }
+
+// TestEdgeQuickCallUnprimed: a call answered before the stream needs
+// priming goes out as one event without an id (nothing to resume).
+func TestEdgeQuickCallUnprimed(t *testing.T) {
+	var nc *nats.Conn
+	g := newRigWith(t, func(m *nats.Msg) {
+		reply(nc, m, &proto.Reply{Result: []byte(`{"content":[]}`)})
+	}, &rigOpts{sse: true})
+	nc = g.nc
+	g.initialize()
+	code, body, h := g.post(`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"up__x","arguments":{}}}`)
+	if code != 200 || h.Get("Content-Type") != "text/event-stream" || !strings.Contains(body, `"id":3,"result":{"content":[]}`) {
+		t.Fatalf("HTTP %d %s %s", code, h.Get("Content-Type"), body)
+	}
+	if strings.Contains(body, "id: ") {
+		t.Fatalf("a quick call's stream carries ids: %q", body)
+	}
+}
