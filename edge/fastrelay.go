@@ -25,6 +25,7 @@ type fastOut struct {
 	res     *resumable
 	prime   *time.Timer // flushes the priming event if the call is slow
 	closed  bool        // the handler is done with w: the timer must not touch it
+	retried bool        // the stream announced its retry delay
 }
 
 // resumable makes a 2025-era SSE response resumable (SEP-1699) the way
@@ -99,6 +100,7 @@ func (o *fastOut) primeLocked() {
 		return
 	}
 	_, _ = io.WriteString(o.w, "id: "+r.stream+"_0\nretry: "+retryMs+"\ndata: \n\n")
+	o.retried = true
 }
 
 // close stops the priming timer before the handler returns; w is not
@@ -123,8 +125,12 @@ func (o *fastOut) write(msg []byte, last bool) {
 	if !last {
 		o.primeLocked() // a message before the response: resumable from here
 	}
-	b := make([]byte, 0, len(msg)+48)
+	b := make([]byte, 0, len(msg)+64)
 	b = append(b, "event: message\n"...)
+	if o.res != nil && !o.retried { // a resumable-kind stream announces its retry delay (SEP-1699)
+		b = append(b, "retry: "+retryMs+"\n"...)
+		o.retried = true
+	}
 	if r := o.res; r != nil && r.primed {
 		one := appendOneLine(nil, msg)
 		if r.store.Append(context.Background(), r.session, r.stream, one) == nil {

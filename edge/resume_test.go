@@ -86,7 +86,7 @@ func TestEdgeQuickCallUnprimed(t *testing.T) {
 	if code != 200 || h.Get("Content-Type") != "text/event-stream" || !strings.Contains(body, `"id":3,"result":{"content":[]}`) {
 		t.Fatalf("HTTP %d %s %s", code, h.Get("Content-Type"), body)
 	}
-	if strings.Contains(body, "id: ") {
-		t.Fatalf("a quick call's stream carries ids: %q", body)
+	if strings.Contains(body, "id: ") || !strings.Contains(body, "retry: ") {
+		t.Fatalf("a quick call's stream carries ids, or no retry delay: %q", body)
 	}
 }
