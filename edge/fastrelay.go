@@ -46,9 +46,11 @@ const retryMs = "1000"
 
 // primeDelay is how long a call may run before its stream is primed
 // (SEP-1699). A call answered sooner goes out in one write, sparing the
-// client a wake-up per call; a slower one gets the priming early enough
-// to resume a stream that breaks while it waits.
-const primeDelay = 5 * time.Millisecond
+// client a wake-up per call and a reconnection attempt for a stream with
+// nothing left to resume; a longer call, the kind a broken connection
+// really costs, is primed and resumable. The price: a stream that breaks
+// in a call's first 100 ms cannot be resumed.
+const primeDelay = 100 * time.Millisecond
 
 // open starts the SSE stream: the headers now; for a resumable stream, the
 // priming event after primeDelay or with the first message, whichever
