@@ -36,19 +36,47 @@ const inputKey = "sy-input"
 var bridgeOps = map[string]bool{proto.OpToolsCall: true, proto.OpPromptsGet: true, proto.OpResourcesRead: true}
 
 // bridge remembers the request that suspended a call.
-type bridge struct{ asked *upMsg }
+type bridge struct {
+	asked *upMsg
+	caps  []byte   // the client's declared capabilities (raw JSON object)
+	s     *Service // for refusals
+}
+
+// inputCaps maps a request a server may ask a client to the capability
+// the client must have declared for it (SEP-2322: a server asks only for
+// input kinds the client declared).
+var inputCaps = map[string]string{
+	"elicitation/create": "elicitation", "sampling/createMessage": "sampling", "roots/list": "roots",
+}
 
 // wrap returns a message callback that suspends the call on a request
-// (for an op whose result may be input_required) and hands everything
-// else to next.
+// (for an op whose result may be input_required, of a kind the client
+// declared; one it did not declare is refused) and hands everything else
+// to next.
 func (b *bridge) wrap(next func(*nats.Msg) bool, op string) func(*nats.Msg) bool {
 	return func(m *nats.Msg) bool {
-		if u, ok := parseUpMsg(m); ok && u.id != nil && u.reply != "" && bridgeOps[op] {
-			b.asked = u
-			return true
+		u, ok := parseUpMsg(m)
+		if !ok || u.id == nil || u.reply == "" || !bridgeOps[op] {
+			return next(m)
 		}
-		return next(m)
+		if c, known := inputCaps[u.method]; known && !hasMember(b.caps, c) {
+			b.s.refuse(u, "the client did not declare the "+c+" capability")
+			return false
+		}
+		b.asked = u
+		return true
 	}
+}
+
+// hasMember reports whether the JSON object obj has member key.
+func hasMember(obj []byte, key string) bool {
+	found := false
+	jsonscan.Members(obj, func(k, _ []byte) {
+		if jsonscan.KeyIs(k, key) {
+			found = true
+		}
+	})
+	return found
 }
 
 // suspended is the error roundTrip returns for a call suspended for input.

@@ -165,7 +165,10 @@ func (s *Service) forward(ctx context.Context, view, method, op, name string, re
 	}
 	var onMsg func(*nats.Msg) bool
 	var asks sync.WaitGroup
-	br := &bridge{}
+	br := &bridge{s: s}
+	if ss, ok := req.GetSession().(*mcp.ServerSession); ok && ss.InitializeParams() != nil && ss.InitializeParams().Capabilities != nil {
+		br.caps = capsJSON(ss.InitializeParams().Capabilities)
+	}
 	if ss, ok := req.GetSession().(*mcp.ServerSession); ok {
 		if v := s.viewFor(view); v != nil {
 			rctx, cancel := context.WithCancel(ctx)

@@ -143,7 +143,7 @@ func (s *Service) runFast(w http.ResponseWriter, r *http.Request, v *view, fc *f
 	var asks sync.WaitGroup
 	defer func() { cancel(); asks.Wait(); out.forget(fc.session); out.close() }()
 	onMsg := s.fastRelay(ctx, v, fc, out, &asks)
-	br := &bridge{}
+	br := &bridge{caps: p.meta(mcp.MetaKeyClientCapabilities), s: s}
 	var raw []byte
 	var timing nats.Header
 	var err error

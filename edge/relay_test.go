@@ -260,3 +260,17 @@ func TestEdgeBridgeUnknownState(t *testing.T) {
 	default:
 	}
 }
+
+// TestEdgeBridgeRespectsCapabilities: a 2026-07-28 client that did not
+// declare elicitation is not asked for it (SEP-2322): the upstream's
+// request is refused and the call goes on without an input_required.
+func TestEdgeBridgeRespectsCapabilities(t *testing.T) {
+	var nc *nats.Conn
+	g := newRigWith(t, chattyWorker(t, &nc), &rigOpts{sse: true})
+	nc = g.nc
+	code, body, _ := g.post(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"up__x","arguments":{},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"sampling":{}},"io.modelcontextprotocol/clientInfo":{"name":"t","version":"1"}}}}`,
+		"Mcp-Protocol-Version", "2026-07-28", "Mcp-Method", "tools/call", "Mcp-Name", "up__x")
+	if code != 200 || strings.Contains(body, "input_required") || !strings.Contains(body, "did not declare the elicitation capability") {
+		t.Fatalf("HTTP %d %s", code, body)
+	}
+}
