@@ -265,8 +265,11 @@ func (s *Service) writeResponse(out *fastOut, protocol string, id json.RawMessag
 	if sse {
 		tail = "}\n\n"
 	}
+	if out.res != nil && out.last(head, result, tail) {
+		return
+	}
 	if out.res != nil {
-		// A resumable stream stores the response, so it is built whole.
+		// A primed stream stores the response, so it is built whole.
 		msg := append(append(append(make([]byte, 0, len(head)+len(result)+1), head[len("event: message\ndata: "):]...), result...), '}')
 		out.write(msg, true)
 		return

@@ -152,6 +152,29 @@ func (o *fastOut) write(msg []byte, last bool) {
 	o.flush()
 }
 
+// last writes the response of a stream that was not primed (the common,
+// quick case) as it is, without copying the result, and reports true; it
+// reports false for a primed stream, whose events are stored.
+func (o *fastOut) last(head, result []byte, tail string) bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.res != nil && o.res.primed {
+		return false
+	}
+	o.openLocked()
+	if !o.retried {
+		const ev = "event: message\n"
+		_, _ = io.WriteString(o.w, ev+"retry: "+retryMs+"\n")
+		head = head[len(ev):]
+		o.retried = true
+	}
+	if _, err := o.w.Write(head); err == nil && len(result) > 0 {
+		_, _ = o.w.Write(result)
+	}
+	_, _ = io.WriteString(o.w, tail)
+	return true
+}
+
 func (o *fastOut) flush() {
 	if f, ok := o.w.(http.Flusher); ok {
 		f.Flush()
