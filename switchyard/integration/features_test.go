@@ -9,8 +9,6 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-
-	"github.com/switchyard-mcp/switchyard/testutil/bins"
 )
 
 // TestIntegrationServerFeatures checks that prompts, resources, resource
@@ -19,16 +17,7 @@ import (
 // federated views, over streamable HTTP and the legacy SSE transport: every
 // answer through the gateway equals the upstream's own.
 func TestIntegrationServerFeatures(t *testing.T) {
-	evURL, _ := startEverythingHTTP(t)
-	cfg := loadConfig(t, fmt.Sprintf(`
-call_timeout: 30s
-upstreams:
-  - name: ev-http
-    url: %s
-  - name: ev-stdio
-    command: [%q]
-`, evURL, bins.Everything(t)))
-	g := startGateway(t, cfg)
+	evURL, g := startEverythingGateway(t)
 	direct := connect(t, evURL, v2025, nil)
 	wantPrompts := promptNames(t, direct)
 	fed := connect(t, g.url+"/mcp", v2025, nil)

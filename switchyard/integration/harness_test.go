@@ -252,3 +252,20 @@ func hasAll(have []string, want ...string) error {
 var httpClient = &http.Client{Timeout: 10 * time.Second}
 
 func writeFile(path, s string) error { return os.WriteFile(path, []byte(s), 0o644) }
+
+// startEverythingGateway runs the go-sdk everything-server over HTTP and a
+// gateway in front of it as ev-http and, over stdio, as ev-stdio; it
+// returns the server's own URL and the gateway.
+func startEverythingGateway(t *testing.T) (string, *gateway) {
+	t.Helper()
+	evURL, _ := startEverythingHTTP(t)
+	cfg := loadConfig(t, fmt.Sprintf(`
+call_timeout: 30s
+upstreams:
+  - name: ev-http
+    url: %s
+  - name: ev-stdio
+    command: [%q]
+`, evURL, bins.Everything(t)))
+	return evURL, startGateway(t, cfg)
+}

@@ -9,8 +9,6 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-
-	"github.com/switchyard-mcp/switchyard/testutil/bins"
 )
 
 // TestIntegrationUpstreamMessages checks that the go-sdk everything-server's
@@ -19,16 +17,7 @@ import (
 // client), and that an elicitation of the 2025-era HTTP upstream reaches a
 // 2026-07-28 client as an input_required round trip.
 func TestIntegrationUpstreamMessages(t *testing.T) {
-	evURL, _ := startEverythingHTTP(t)
-	cfg := loadConfig(t, fmt.Sprintf(`
-call_timeout: 30s
-upstreams:
-  - name: ev-http
-    url: %s
-  - name: ev-stdio
-    command: [%q]
-`, evURL, bins.Everything(t)))
-	g := startGateway(t, cfg)
+	_, g := startEverythingGateway(t)
 	for _, u := range []string{"ev-http", "ev-stdio"} {
 		t.Run(u, func(t *testing.T) {
 			var mu sync.Mutex
