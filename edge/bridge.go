@@ -162,10 +162,19 @@ func bridgeRetry(params []byte) (state string, responses []byte, ok bool) {
 // resume continues the suspended call named by state: the client's answer
 // (inputResponses[inputKey]) goes to the worker, and the call is waited
 // for again, with onMsg for its messages. The results are roundTrip's.
-func (s *Service) resume(ctx context.Context, state string, responses []byte, onMsg func(*nats.Msg) bool) ([]byte, nats.Header, error) {
-	sus := s.bridged.take(strings.TrimPrefix(state, bridgePrefix))
+//
+// retry is the retried request (method, view and name as the client sent
+// them): a requestState given to another request is refused and stays
+// valid for its own.
+func (s *Service) resume(ctx context.Context, state string, responses []byte, retry *proto.Request, onMsg func(*nats.Msg) bool) ([]byte, nats.Header, error) {
+	token := strings.TrimPrefix(state, bridgePrefix)
+	sus := s.bridged.take(token)
 	if sus == nil {
 		return nil, nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "unknown or expired requestState"}
+	}
+	if p := &sus.preq; p.Method != retry.Method || p.View != retry.View || p.Name != retry.Name {
+		s.bridged.put(token, sus)
+		return nil, nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "requestState belongs to another request"}
 	}
 	sus.timer.Stop()
 	var answer []byte

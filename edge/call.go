@@ -182,7 +182,7 @@ func (s *Service) forward(ctx context.Context, view, method, op, name string, re
 	var raw []byte
 	var timing nats.Header
 	if state, responses, ok := bridgeRetry(params); ok && preq.Session == "" {
-		raw, timing, err = s.resume(ctx, state, responses, onMsg)
+		raw, timing, err = s.resume(ctx, state, responses, &preq, onMsg)
 	} else {
 		var extra nats.Header
 		if op == proto.OpToolsCall && preq.Protocol >= protocol2026 && req.GetExtra() != nil {

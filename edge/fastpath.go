@@ -151,7 +151,7 @@ func (s *Service) runFast(w http.ResponseWriter, r *http.Request, v *view, fc *f
 		onMsg = br.wrap(onMsg, fc.op)
 	}
 	if state, responses, ok := bridgeRetry(m.Params); ok && fc.session == nil {
-		raw, timing, err = s.resume(ctx, state, responses, onMsg)
+		raw, timing, err = s.resume(ctx, state, responses, &preq, onMsg)
 	} else {
 		var extra nats.Header
 		if fc.session == nil && fc.op == proto.OpToolsCall {

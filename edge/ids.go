@@ -20,9 +20,11 @@ import (
 var aliasIDs atomic.Uint64
 
 // exactInSDK reports whether the SDK echoes id (a raw JSON id) unchanged:
-// strings, and integers that float64 holds exactly.
+// strings, and integers that float64 holds exactly. Ids that are not
+// numbers at all (objects, arrays, booleans) are reported true too: they
+// are the SDK's to refuse, and an alias would hide them.
 func exactInSDK(id []byte) bool {
-	if len(id) == 0 || id[0] == '"' || string(id) == "null" {
+	if len(id) == 0 || id[0] != '-' && (id[0] < '0' || id[0] > '9') {
 		return true
 	}
 	n, err := strconv.ParseInt(string(id), 10, 64)

@@ -20,6 +20,7 @@ func TestEdgeExactInSDK(t *testing.T) {
 		{`"abc"`, true}, {`7`, true}, {`-7`, true}, {`9007199254740992`, true},
 		{`9007199254740993`, false}, {`-9007199254740993`, false}, {`18446744073709551616`, false},
 		{`1.5`, false}, {`1e3`, false}, {`null`, true},
+		{`{"a":1}`, true}, {`[1]`, true}, {`true`, true},
 	} {
 		if got := exactInSDK([]byte(c.id)); got != c.exact {
 			t.Errorf("exactInSDK(%s) = %v, want %v", c.id, got, c.exact)
@@ -81,4 +82,44 @@ func TestEdgeIDsExactThroughSDK(t *testing.T) {
 			t.Fatalf("no cancel reached the worker: %v", err)
 		}
 	})
+}
+
+// TestEdgeInvalidIDsRefused: ids that are neither strings nor numbers are
+// refused as the SDK refuses them, on every path.
+func TestEdgeInvalidIDsRefused(t *testing.T) {
+	for _, o := range []rigOpts{{}, {noFastPath: true}} {
+		g := newRigWith(t, nil, &o)
+		g.initialize()
+		for _, id := range []string{`{"a":1}`, `[1]`, `true`} {
+			code, body, _ := g.post(`{"jsonrpc":"2.0","id":` + id + `,"method":"ping"}`)
+			if code != http.StatusBadRequest {
+				t.Errorf("fast=%v id %s: HTTP %d %s, want 400", !o.noFastPath, id, code, body)
+			}
+		}
+	}
+}
+
+// TestEdgeOriginChecked: a loopback listener refuses a foreign Origin
+// (DNS rebinding), on the streamable and the legacy SSE endpoints.
+func TestEdgeOriginChecked(t *testing.T) {
+	g := newRig(t, nil)
+	for _, c := range []struct {
+		origin string
+		want   int
+	}{{"http://evil.example", http.StatusForbidden}, {"null", http.StatusForbidden}, {"http://localhost:3000", http.StatusOK}, {"http://127.0.0.1", http.StatusOK}} {
+		code, body, _ := g.post(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`, "Origin", c.origin)
+		if code != c.want {
+			t.Errorf("Origin %s: HTTP %d %s, want %d", c.origin, code, body, c.want)
+		}
+	}
+	req, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, strings.Replace(g.url, "/mcp", "/sse", 1), nil)
+	req.Header.Set("Origin", "http://evil.example")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusForbidden {
+		t.Errorf("SSE with a foreign Origin: HTTP %d", resp.StatusCode)
+	}
 }

@@ -274,3 +274,34 @@ func TestEdgeBridgeRespectsCapabilities(t *testing.T) {
 		t.Fatalf("HTTP %d %s", code, body)
 	}
 }
+
+// TestEdgeBridgeStateBelongsToItsCall: a requestState is honoured only for
+// the request it was given to; another request gets -32602 and the state
+// stays valid for its own.
+func TestEdgeBridgeStateBelongsToItsCall(t *testing.T) {
+	var nc *nats.Conn
+	g := newRigWith(t, chattyWorker(t, &nc), nil)
+	nc = g.nc
+	const meta = `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"elicitation":{}},"io.modelcontextprotocol/clientInfo":{"name":"t","version":"1"}}`
+	call := func(name, extra string) string {
+		_, body, _ := g.post(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"`+name+`","arguments":{}`+extra+`,`+meta+`}}`,
+			"Mcp-Protocol-Version", "2026-07-28", "Mcp-Method", "tools/call", "Mcp-Name", name)
+		return body
+	}
+	first := call("up__x", "")
+	var res struct {
+		Result struct {
+			RequestState string `json:"requestState"`
+		} `json:"result"`
+	}
+	if err := json.Unmarshal([]byte(first), &res); err != nil || !strings.HasPrefix(res.Result.RequestState, bridgePrefix) {
+		t.Fatalf("first answer %s", first)
+	}
+	retry := `,"requestState":"` + res.Result.RequestState + `","inputResponses":{"` + inputKey + `":{"action":"accept","content":{"tags":["a"]}}}`
+	if other := call("up__other", retry); !strings.Contains(other, "belongs to another request") {
+		t.Fatalf("a retry of another tool got %s", other)
+	}
+	if own := call("up__x", retry); !strings.Contains(own, `\"action\":\"accept\"`) {
+		t.Fatalf("the call's own retry got %s", own)
+	}
+}

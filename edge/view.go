@@ -3,7 +3,9 @@ package edge
 import (
 	"context"
 	"encoding/json"
+	"net"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"sync"
@@ -154,6 +156,10 @@ func (s *Service) handler() http.Handler {
 	// The legacy HTTP+SSE transport: GET opens a session's event stream,
 	// whose endpoint event names the URL to POST its messages to.
 	mux.HandleFunc("/sse", func(w http.ResponseWriter, r *http.Request) {
+		if !originOK(r) {
+			http.Error(w, "Forbidden: invalid Origin header", http.StatusForbidden)
+			return
+		}
 		s.viewFor("").sse.ServeHTTP(w, r)
 	})
 	mux.HandleFunc("/sse/{upstream}", func(w http.ResponseWriter, r *http.Request) {
@@ -161,6 +167,10 @@ func (s *Service) handler() http.Handler {
 		v := s.viewFor(u)
 		if v == nil {
 			http.Error(w, "Not Found: unknown upstream "+strconv.Quote(u), http.StatusNotFound)
+			return
+		}
+		if !originOK(r) {
+			http.Error(w, "Forbidden: invalid Origin header", http.StatusForbidden)
 			return
 		}
 		v.sse.ServeHTTP(w, r)
@@ -195,6 +205,10 @@ func (s *Service) viewFor(name string) *view {
 // serve answers one request of view v: precheck, then the fast path, then
 // the SDK. Every POST of a tracked session holds its idle timer.
 func (s *Service) serve(w http.ResponseWriter, r *http.Request, v *view) {
+	if !originOK(r) {
+		http.Error(w, "Forbidden: invalid Origin header", http.StatusForbidden)
+		return
+	}
 	m, ok := s.precheck(w, r)
 	if !ok {
 		return
@@ -276,4 +290,21 @@ func capsJSON(c *mcp.ClientCapabilities) []byte {
 	delete(m, "roots")
 	out, _ := json.Marshal(m) // raw messages that decoded always encode
 	return out
+}
+
+// originOK is the transport's DNS-rebinding rule for the Origin header
+// (MCP transports: servers MUST validate it): a listener on a loopback
+// address answers only requests without an Origin or from a loopback
+// origin, as it answers only loopback Host names.
+func originOK(r *http.Request) bool {
+	origin := r.Header.Get("Origin")
+	if origin == "" {
+		return true
+	}
+	la, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr)
+	if !ok || la == nil || !isLoopback(la.String()) {
+		return true
+	}
+	u, err := url.Parse(origin)
+	return err == nil && u.Host != "" && isLoopback(u.Hostname())
 }
