@@ -113,6 +113,7 @@ func (s *Service) middleware(view string) mcp.Middleware {
 				if _, err := next(ctx, method, req); err != nil {
 					return nil, err
 				}
+				s.noteLevel(req)
 			}
 			return res, err
 		}
@@ -176,6 +177,10 @@ func (s *Service) forward(ctx context.Context, view, method, op, name string, re
 			onMsg = s.sdkRelay(rctx, v, ss, &asks)
 			if preq.Session == "" { // 2026-07-28: requests become input_required results
 				onMsg = br.wrap(onMsg, op)
+				lv, _ := req.GetParams().GetMeta()[mcp.MetaKeyLogLevel].(string)
+				onMsg = logGate(onMsg, lv)
+			} else if cs := s.sessions.of(ss); cs != nil {
+				onMsg = logGate(onMsg, cs.level())
 			}
 		}
 	}
@@ -400,4 +405,18 @@ func paramHeaders(h http.Header) nats.Header {
 		}
 	}
 	return out
+}
+
+// noteLevel records the level of a logging/setLevel that succeeded, for
+// the session's log gate.
+func (s *Service) noteLevel(req mcp.Request) {
+	p, ok := req.GetParams().(*mcp.SetLoggingLevelParams)
+	ss, ok2 := req.GetSession().(*mcp.ServerSession)
+	if !ok || !ok2 || p == nil {
+		return
+	}
+	if cs := s.sessions.of(ss); cs != nil {
+		lv := string(p.Level)
+		cs.logLevel.Store(&lv)
+	}
 }

@@ -149,6 +149,11 @@ func (s *Service) runFast(w http.ResponseWriter, r *http.Request, v *view, fc *f
 	var err error
 	if fc.session == nil { // 2026-07-28: requests become input_required results
 		onMsg = br.wrap(onMsg, fc.op)
+		var lv string
+		_ = json.Unmarshal(p.meta(mcp.MetaKeyLogLevel), &lv)
+		onMsg = logGate(onMsg, lv)
+	} else {
+		onMsg = logGate(onMsg, fc.session.level())
 	}
 	if state, responses, ok := bridgeRetry(m.Params); ok && fc.session == nil {
 		raw, timing, err = s.resume(ctx, state, responses, &preq, onMsg)

@@ -177,5 +177,5 @@ func (s *Service) onSessionMsg(m *nats.Msg) {
 	if v == nil {
 		return
 	}
-	s.sdkRelay(context.Background(), v, cs.ss, &cs.asks)(m)
+	logGate(s.sdkRelay(context.Background(), v, cs.ss, &cs.asks), cs.level())(m)
 }

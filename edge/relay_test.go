@@ -305,3 +305,26 @@ func TestEdgeBridgeStateBelongsToItsCall(t *testing.T) {
 		t.Fatalf("the call's own retry got %s", own)
 	}
 }
+
+// TestEdgeLogLevelGate: a 2026-07-28 call receives the upstream's log
+// messages only at or above the level its _meta asks for, none without one
+// (SEP-2575); other messages are not affected.
+func TestEdgeLogLevelGate(t *testing.T) {
+	var nc *nats.Conn
+	g := newRigWith(t, chattyWorker(t, &nc), &rigOpts{sse: true})
+	nc = g.nc
+	for _, c := range []struct {
+		level string // "" : none
+		logs  bool
+	}{{`"debug"`, true}, {`"info"`, true}, {`"error"`, false}, {"", false}} {
+		meta := `"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"t","version":"1"}`
+		if c.level != "" {
+			meta += `,"io.modelcontextprotocol/logLevel":` + c.level
+		}
+		_, body, _ := g.post(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"up__x","arguments":{},"_meta":{`+meta+`}}}`,
+			"Mcp-Protocol-Version", "2026-07-28", "Mcp-Method", "tools/call", "Mcp-Name", "up__x")
+		if got := strings.Contains(body, "notifications/message"); got != c.logs {
+			t.Errorf("level %s: log message delivered %v, want %v: %s", c.level, got, c.logs, body)
+		}
+	}
+}

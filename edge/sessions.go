@@ -31,6 +31,7 @@ type clientSession struct {
 	relayed  map[string]string             // guarded by mu: relay id -> where the client's answer goes
 	asks     sync.WaitGroup                // session-level relayed requests in flight
 	aliased  aliases                       // ids the SDK could not echo, in flight
+	logLevel atomic.Pointer[string]        // the level of the client's last logging/setLevel
 }
 
 // sessionTable holds the edge's stateful client sessions by session id,
@@ -158,4 +159,12 @@ func (cs *clientSession) takeRelay(id string) (string, bool) {
 	reply, ok := cs.relayed[id]
 	delete(cs.relayed, id)
 	return reply, ok
+}
+
+// level returns the log level the client set ("" before any).
+func (cs *clientSession) level() string {
+	if p := cs.logLevel.Load(); p != nil {
+		return *p
+	}
+	return ""
 }

@@ -199,7 +199,10 @@ func (u *Upstream) rawCall(ctx context.Context, rc *rawConn, p *rawParams, st *c
 	id := append(strconv.AppendUint(append(idBuf[:0], `"sy-`...), n, 10), '"')
 	meta := requestMeta(p, rc.head, rc.meta)
 	legacy := rc.legacyOps && p.noSessionMeta
-	if lv := rc.level.Load(); lv != nil && meta != nil && !legacy {
+	switch lv := rc.level.Load(); {
+	case p.level != nil && meta != nil && !legacy: // a 2026-era client's own level
+		meta = append(append(append([]byte(nil), meta...), ','), p.level...)
+	case lv != nil && meta != nil && !legacy: // the level a 2025-era client set
 		meta = append(append(append([]byte(nil), meta...), ','), *lv...)
 	}
 	body := p.appendRequest(make([]byte, 0, len(p.members)+len(p.meta)+len(meta)+80), id, meta)

@@ -897,7 +897,7 @@ func sharedEquivCases() []equivCase {
 		{name: "unknown tool", tool: "nope", params: `{}`},
 		{name: "meta", tool: "meta", params: `{"_meta":{"io.modelcontextprotocol/protocolVersion":"2099-01-01",` +
 			`"io.modelcontextprotocol/clientInfo":{"name":"c","version":"1"},"io.modelcontextprotocol/clientCapabilities":{},` +
-			`"io.modelcontextprotocol/logLevel":"debug","progressToken":7,"custom":{"n":1}},"inputResponses":{},"requestState":""}`},
+			`"progressToken":7,"custom":{"n":1}},"inputResponses":{},"requestState":""}`}, // a 2026-era client's logLevel goes only the raw way (TestUpstreamRequestWire)
 		{name: "server requests", tool: "probe", params: `{}`},
 	}
 }

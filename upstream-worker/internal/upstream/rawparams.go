@@ -59,6 +59,10 @@ type rawParams struct {
 	// when neither. On a 2026-07-28 session they replace the session's in
 	// the request's _meta (requestMeta).
 	caps []byte
+	// level is the client's own SEP-2575 logLevel _meta member (a 2026-era
+	// client's, encoded as `"<key>":<value>`), nil when it sent none: on a
+	// 2026-07-28 session it tells the upstream which log messages to send.
+	level []byte
 }
 
 var (
@@ -129,7 +133,7 @@ func newRawParams(req *proto.Request) (*rawParams, *proto.Error) {
 	dropState := isNull(state) || string(state) == `""`
 
 	p := &rawParams{method: methodToolsCall, hdr: hdrCall, name: toolName, args: args}
-	p.meta, p.caps = forwardMeta(meta)
+	p.meta, p.caps, p.level = forwardMeta(meta)
 	p.caps = ownCaps(req, p.caps)
 	m := make([]byte, 0, len(raw)+len(toolName)+32)
 	m = append(m, `"name":`...)
@@ -204,7 +208,7 @@ func newForwardParams(req *proto.Request) (*rawParams, *proto.Error) {
 		return nil, invalidParams(method, "_meta is not an object")
 	}
 	p.members = m
-	p.meta, p.caps = forwardMeta(meta)
+	p.meta, p.caps, p.level = forwardMeta(meta)
 	p.caps = ownCaps(req, p.caps)
 	return p, nil
 }
@@ -246,16 +250,20 @@ func renamePromptRef(ref []byte, name string) []byte {
 }
 
 // forwardMeta returns the members of meta (a raw _meta object, or nil)
-// that are forwarded: all but the hop keys, encoded, byte for byte; and
-// the hop key clientCapabilities' value, when it is an object.
-func forwardMeta(meta []byte) (out, caps []byte) {
+// that are forwarded: all but the hop keys, encoded, byte for byte; the
+// hop key clientCapabilities' value, when it is an object; and the hop key
+// logLevel as an encoded member, when it is a string.
+func forwardMeta(meta []byte) (out, caps, level []byte) {
 	if isNull(meta) {
-		return nil, nil
+		return nil, nil, nil
 	}
 	jsonscan.Members(meta, func(k, v []byte) {
 		if isHopKey(k) {
-			if jsonscan.KeyIs(k, mcp.MetaKeyClientCapabilities) && len(v) > 0 && v[0] == '{' {
+			switch {
+			case jsonscan.KeyIs(k, mcp.MetaKeyClientCapabilities) && len(v) > 0 && v[0] == '{':
 				caps = v
+			case jsonscan.KeyIs(k, mcp.MetaKeyLogLevel) && len(v) > 0 && v[0] == '"':
+				level = append([]byte(`"`+mcp.MetaKeyLogLevel+`":`), v...)
 			}
 			return
 		}
@@ -264,7 +272,7 @@ func forwardMeta(meta []byte) (out, caps []byte) {
 		}
 		out = append(append(append(out, k...), ':'), v...)
 	})
-	return out, caps
+	return out, caps, level
 }
 
 // ownCaps is the capabilities of req's own client: req.ClientCaps when it

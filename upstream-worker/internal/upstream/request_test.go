@@ -234,7 +234,7 @@ func TestUpstreamRequestWire(t *testing.T) {
 		{"prompts/get", fwd("prompts/get", "greet", "", `{"name":"up__greet","arguments":{"who":"x"},"x-extra":[1, 2.50]}`), "greet",
 			[]string{`"name":"greet"`, `"x-extra":[1, 2.50]`, `"arguments":{"who":"x"}`}, []string{"up__greet"}, true},
 		{"resources/read", fwd("resources/read", "", "", `{"uri":"test://items/\u0031","_meta":{"io.modelcontextprotocol/logLevel":"debug","k":12345678901234567890}}`), "test://items/1",
-			[]string{`"uri":"test://items/\u0031"`, `"k":12345678901234567890`}, []string{"logLevel"}, true},
+			[]string{`"uri":"test://items/\u0031"`, `"k":12345678901234567890`, `"io.modelcontextprotocol/logLevel":"debug"`}, nil, true},
 		{"completion/complete", fwd("completion/complete", "greet", "", `{"argument":{"name":"who","value":"v"},"ref":{"name":"up__greet","type":"ref/prompt","x":1}}`), "",
 			[]string{`"ref":{"name":"greet","type":"ref/prompt","x":1}`, `"argument":{"name":"who","value":"v"}`}, []string{"up__greet"}, true},
 		{"resources/list", fwd("resources/list", "", "", ``), "", nil, nil, true},
@@ -462,5 +462,17 @@ func TestUpstreamRequestEquivalence(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestUpstreamForwardMetaLevel: a 2026-era client's logLevel is kept apart
+// from the forwarded _meta, to be sent on a 2026-07-28 session.
+func TestUpstreamForwardMetaLevel(t *testing.T) {
+	out, caps, level := forwardMeta([]byte(`{"k":1,"io.modelcontextprotocol/logLevel":"debug","io.modelcontextprotocol/clientCapabilities":{"sampling":{}}}`))
+	if string(out) != `"k":1` || string(caps) != `{"sampling":{}}` || string(level) != `"io.modelcontextprotocol/logLevel":"debug"` {
+		t.Fatalf("out %s caps %s level %s", out, caps, level)
+	}
+	if _, _, level := forwardMeta([]byte(`{"io.modelcontextprotocol/logLevel":5}`)); level != nil {
+		t.Fatalf("a level that is not a string kept: %s", level)
 	}
 }
