@@ -123,3 +123,35 @@ func TestEdgeOriginChecked(t *testing.T) {
 		t.Errorf("SSE with a foreign Origin: HTTP %d", resp.StatusCode)
 	}
 }
+
+// TestEdgeDuplicateIDsAcrossPaths: an id in flight on the fast path is
+// refused on the SDK path, and the other way round, as the SDK refuses an
+// id in flight on it.
+func TestEdgeDuplicateIDsAcrossPaths(t *testing.T) {
+	g := newRig(t, func(*nats.Msg) {}) // never answers: calls stay in flight
+	g.initialize()
+	send := func(body string) {
+		req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, g.url, strings.NewReader(body))
+		for k, v := range map[string]string{"Content-Type": "application/json", "Accept": "application/json, text/event-stream",
+			"Mcp-Session-Id": g.sid, "Mcp-Protocol-Version": "2025-11-25"} {
+			req.Header.Set(k, v)
+		}
+		if resp, err := http.DefaultClient.Do(req); err == nil {
+			resp.Body.Close()
+		}
+	}
+	fast := `{"jsonrpc":"2.0","id":"%s","method":"tools/call","params":{"name":"up__x","arguments":{}}}`
+	slow := `{"jsonrpc":"2.0","id":"%s","method":"tools/call","params":{"name":"up__x","arguments":{},"_meta":{"progressToken":1}}}`
+	for _, c := range []struct{ name, first, second string }{
+		{"fast then SDK", fast, slow},
+		{"SDK then fast", slow, fast},
+	} {
+		id := strings.ReplaceAll(c.name, " ", "-")
+		go send(fmt.Sprintf(c.first, id))
+		time.Sleep(300 * time.Millisecond) // the first is in flight
+		code, body, _ := g.post(fmt.Sprintf(c.second, id))
+		if code != http.StatusBadRequest || !strings.Contains(body, "duplicate in-flight request ID") {
+			t.Errorf("%s: HTTP %d %s", c.name, code, body)
+		}
+	}
+}

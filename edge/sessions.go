@@ -28,6 +28,7 @@ type clientSession struct {
 	timer    *time.Timer // guarded by mu: nil without a timeout or once closed
 	timeout  time.Duration
 	inflight map[string]context.CancelFunc // guarded by mu: fast-path calls by idKey
+	viaSDK   map[string]int                // guarded by mu: requests the SDK serves, by idKey
 	relayed  map[string]string             // guarded by mu: relay id -> where the client's answer goes
 	asks     sync.WaitGroup                // session-level relayed requests in flight
 	aliased  aliases                       // ids the SDK could not echo, in flight
@@ -119,11 +120,35 @@ func (cs *clientSession) startPOST() func() {
 func (cs *clientSession) track(id string, cancel context.CancelFunc) bool {
 	cs.mu.Lock()
 	defer cs.mu.Unlock()
-	if _, dup := cs.inflight[id]; dup {
+	if _, dup := cs.inflight[id]; dup || cs.viaSDK[id] > 0 {
 		return false
 	}
 	cs.inflight[id] = cancel
 	return true
+}
+
+// trackSDK records a request the SDK serves, so that the fast path refuses
+// its id while it is in flight, as the SDK refuses ids in flight on it;
+// false (nothing recorded) if the fast path is serving that id.
+func (cs *clientSession) trackSDK(id string) bool {
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	if _, dup := cs.inflight[id]; dup {
+		return false
+	}
+	if cs.viaSDK == nil {
+		cs.viaSDK = map[string]int{}
+	}
+	cs.viaSDK[id]++ // the SDK refuses a duplicate itself
+	return true
+}
+
+func (cs *clientSession) untrackSDK(id string) {
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	if cs.viaSDK[id]--; cs.viaSDK[id] <= 0 {
+		delete(cs.viaSDK, id)
+	}
 }
 
 func (cs *clientSession) untrack(id string) {

@@ -221,6 +221,16 @@ func (s *Service) serve(w http.ResponseWriter, r *http.Request, v *view) {
 	if s.answerRelayed(w, r, m) || s.serveFast(w, r, v, m) {
 		return
 	}
+	if m != nil && m.Method != "" && validID(m.ID) {
+		if cs := s.sessions.get(r.Header.Get("Mcp-Session-Id")); cs != nil {
+			id := idKey(m.ID)
+			if !cs.trackSDK(id) {
+				writeRPCError(w, http.StatusBadRequest, m.ID, -32600, "duplicate in-flight request ID "+string(m.ID))
+				return
+			}
+			defer cs.untrackSDK(id)
+		}
+	}
 	w, done := s.aliasForSDK(w, r, m)
 	defer done()
 	v.ServeHTTP(w, r)
