@@ -581,6 +581,9 @@ func (b *Bridge) failed(m *clientMsg, msg string) {
 // null id on that request's own response is its answer: it gets the
 // request's id, or the client would wait forever. The error is stdout's.
 func (b *Bridge) deliver(msg []byte, x *answer) error {
+	if len(bytes.TrimSpace(msg)) == 0 {
+		return nil // an SSE priming event (SEP-1699): an id, no message
+	}
 	if !json.Valid(msg) {
 		b.log.Warn("gateway sent a message that is not JSON, dropped", "bytes", len(msg))
 		return nil
