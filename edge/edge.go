@@ -56,6 +56,7 @@ type Service struct {
 
 	sessions       sessionTable          // stateful client sessions (fast path, idle timer)
 	bridged        suspensions           // 2026-era calls waiting for the client's input
+	subs           listens               // upstream subscriptions of 2026-era listen streams
 	events         *mcp.MemoryEventStore // SSE events kept for resumption (SEP-1699), SDK and fast path
 	impl           *mcp.Implementation   // serverInfo of every view
 	serverInfoMeta []byte                // `"<serverInfo key>":<impl>` for 2026-era results

@@ -164,6 +164,9 @@ func relayID() string {
 // onSessionMsg delivers a session-level upstream message (subject
 // proto.EdgeMsgSubject) to its client session's GET stream.
 func (s *Service) onSessionMsg(m *nats.Msg) {
+	if s.onListenMsg(m) {
+		return
+	}
 	cs := s.sessions.get(m.Header.Get(proto.HdrSession))
 	if cs == nil {
 		if u, ok := parseUpMsg(m); ok {

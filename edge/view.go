@@ -48,6 +48,10 @@ func (s *Service) newView(name string) *view {
 		GetSessionID:       func() string { return s.cfg.ID + "-" + bus.RandomToken(15) },
 		InitializedHandler: s.onInitialized,
 		Capabilities:       viewCapabilities(),
+		// Only 2026-era subscriptions/listen streams reach these: the
+		// middleware answers a 2025 session's resources/subscribe itself.
+		SubscribeHandler:   s.subscribeHandler(name),
+		UnsubscribeHandler: s.unsubscribeHandler(name),
 	})
 	v.server.AddReceivingMiddleware(s.middleware(name))
 	v.server.AddSendingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {

@@ -101,3 +101,35 @@ var toolArgs = map[string]map[string]any{
 	"test_sampling":    {"prompt": "say hi"},
 	"test_elicitation": {"message": "who are you?"},
 }
+
+// TestIntegrationListenSubscription: a 2026-07-28 client subscribes to a
+// resource on a subscriptions/listen stream through the gateway and gets
+// the (2025-era) upstream's notifications/resources/updated there.
+func TestIntegrationListenSubscription(t *testing.T) {
+	_, g := startEverythingGateway(t)
+	updated := make(chan string, 8)
+	var cs *mcp.ClientSession
+	eventually(t, 20*time.Second, func() error { // the upstream is catalogued
+		cs = connect(t, g.url+"/mcp/ev-http", v2026, &mcp.ClientOptions{
+			ResourceUpdatedHandler: func(_ context.Context, r *mcp.ResourceUpdatedNotificationRequest) {
+				updated <- r.Params.URI
+			},
+		})
+		_, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "test_simple_text"})
+		return err
+	})
+	if err := cs.Subscribe(t.Context(), &mcp.SubscribeParams{URI: "test://watched-resource"}); err != nil {
+		t.Fatal(err)
+	}
+	select { // the upstream updates it every 3 s
+	case uri := <-updated:
+		if uri != "test://watched-resource" {
+			t.Fatalf("update of %q", uri)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no notifications/resources/updated on the listen stream")
+	}
+	if err := cs.Unsubscribe(t.Context(), &mcp.UnsubscribeParams{URI: "test://watched-resource"}); err != nil {
+		t.Fatal(err)
+	}
+}
