@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/switchyard-mcp/switchyard/testutil/bins"
 )
 
 // TestIntegrationUpstreamMessages checks that the go-sdk everything-server's
@@ -131,5 +133,41 @@ func TestIntegrationListenSubscription(t *testing.T) {
 	}
 	if err := cs.Unsubscribe(t.Context(), &mcp.UnsubscribeParams{URI: "test://watched-resource"}); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestIntegrationSubscribeStatelessUpstream: a stateless (2026-07-28)
+// upstream takes resource subscriptions only on its own listen streams;
+// clients of both eras still get its notifications/resources/updated.
+func TestIntegrationSubscribeStatelessUpstream(t *testing.T) {
+	addr := freeAddr(t)
+	startProc(t, "everything-stateless", bins.Everything(t), "-http", addr, "-stateless=true")
+	waitTCP(t, addr)
+	g := startGateway(t, loadConfig(t, fmt.Sprintf("call_timeout: 30s\nupstreams:\n  - name: ev\n    url: http://%s/\n", addr)))
+	for _, era := range []string{v2025, v2026} {
+		t.Run(era, func(t *testing.T) {
+			updated := make(chan string, 8)
+			var cs *mcp.ClientSession
+			eventually(t, 20*time.Second, func() error {
+				cs = connect(t, g.url+"/mcp/ev", era, &mcp.ClientOptions{
+					ResourceUpdatedHandler: func(_ context.Context, r *mcp.ResourceUpdatedNotificationRequest) {
+						updated <- r.Params.URI
+					},
+				})
+				_, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "test_simple_text"})
+				return err
+			})
+			if err := cs.Subscribe(t.Context(), &mcp.SubscribeParams{URI: "test://watched-resource"}); err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case uri := <-updated:
+				if uri != "test://watched-resource" {
+					t.Fatalf("update of %q", uri)
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatal("no notifications/resources/updated")
+			}
+		})
 	}
 }

@@ -63,10 +63,34 @@ func (u *Upstream) Request(ctx context.Context, req *proto.Request) ([]byte, *pr
 			return u.forwardOn(ctx, s, l, f)
 		}
 	}
-	if (req.Method == methodSubscribe || req.Method == methodUnsubscribe) && req.Session != "" {
-		attempt = trackSubscription(req, attempt)
+	if req.Method == methodSubscribe || req.Method == methodUnsubscribe {
+		if attempt, perr = listenOn2026(p, attempt, u); perr != nil {
+			return nil, perr
+		}
+		if req.Session != "" {
+			attempt = trackSubscription(req, attempt)
+		}
 	}
 	return u.send(ctx, req, st, attempt)
+}
+
+// listenOn2026 makes a resources/(un)subscribe on a session that
+// negotiated 2026-07-28 or later go through the SDK client, which
+// subscribes on a subscriptions/listen stream of its own (SEP-2575: that
+// revision has no resources/subscribe) and cancels it on unsubscribe; the
+// stream's notifications/resources/updated reach the client session as
+// any of the session's messages do. Other sessions keep next.
+func listenOn2026(p *rawParams, next sendFunc, u *Upstream) (sendFunc, *proto.Error) {
+	f, perr := sdkRequest(p)
+	if perr != nil {
+		return nil, perr
+	}
+	return func(ctx context.Context, s *session, l *lazy) ([]byte, error) {
+		if ir := s.cs.InitializeResult(); ir == nil || ir.ProtocolVersion < protocol2026 {
+			return next(ctx, s, l)
+		}
+		return u.forwardOn(ctx, s, l, f)
+	}, nil
 }
 
 // trackSubscription wraps the attempt of a client session's
