@@ -177,7 +177,7 @@ func TestWorkerRelayCall(t *testing.T) {
 				}
 				var res struct{ Content []struct{ Text string } }
 				_ = json.Unmarshal(r.Result, &res)
-				if len(res.Content) != 1 || !strings.HasPrefix(res.Content[0].Text, "token=sy-w1-") || !strings.HasSuffix(res.Content[0].Text, " action=accept name=ada") {
+				if len(res.Content) != 1 || !strings.HasPrefix(res.Content[0].Text, "token=sy-") || strings.Contains(res.Content[0].Text, "sy-w1-") || !strings.HasSuffix(res.Content[0].Text, " action=accept name=ada") {
 					t.Fatalf("token %s: result %s, want the worker's token and the elicited name", tok, r.Result)
 				}
 				var logs, progress, asks int

@@ -135,12 +135,13 @@ type progressEntry struct {
 	client []byte // the client's token, raw JSON
 }
 
-// token returns a worker-unique progress token (raw JSON string) standing
-// for the client's token (raw JSON), remembered until the call ends.
+// token returns an upstream-unique progress token (raw JSON string)
+// standing for the client's token (raw JSON), remembered until the call
+// ends. It names neither the worker nor the client.
 func (st *callState) token(client []byte) []byte {
 	u := st.u
 	n := u.progSeq.Add(1)
-	ours := "sy-" + u.opts.Worker + "-" + strconv.FormatUint(n, 10)
+	ours := u.progPrefix + strconv.FormatUint(n, 10)
 	u.progMu.Lock()
 	if u.progress == nil {
 		u.progress = map[string]*progressEntry{}

@@ -2,10 +2,12 @@ package upstream
 
 import (
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"fmt"
 	"log/slog"
 	"net/http"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -140,10 +142,11 @@ type Upstream struct {
 	pool    *lazy // HTTP pool session
 	// params holds the SEP-2243 header bindings of the upstream's tools
 	// (by tool name), from the latest catalog fetch.
-	params  atomic.Pointer[map[string][]paramhdr.Binding]
-	readers sync.Pool     // *bufio.Reader of raw SSE responses (sseReadBuffer)
-	asks    chan struct{} // one token per upstream request waiting for a client (maxAsks)
-	progSeq atomic.Uint64 // numbers our progress tokens
+	params     atomic.Pointer[map[string][]paramhdr.Binding]
+	readers    sync.Pool     // *bufio.Reader of raw SSE responses (sseReadBuffer)
+	asks       chan struct{} // one token per upstream request waiting for a client (maxAsks)
+	progSeq    atomic.Uint64 // numbers our progress tokens
+	progPrefix string        // starts them: "sy-" and a random token, revealing nothing
 	// dedicated2026: the upstream keeps no state for a 2025-11-25 session
 	// (it gave none an id) but speaks 2026-07-28, so dedicated sessions
 	// ask for 2026-07-28 (see dial).
@@ -183,17 +186,18 @@ func New(o Options) *Upstream {
 	}
 	o.fill()
 	u := &Upstream{
-		opts:      o,
-		name:      o.Spec.Name,
-		log:       o.Log.With(proto.LogUpstream, o.Spec.Name),
-		closer:    o.Closer,
-		kick:      make(chan struct{}, 1),
-		check:     make(chan struct{}, 1),
-		dedicated: map[sessKey]*lazy{},
-		rawCalls:  o.Spec.Transport == proto.TransportStreamable || o.Spec.Transport == proto.TransportStdio,
-		impl:      &mcp.Implementation{Name: "switchyard-worker", Version: "v1"},
-		shared:    sharedCaps(),
-		asks:      make(chan struct{}, maxAsks),
+		opts:       o,
+		name:       o.Spec.Name,
+		progPrefix: "sy-" + strings.ToLower(rand.Text()[:10]) + "-",
+		log:        o.Log.With(proto.LogUpstream, o.Spec.Name),
+		closer:     o.Closer,
+		kick:       make(chan struct{}, 1),
+		check:      make(chan struct{}, 1),
+		dedicated:  map[sessKey]*lazy{},
+		rawCalls:   o.Spec.Transport == proto.TransportStreamable || o.Spec.Transport == proto.TransportStdio,
+		impl:       &mcp.Implementation{Name: "switchyard-worker", Version: "v1"},
+		shared:     sharedCaps(),
+		asks:       make(chan struct{}, maxAsks),
 	}
 	info, err := json.Marshal(u.impl)
 	if err != nil {
