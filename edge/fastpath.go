@@ -41,6 +41,7 @@ type fastCall struct {
 	op       string
 	session  *clientSession // nil for a 2026-era call
 	protocol string
+	name     string // what the router routes by, when not a tool's name: a tasks request's taskId
 }
 
 // serveFast serves r on the fast path if it qualifies and reports whether
@@ -122,6 +123,8 @@ func (s *Service) runFast(w http.ResponseWriter, r *http.Request, v *view, fc *f
 	preq := proto.Request{Method: m.Method, Tenant: s.cfg.Tenant, Edge: s.cfg.ID, View: v.name, Protocol: fc.protocol, Params: m.Params}
 	if fc.op == proto.OpToolsCall {
 		preq.Name = p.Name
+	} else if fc.name != "" {
+		preq.Name = fc.name
 	}
 	if len(preq.Params) == 0 {
 		preq.Params = emptyParams

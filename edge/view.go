@@ -77,8 +77,9 @@ func (s *Service) newView(name string) *view {
 }
 
 // viewCapabilities are what every view advertises: the gateway serves
-// every list, subscriptions, completion and logging, and answers for an
-// upstream without one of them with that upstream's own error.
+// every list, subscriptions, completion, logging and the tasks extension
+// (tasks.go), and answers for an upstream without one of them with that
+// upstream's own error.
 func viewCapabilities() *mcp.ServerCapabilities {
 	return &mcp.ServerCapabilities{
 		Tools:       &mcp.ToolCapabilities{ListChanged: true},
@@ -86,6 +87,7 @@ func viewCapabilities() *mcp.ServerCapabilities {
 		Resources:   &mcp.ResourceCapabilities{ListChanged: true, Subscribe: true},
 		Completions: &mcp.CompletionCapabilities{},
 		Logging:     &mcp.LoggingCapabilities{},
+		Extensions:  map[string]any{tasksExtension: map[string]any{}},
 	}
 }
 
@@ -222,7 +224,7 @@ func (s *Service) serve(w http.ResponseWriter, r *http.Request, v *view) {
 			defer cs.startPOST()()
 		}
 	}
-	if s.answerRelayed(w, r, m) || s.serveFast(w, r, v, m) {
+	if s.answerRelayed(w, r, m) || s.serveTasks(w, r, v, m) || s.serveFast(w, r, v, m) {
 		return
 	}
 	if m != nil && m.Method != "" && validID(m.ID) {

@@ -64,6 +64,10 @@ const (
 	OpResourcesUnsubscribe  = "resources_unsubscribe"
 	OpCompletionComplete    = "completion_complete"
 	OpLoggingSetLevel       = "logging_setlevel"
+	// The tasks extension (io.modelcontextprotocol/tasks, SEP-2663).
+	OpTasksGet    = "tasks_get"
+	OpTasksUpdate = "tasks_update"
+	OpTasksCancel = "tasks_cancel"
 	// OpCatalog asks a worker pool to refresh an upstream's list sets.
 	OpCatalog = "catalog"
 	// OpCancel cancels an in-flight call on a worker (body: [Cancel]).
@@ -118,6 +122,9 @@ var methodOps = map[string]string{
 	"resources/unsubscribe":    OpResourcesUnsubscribe,
 	"completion/complete":      OpCompletionComplete,
 	"logging/setLevel":         OpLoggingSetLevel,
+	"tasks/get":                OpTasksGet,
+	"tasks/update":             OpTasksUpdate,
+	"tasks/cancel":             OpTasksCancel,
 }
 
 // Op converts an MCP method to its subject token: "/" becomes "_" and the

@@ -57,6 +57,8 @@ func (s *Service) onCall(m *nats.Msg) {
 		s.complete(m, &req)
 	case proto.OpLoggingSetLevel:
 		s.setLevel(m, &req)
+	case proto.OpTasksGet, proto.OpTasksUpdate, proto.OpTasksCancel:
+		s.taskCall(m, &req)
 	default:
 		s.fail(m, proto.Errorf(proto.CodeMethodNotFound, "method %q not found", req.Method))
 	}

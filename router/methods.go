@@ -9,6 +9,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/switchyard-mcp/switchyard/internal/bus"
+	"github.com/switchyard-mcp/switchyard/internal/taskid"
 	"github.com/switchyard-mcp/switchyard/proto"
 )
 
@@ -66,6 +67,19 @@ func (s *Service) resourceCall(m *nats.Msg, req *proto.Request) {
 func resourceData(uri string) []byte {
 	b, _ := json.Marshal(map[string]string{"uri": uri})
 	return b
+}
+
+// taskCall routes tasks/get, tasks/update and tasks/cancel (SEP-2663) to
+// the upstream named in the gateway task id (req.Name, from the edge; see
+// internal/taskid), which a worker of that upstream then verifies. An id
+// naming no upstream of the view is -32602, as an unknown taskId is.
+func (s *Service) taskCall(m *nats.Msg, req *proto.Request) {
+	u, ok := taskid.Upstream(req.Name)
+	if !ok || !s.snap.Load().Upstreams[u] || (req.View != "" && req.View != u) {
+		s.fail(m, proto.Errorf(proto.CodeInvalidParams, "%s: unknown taskId %q", req.Method, req.Name))
+		return
+	}
+	s.to(m, req, u, "")
 }
 
 type completeParams struct {

@@ -99,6 +99,7 @@ func (m *manager) start(spec proto.UpstreamSpec) (*actor, error) {
 		MaxResultBytes: m.s.cfg.MaxResultBytes,
 		Sessions:       m.s.sessionRelay,
 		AskTimeout:     m.s.cfg.CallTimeout,
+		TaskIDs:        m.s.taskIDs,
 	}
 	if m.s.tune != nil {
 		m.s.tune(&o)

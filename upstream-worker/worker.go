@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/switchyard-mcp/switchyard/internal/taskid"
 	"log/slog"
 	"net/http"
 	"sync"
@@ -131,6 +132,9 @@ type Service struct {
 	hbKick chan struct{} // cap 1: publish a heartbeat now
 	closer *upstream.Closer
 	mgr    *manager
+	// taskIDs is the fleet's task id codec (KV switchyard_keys), set by Run
+	// before the first upstream starts.
+	taskIDs *taskid.Codec
 	// tune adjusts every upstream's options (tests shorten timings).
 	tune func(*upstream.Options)
 
@@ -219,6 +223,12 @@ func (s *Service) Run(ctx context.Context) error {
 	defer s.killCalls()
 	actorsCtx, stopActors := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopActors()
+	kctx, kcancel := context.WithTimeout(ctx, 10*time.Second)
+	s.taskIDs, err = taskid.Shared(kctx, js)
+	kcancel()
+	if err != nil {
+		return fmt.Errorf("worker: %w", err)
+	}
 	s.mgr = newManager(s, actorsCtx, toolstore.New(js))
 	if err := s.checkUniqueID(); err != nil {
 		return err

@@ -95,6 +95,9 @@ func (u *Upstream) send(ctx context.Context, req *proto.Request, st *callState, 
 			if st.marksInput(s, req.Method) {
 				res = markInputRequired(res)
 			}
+			if req.Method == methodToolsCall {
+				res = u.mintTaskID(req, res)
+			}
 			return res, nil
 		}
 		if errors.Is(err, mcp.ErrSessionMissing) && l != nil && ctx.Err() == nil {

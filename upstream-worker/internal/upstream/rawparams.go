@@ -41,7 +41,8 @@ type rawParams struct {
 	hdr    []string // the Mcp-Method header value: [method]
 	// name is the Mcp-Name header value of a 2026-07-28 session's request:
 	// the tool (tools/call), the prompt (prompts/get) or the resource URI
-	// (resources/read); "" for other methods.
+	// (resources/read) or the task id (tasks/get, tasks/update,
+	// tasks/cancel: SEP-2663); "" for other methods.
 	name    string
 	members []byte          // every member but _meta, encoded (tools/call: "name" first)
 	meta    []byte          // the forwarded _meta members, encoded; may be empty
@@ -184,7 +185,8 @@ func newForwardParams(req *proto.Request) (*rawParams, *proto.Error) {
 			if v[0] == '"' {
 				p.name = jsonscan.Unquote(v)
 			}
-		case method == methodRead && jsonscan.KeyIs(k, "uri"):
+		case method == methodRead && jsonscan.KeyIs(k, "uri"),
+			isTaskMethod(method) && jsonscan.KeyIs(k, "taskId"):
 			if v[0] == '"' {
 				p.name = jsonscan.Unquote(v)
 			}

@@ -27,7 +27,9 @@ import (
 // proto.CodeUpstreamUnavailable when the upstream is down or the transport
 // failed; proto.CodePayloadTooLarge when the response exceeds
 // MaxResultBytes; proto.CodeTimeout when ctx's deadline passed;
-// proto.CodeInternal when ctx was cancelled. Safe for concurrent use; it
+// proto.CodeInternal when ctx was cancelled. tasks/get, tasks/update and
+// tasks/cancel name the task by its gateway id (see tasks.go); one that
+// does not open under req's scope is proto.CodeInvalidParams. Safe for concurrent use; it
 // returns when ctx ends even if the upstream ignores the cancellation.
 //
 // On streamable HTTP and stdio upstreams the request bypasses the SDK
@@ -36,9 +38,18 @@ import (
 // params are decoded into the method's typed params, so members the SDK
 // does not know are not forwarded there).
 func (u *Upstream) Request(ctx context.Context, req *proto.Request) ([]byte, *proto.Error) {
-	if req.Method == methodToolsCall {
+	switch {
+	case req.Method == methodToolsCall:
 		return u.Call(ctx, req)
+	case isTaskMethod(req.Method):
+		return u.taskRequest(ctx, req)
 	}
+	return u.request(ctx, req)
+}
+
+// request is Request for a method other than tools/call, with any task id
+// already translated.
+func (u *Upstream) request(ctx context.Context, req *proto.Request) ([]byte, *proto.Error) {
 	if _, ok := proto.Forwarded(req.Method); !ok {
 		return nil, proto.Errorf(proto.CodeMethodNotFound, "upstream %s: method %q is not forwarded", u.name, req.Method)
 	}

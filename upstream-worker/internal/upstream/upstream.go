@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/json"
 	"fmt"
+	"github.com/switchyard-mcp/switchyard/internal/taskid"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -81,6 +82,10 @@ type Options struct {
 	// (one tied to no call) waits for its client; 0 means
 	// DefaultAskTimeout.
 	AskTimeout time.Duration
+	// TaskIDs mints and opens the gateway's task ids (SEP-2663 tasks);
+	// nil leaves an upstream's task ids unchanged and answers every
+	// tasks/get, tasks/update and tasks/cancel with an unknown taskId.
+	TaskIDs *taskid.Codec
 }
 
 func (o *Options) fill() {
