@@ -39,7 +39,7 @@ var taskOps = map[string]string{
 var missingTasksData = json.RawMessage(`{"requiredCapabilities":{"extensions":{"` + tasksExtension + `":{}}}}`)
 
 // serveTasks serves r if it is a tasks/get, tasks/update or tasks/cancel
-// request of a 2026-07-28 client or of a ready 2025-era session of v, and
+// request of a 2026-07-28 client or of a 2025-era session of v, and
 // reports whether it did; when it returns false nothing has been written
 // and the SDK answers r.
 func (s *Service) serveTasks(w http.ResponseWriter, r *http.Request, v *view, m *probeMsg) bool {
@@ -60,8 +60,11 @@ func (s *Service) serveTasks(w http.ResponseWriter, r *http.Request, v *view, m 
 		}
 		fc.protocol, caps = pv, p.meta(mcp.MetaKeyClientCapabilities)
 	} else {
+		// Not waiting for ready (notifications/initialized, which the SDK
+		// handles after answering 202): the SDK cannot serve tasks/* at
+		// all, and the session's capabilities are known from initialize.
 		cs := s.sessions.get(r.Header.Get("Mcp-Session-Id"))
-		if cs == nil || cs.view != v.name || !cs.ready.Load() || pv != cs.protocol {
+		if cs == nil || cs.view != v.name || pv != cs.protocol {
 			return false
 		}
 		fc.session, fc.protocol, caps = cs, cs.protocol, cs.caps
