@@ -14,6 +14,7 @@ import (
 
 	"github.com/switchyard-mcp/switchyard/internal/bus"
 	"github.com/switchyard-mcp/switchyard/internal/paramhdr"
+	"github.com/switchyard-mcp/switchyard/internal/taskid"
 	"github.com/switchyard-mcp/switchyard/proto"
 	"github.com/switchyard-mcp/switchyard/testutil/natstest"
 )
@@ -461,6 +462,8 @@ func TestRouterMethods(t *testing.T) {
 		{"completion of a template", proto.OpCompletionComplete, proto.Request{Method: "completion/complete",
 			Params: []byte(`{"ref":{"type":"ref/resource","uri":"b://item/{id}"},"argument":{"name":"id","value":"1"}}`)}, "b", "w-b", ""},
 		{"set level, passthrough", proto.OpLoggingSetLevel, proto.Request{Method: "logging/setLevel", View: "b", Params: []byte(`{"level":"info"}`)}, "b", "w-b", ""},
+		{"task, federated", proto.OpTasksGet, proto.Request{Method: "tasks/get", Name: taskOf("b")}, "b", "w-b", ""},
+		{"task, passthrough", proto.OpTasksCancel, proto.Request{Method: "tasks/cancel", View: "a", Name: taskOf("a")}, "a", "w-a", ""},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -485,6 +488,19 @@ func TestRouterMethods(t *testing.T) {
 			}
 		}
 	})
+	t.Run("unknown tasks", func(t *testing.T) {
+		for _, r := range []proto.Request{
+			{Method: "tasks/get", Name: "upstream-own-id"},
+			{Method: "tasks/update", Name: taskOf("zz")},        // no such upstream
+			{Method: "tasks/get", View: "a", Name: taskOf("b")}, // another endpoint's upstream
+		} {
+			_, err := g.call(proto.Op(r.Method), &r)
+			var pe *proto.Error
+			if !errors.As(err, &pe) || pe.Code != proto.CodeInvalidParams {
+				t.Errorf("%s %q in view %q: %v, want -32602", r.Method, r.Name, r.View, err)
+			}
+		}
+	})
 	t.Run("set level, federated", func(t *testing.T) {
 		got, err := g.call(proto.OpLoggingSetLevel, &proto.Request{Method: "logging/setLevel", Params: []byte(`{"level":"debug"}`)})
 		if err != nil || got["raw"] != "{}" {
@@ -496,6 +512,13 @@ func TestRouterMethods(t *testing.T) {
 			t.Fatalf("setLevel reached %v, want a and b", setLevel)
 		}
 	})
+}
+
+// taskOf returns a gateway task id of upstream (routers read only the
+// upstream from it).
+func taskOf(upstream string) string {
+	c, _ := taskid.New([]byte("0123456789abcdef"))
+	return c.Mint("scope", upstream, "t-1")
 }
 
 // TestRouterParamHeaders: a 2026-07-28 tools/call of a tool with
