@@ -236,6 +236,18 @@ func wantText(t *testing.T, r *proto.Reply, text string) {
 	}
 }
 
+// resultText returns the text of r's one text content.
+func resultText(t *testing.T, r *proto.Reply) string {
+	t.Helper()
+	var res struct {
+		Content []struct{ Type, Text string }
+	}
+	if r.Error != nil || json.Unmarshal(r.Result, &res) != nil || len(res.Content) != 1 {
+		t.Fatalf("reply %s %v, want one text content", r.Result, r.Error)
+	}
+	return res.Content[0].Text
+}
+
 // wantError fails unless r carries an error with code and a message
 // containing msg.
 func wantError(t *testing.T, r *proto.Reply, code int32, msg string) {

@@ -357,6 +357,14 @@ func TestWorkerRelayResourceUpdated(t *testing.T) {
 				}
 				return true
 			})
+			// c was test://text's last subscriber on the process: the
+			// upstream is told, and test://other (b's) stays.
+			eventually(t, 5*time.Second, "test://text unsubscribed upstream", func() bool {
+				req := toolCall("up", "subscriptions", `{}`)
+				req.Session = "b"
+				log := resultText(t, e.call(req))
+				return strings.HasSuffix(log, "unsubscribe test://text") && !strings.Contains(log, "unsubscribe test://other")
+			})
 		})
 	}
 }

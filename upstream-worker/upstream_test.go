@@ -91,6 +91,14 @@ type upstreamServer struct {
 	gate       chan context.Context // lets a "later" call's elicitation go, in that context
 	later      chan string          // a "later" call's elicitation ended: "<action> <name>" or the error
 	inits      atomic.Int32         // sessions initialized
+	subMu      sync.Mutex
+	subLog     []string // guarded by subMu: "subscribe <uri>", "unsubscribe <uri>", in order
+}
+
+func (u *upstreamServer) logSub(what string) {
+	u.subMu.Lock()
+	u.subLog = append(u.subLog, what)
+	u.subMu.Unlock()
 }
 
 type rawResult struct {
@@ -111,8 +119,14 @@ func newUpstream(extra int) *upstreamServer {
 	u.srv = mcp.NewServer(&mcp.Implementation{Name: "test-upstream", Version: "1"}, &mcp.ServerOptions{
 		PageSize:           1,
 		InitializedHandler: func(context.Context, *mcp.InitializedRequest) { u.inits.Add(1) },
-		SubscribeHandler:   func(context.Context, *mcp.SubscribeRequest) error { return nil },
-		UnsubscribeHandler: func(context.Context, *mcp.UnsubscribeRequest) error { return nil },
+		SubscribeHandler: func(_ context.Context, r *mcp.SubscribeRequest) error {
+			u.logSub("subscribe " + r.Params.URI)
+			return nil
+		},
+		UnsubscribeHandler: func(_ context.Context, r *mcp.UnsubscribeRequest) error {
+			u.logSub("unsubscribe " + r.Params.URI)
+			return nil
+		},
 	})
 	raws := map[string][]byte{"hologram": []byte(holoRaw), "fail": []byte(failRaw)}
 	u.srv.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
@@ -193,7 +207,7 @@ func (u *upstreamServer) addPrompt(name string) {
 }
 
 // fixedTools is the number of tools besides the extras.
-const fixedTools = 14
+const fixedTools = 15
 
 func textResult(s string) *mcp.CallToolResult {
 	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: s}}}
@@ -291,6 +305,11 @@ func (u *upstreamServer) addRelayTools() {
 			u.later <- res.Action + " " + name
 		}()
 		return textResult("later"), nil
+	})
+	add("subscriptions", func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		u.subMu.Lock()
+		defer u.subMu.Unlock()
+		return textResult(strings.Join(u.subLog, ";")), nil
 	})
 	add("touch", func(ctx context.Context, r *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		var a struct{ URI string }

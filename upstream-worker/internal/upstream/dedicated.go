@@ -2,6 +2,7 @@ package upstream
 
 import (
 	"context"
+	"encoding/json"
 	"time"
 
 	"github.com/switchyard-mcp/switchyard/proto"
@@ -39,10 +40,50 @@ func (u *Upstream) SessionClosed(edge, session string) {
 		l.kill()
 	}
 	for _, s := range u.snap.Load().procs {
-		s.dropSubscriber(k)
+		if orphans := s.dropSubscriber(k); len(orphans) > 0 {
+			go u.unsubscribeOn(s, orphans)
+		}
 	}
 	if s := u.pool.current(); s != nil {
-		s.dropSubscriber(k)
+		if orphans := s.dropSubscriber(k); len(orphans) > 0 {
+			go u.unsubscribeOn(s, orphans)
+		}
+	}
+}
+
+// unsubscribeOn sends resources/unsubscribe on the shared session s for
+// each of uris, whose last subscriber left with its client session: the
+// upstream stops sending updates nobody receives. A URI subscribed again
+// meanwhile is skipped. Failures are logged; the session may be gone.
+func (u *Upstream) unsubscribeOn(s *session, uris []string) {
+	ctx, cancel := context.WithTimeout(context.Background(), u.opts.CatalogTimeout)
+	defer cancel()
+	for _, uri := range uris {
+		if s.hasSubscribers(uri) {
+			continue
+		}
+		params, _ := json.Marshal(map[string]string{"uri": uri})
+		req := &proto.Request{Method: methodUnsubscribe, Params: params}
+		p, perr := newForwardParams(req)
+		if perr != nil {
+			continue
+		}
+		st := u.beginCall(ctx, req)
+		attempt := func(ctx context.Context, s *session, l *lazy) ([]byte, error) {
+			return u.callRawOn(ctx, s, l, p, st)
+		}
+		if !u.rawCalls {
+			f, _ := sdkRequest(p) // {"uri": string} always decodes
+			attempt = func(ctx context.Context, s *session, l *lazy) ([]byte, error) { return u.forwardOn(ctx, s, l, f) }
+		}
+		if a, perr := listenOn2026(p, attempt, u); perr == nil {
+			attempt = a // a 2026-07-28 session subscribed on its listen stream
+		}
+		_, err := attempt(ctx, s, nil)
+		st.end()
+		if err != nil {
+			u.log.Debug("unsubscribe of a closed session's resource failed", proto.LogErr, err)
+		}
 	}
 }
 

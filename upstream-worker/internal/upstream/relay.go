@@ -453,15 +453,28 @@ func (s *session) subscribers(uri string) []sessKey {
 }
 
 // dropSubscriber forgets every subscription of client session k.
-func (s *session) dropSubscriber(k sessKey) {
+func (s *session) dropSubscriber(k sessKey) (orphans []string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for uri, set := range s.subs {
+		if _, ok := set[k]; !ok {
+			continue
+		}
 		delete(set, k)
 		if len(set) == 0 {
 			delete(s.subs, uri)
+			orphans = append(orphans, uri)
 		}
 	}
+	return orphans
+}
+
+// hasSubscribers reports whether any client session is subscribed to uri
+// through s.
+func (s *session) hasSubscribers(uri string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.subs[uri]) > 0
 }
 
 // relayTransport wraps a transport whose connection is not the streamable
