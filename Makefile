@@ -63,6 +63,7 @@ fuzz:
 	cd proto && $(GO) test -run '^$$' -fuzz '^FuzzRouteTokens$$' -fuzztime $(FUZZ_EXECS) .
 	cd internal && $(GO) test -run '^$$' -fuzz '^FuzzParseChunk$$' -fuzztime 50000x ./bus
 	cd internal && $(GO) test -run '^$$' -fuzz '^FuzzMembers$$' -fuzztime $(FUZZ_EXECS) ./jsonscan
+	cd internal && $(GO) test -run '^$$' -fuzz '^FuzzOpen$$' -fuzztime $(FUZZ_EXECS) ./taskid
 	cd edge && $(GO) test -run '^$$' -fuzz '^FuzzParseBody$$' -fuzztime 50000x .
 
 ## bench: the latency gate (tools/call direct, through a bare reverse proxy
@@ -114,12 +115,13 @@ loadtest: build
 	$(BIN)/bench sweep -start-embedded -switchyard $(BIN)/switchyard -conns 8,64,256 -duration 10s -warmup 2s -federation 1x1,5x20,20x50
 
 ## conformance: the official MCP conformance suite (pinned in conformance/)
-## against the everything-server through the gateway's passthrough endpoint,
-## in each gateway mode (embedded: `switchyard dev`; cluster: nats,
-## tenancy-svc, router, upstream-worker and edge as separate processes over
-## TCP NATS), each run also directly; exit 1 on any failure not in
-## conformance/baselines/. Not part of `make test` or CI: see
-## docs/conformance.md. CONFORMANCE_RUNS picks runs (r1 r2 r3 r4a r4b),
+## against the everything-server (r5: tasks-server in front of it, for the
+## tasks extension) through the gateway's passthrough endpoint, in each
+## gateway mode (embedded: `switchyard dev`; cluster: nats, tenancy-svc,
+## router, upstream-worker and edge as separate processes over TCP NATS),
+## each run also directly; exit 1 on any failure not in
+## conformance/baselines/. Not part of `make test` (it needs npm); .ci/run
+## runs it: see docs/conformance.md. CONFORMANCE_RUNS picks runs (r1 r2 r3 r4a r4b r5),
 ## CONFORMANCE_MODES modes (default both); results go to
 ## results/conformance-<stamp>/.
 CONFORMANCE_RUNS ?=
