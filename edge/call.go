@@ -330,7 +330,9 @@ func (s *Service) replyOf(k *bus.Call, out []byte, err error, stamps nats.Header
 		return nil, nil, err
 	}
 	var rep proto.Reply
-	if err := proto.Unmarshal(out, &rep); err != nil {
+	// A view of out (the reply message's data, or its reassembled chunks):
+	// the result is written to the client and nothing of it is kept.
+	if err := proto.UnmarshalView(out, &rep); err != nil {
 		return nil, nil, proto.Errorf(proto.CodeBadEnvelope, "undecodable reply: %v", err)
 	}
 	if rep.Error != nil {

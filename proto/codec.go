@@ -71,11 +71,11 @@ func Unmarshal(data []byte, v any) error {
 	switch m := v.(type) {
 	case *Request:
 		if m != nil {
-			return decodeRequest(data, m)
+			return decodeRequest(data, m, false)
 		}
 	case *Reply:
 		if m != nil {
-			return decodeReply(data, m)
+			return decodeReply(data, m, false)
 		}
 	}
 	// msgpack/v5 allocates a bin or array's declared length before reading
@@ -86,6 +86,29 @@ func Unmarshal(data []byte, v any) error {
 		return err
 	}
 	return unmarshalReflect(data, v)
+}
+
+// UnmarshalView is Unmarshal without the copies, for the hot path: the
+// strings and byte slices it decodes into a *Request or *Reply alias data
+// (a Reply's *Error is still allocated), so decoding allocates nothing.
+// data must not be modified or reused while they are in use; a
+// nats.Msg's Data, which nats.go allocates per message, qualifies. A
+// string kept beyond the message's handling keeps all of data alive:
+// strings.Clone it. Byte slices are capped at their own length, so an
+// append copies instead of writing into data. Other types decode as with
+// Unmarshal.
+func UnmarshalView(data []byte, v any) error {
+	switch m := v.(type) {
+	case *Request:
+		if m != nil {
+			return decodeRequest(data, m, true)
+		}
+	case *Reply:
+		if m != nil {
+			return decodeReply(data, m, true)
+		}
+	}
+	return Unmarshal(data, v)
 }
 
 // unmarshalReflect is Unmarshal by reflection.

@@ -28,6 +28,10 @@ package proto
 // and a decoded Reply.Error is always a fresh *Error (the reflection decoder
 // wrote through an existing pointer, which could be a shared sentinel).
 //
+// UnmarshalView skips the copies: a Request's or Reply's strings and byte
+// slices alias the input, and decoding allocates nothing (bar a Reply's
+// *Error).
+//
 // Decoded strings: well-known values (methods, the default tenant, MCP
 // protocol versions) are interned and cost nothing; the other strings of
 // one message share a single allocation, built with a strings.Builder and
@@ -40,6 +44,7 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"unsafe"
 )
 
 // msgpack format codes used here.
@@ -662,7 +667,11 @@ type span struct{ off, n int }
 // makeStrings turns the spans of the string fields whose bit is set in
 // mask into strings: empty and nil values are "", well-known values are
 // interned, and the rest share one allocation (at most len(data) bytes).
-func makeStrings(data []byte, spans []span, mask uint32, out []string) {
+func makeStrings(data []byte, spans []span, mask uint32, out []string, view bool) {
+	if view {
+		viewStrings(data, spans, mask, out)
+		return
+	}
 	var pending uint32
 	total := 0
 	for f, s := range spans {
@@ -695,11 +704,26 @@ func makeStrings(data []byte, spans []span, mask uint32, out []string) {
 	}
 }
 
+// viewStrings is makeStrings for UnmarshalView: the strings alias data
+// (interning would save nothing).
+func viewStrings(data []byte, spans []span, mask uint32, out []string) {
+	for f, s := range spans {
+		if mask&(1<<f) != 0 && s.n > 0 {
+			out[f] = unsafe.String(&data[s.off], s.n)
+		}
+	}
+}
+
 // copyBytes copies a decoded bin/str value as msgpack/v5 does: nil for
-// msgpack nil, a non-nil empty slice for a zero-length value.
-func copyBytes(data []byte, s span) []byte {
+// msgpack nil, a non-nil empty slice for a zero-length value. With view
+// set it returns the value's bytes in data instead, capped so that an
+// append cannot write into the rest of data.
+func copyBytes(data []byte, s span, view bool) []byte {
 	if s.n < 0 {
 		return nil
+	}
+	if view {
+		return data[s.off : s.off+s.n : s.off+s.n]
 	}
 	if s.n == 0 {
 		return []byte{}
@@ -733,7 +757,8 @@ var requestFields = [256]int8{
 
 // decodeRequest decodes data into r (r != nil). Fields absent from data
 // keep their values; nothing is written to r unless the whole value decodes.
-func decodeRequest(data []byte, r *Request) error {
+// With view set, strings and byte slices alias data (see UnmarshalView).
+func decodeRequest(data []byte, r *Request, view bool) error {
 	d := decoder{b: data}
 	n, asMap, err := d.structLen()
 	if err != nil {
@@ -793,7 +818,7 @@ func decodeRequest(data []byte, r *Request) error {
 	}
 
 	var strs [reqParams]string
-	makeStrings(data, spans[:reqParams], present, strs[:])
+	makeStrings(data, spans[:reqParams], present, strs[:], view)
 	if present&(1<<reqMethod) != 0 {
 		r.Method = strs[reqMethod]
 	}
@@ -819,10 +844,10 @@ func decodeRequest(data []byte, r *Request) error {
 		r.Protocol = strs[reqProtocol]
 	}
 	if present&(1<<reqParams) != 0 {
-		r.Params = copyBytes(data, spans[reqParams])
+		r.Params = copyBytes(data, spans[reqParams], view)
 	}
 	if present&(1<<reqCaps) != 0 {
-		r.ClientCaps = copyBytes(data, spans[reqCaps])
+		r.ClientCaps = copyBytes(data, spans[reqCaps], view)
 	}
 	if present&(1<<reqID) != 0 {
 		r.ID = id
@@ -903,7 +928,7 @@ func (d *decoder) decodeError(spans *[errData + 1]span, code *uint64, present *u
 // decodeReply decodes data into r (r != nil). Fields absent from data keep
 // their values; nothing is written to r unless the whole value decodes. A
 // decoded Error is always a fresh *Error.
-func decodeReply(data []byte, r *Reply) error {
+func decodeReply(data []byte, r *Reply, view bool) error {
 	d := decoder{b: data}
 	n, asMap, err := d.structLen()
 	if err != nil {
@@ -957,12 +982,12 @@ func decodeReply(data []byte, r *Reply) error {
 	if present&(1<<repErrorNil) != 0 {
 		mask &^= 1 << errMsg
 	}
-	makeStrings(data, spans[:errMsg+1], mask, strs[:])
+	makeStrings(data, spans[:errMsg+1], mask, strs[:], view)
 	if present&(1<<repWorker) != 0 {
 		r.Worker = strs[repWorker]
 	}
 	if present&(1<<repResult) != 0 {
-		r.Result = copyBytes(data, spans[repResult])
+		r.Result = copyBytes(data, spans[repResult], view)
 	}
 	if present&(1<<repError) != 0 {
 		if present&(1<<repErrorNil) != 0 {
@@ -973,7 +998,7 @@ func decodeReply(data []byte, r *Reply) error {
 				e.Code = int32(int64(code)) // truncated, as reflect.Value.SetInt does
 			}
 			if present&(1<<errData) != 0 {
-				e.Data = copyBytes(data, spans[errData])
+				e.Data = copyBytes(data, spans[errData], view)
 			}
 			r.Error = e
 		}

@@ -273,6 +273,12 @@ func checkSameDecoding(t *testing.T, data []byte, v any) (any, error) {
 	if errFast == nil && !reflect.DeepEqual(fast, slow) {
 		t.Fatalf("%x: fast decode %+v, reflection decode %+v", data, fast, slow)
 	}
+	// UnmarshalView decodes the same values, aliasing its own copy of data.
+	view := reflect.New(reflect.TypeOf(v).Elem()).Interface()
+	errView := UnmarshalView(append([]byte(nil), data...), view)
+	if (errView == nil) != (errFast == nil) || errFast == nil && !reflect.DeepEqual(fast, view) {
+		t.Fatalf("%x: view decode %+v (%v), fast decode %+v (%v)", data, view, errView, fast, errFast)
+	}
 	return fast, errFast
 }
 
@@ -1004,5 +1010,43 @@ func TestProtoUnmarshalBoundsReflectedTypes(t *testing.T) {
 		if err := Unmarshal(in, &ts); err == nil {
 			t.Fatalf("%x decoded", in)
 		}
+	}
+}
+
+// TestUnmarshalViewAliases: UnmarshalView allocates nothing for a Request
+// or an error-free Reply, its strings and bytes are views of the input,
+// and an append to a byte field copies instead of overwriting the input.
+func TestUnmarshalViewAliases(t *testing.T) {
+	req, rep := envelopeFixtures()
+	data, _ := Marshal(req)
+	var got Request
+	if n := testing.AllocsPerRun(100, func() { got = Request{}; _ = UnmarshalView(data, &got) }); n != 0 {
+		t.Fatalf("UnmarshalView(Request) allocates %v times", n)
+	}
+	if !reflect.DeepEqual(&got, sentRequest(req)) {
+		t.Fatalf("view decode %+v, want %+v", &got, req)
+	}
+	if &got.Params[0] != &data[bytes.Index(data, req.Params)] || cap(got.Params) != len(got.Params) {
+		t.Fatal("Params is not a capped view of the input")
+	}
+	before := append([]byte(nil), data...)
+	_ = append(got.Params, '!')
+	if !bytes.Equal(data, before) {
+		t.Fatal("an append to Params wrote into the input")
+	}
+	i := bytes.Index(data, []byte(req.Session))
+	data[i] ^= 0x20 // the decoded string sees the input change
+	if got.Session == req.Session {
+		t.Fatal("Session is not a view of the input")
+	}
+	data[i] ^= 0x20
+
+	rdata, _ := Marshal(rep)
+	var gotRep Reply
+	if n := testing.AllocsPerRun(100, func() { gotRep = Reply{}; _ = UnmarshalView(rdata, &gotRep) }); n != 0 {
+		t.Fatalf("UnmarshalView(Reply) allocates %v times", n)
+	}
+	if !bytes.Equal(gotRep.Result, rep.Result) || gotRep.Worker != rep.Worker {
+		t.Fatalf("view decode %+v", gotRep)
 	}
 }

@@ -29,7 +29,9 @@ func (s *Service) onCall(m *nats.Msg) {
 		return
 	}
 	var req proto.Request
-	if err := proto.Unmarshal(m.Data, &req); err != nil {
+	// A view of m.Data: the request is re-encoded for the worker and
+	// nothing of it is kept once the handler (or its fan-out) is done.
+	if err := proto.UnmarshalView(m.Data, &req); err != nil {
 		s.log.Warn("bad request envelope", proto.LogSubject, m.Subject, proto.LogErr, err)
 		s.fail(m, proto.Errorf(proto.CodeBadEnvelope, "router: undecodable request: %v", err))
 		return
