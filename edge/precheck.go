@@ -22,7 +22,7 @@ var clientMethods = map[string]bool{
 	"resources/list": true, "resources/templates/list": true, "resources/read": true,
 	"resources/subscribe": true, "resources/unsubscribe": true,
 	"prompts/list": true, "prompts/get": true, "completion/complete": true, "logging/setLevel": true,
-	"tasks/get": true, "tasks/result": true, "tasks/list": true, "tasks/cancel": true, "tasks/update": true,
+	"tasks/get": true, "tasks/update": true, "tasks/cancel": true, // tasks extension (SEP-2663: tasks/result and tasks/list are gone)
 }
 
 // precheck reads a POST body (bounded) and answers malformed JSON with

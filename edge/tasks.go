@@ -1,13 +1,14 @@
 package edge
 
 import (
+	"bytes"
 	"encoding/json"
 	"net/http"
-	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/switchyard-mcp/switchyard/internal/paramhdr"
 	"github.com/switchyard-mcp/switchyard/internal/taskid"
 	"github.com/switchyard-mcp/switchyard/proto"
 )
@@ -47,10 +48,9 @@ func (s *Service) serveTasks(w http.ResponseWriter, r *http.Request, v *view, m 
 		return false
 	}
 	op, ok := taskOps[m.Method]
-	if !ok || (len(m.Params) > 0 && m.Params[0] != '{') {
+	if !ok {
 		return false
 	}
-	p := m.params()
 	fc := &fastCall{msg: m, op: op}
 	var caps []byte
 	pv := r.Header.Get("Mcp-Protocol-Version")
@@ -58,19 +58,21 @@ func (s *Service) serveTasks(w http.ResponseWriter, r *http.Request, v *view, m 
 		if pv != protocol2026 {
 			return false // the SDK answers an unsupported version
 		}
-		fc.protocol, caps = pv, p.meta(mcp.MetaKeyClientCapabilities)
+		fc.protocol = pv
 	} else {
 		// Not waiting for ready (notifications/initialized, which the SDK
 		// handles after answering 202): the SDK cannot serve tasks/* at
 		// all, and the session's capabilities are known from initialize.
+		// As for every method, the header may be absent (2025-03-26
+		// clients send none) or name any 2025-era revision.
 		cs := s.sessions.get(r.Header.Get("Mcp-Session-Id"))
-		if cs == nil || cs.view != v.name || pv != cs.protocol {
+		if cs == nil || cs.view != v.name || !version2025[pv] {
 			return false
 		}
 		fc.session, fc.protocol, caps = cs, cs.protocol, cs.caps
 	}
-	id, _ := taskid.Param(m.Params)
-	if je := checkTaskRequest(r, m, pv, id, caps); je != nil {
+	id, je := checkTaskRequest(r, m, pv, caps)
+	if je != nil {
 		s.writeResponse(&fastOut{w: w}, fc.protocol, m.ID, nil, je)
 		return true
 	}
@@ -79,32 +81,61 @@ func (s *Service) serveTasks(w http.ResponseWriter, r *http.Request, v *view, m 
 	return true
 }
 
-// checkTaskRequest makes SEP-2663's checks of a tasks request, in order:
-// on 2026-07-28 the SEP-2243 routing headers (Mcp-Method the method,
-// Mcp-Name the params.taskId: -32020), the client's declaration of the
-// extension (-32021), and a string params.taskId (-32602).
-func checkTaskRequest(r *http.Request, m *probeMsg, pv, id string, caps []byte) *jsonrpc.Error {
-	if pv >= protocol2026 {
-		if r.Header.Get("Mcp-Method") != m.Method {
-			return &jsonrpc.Error{Code: mcp.CodeHeaderMismatch, Message: "Mcp-Method header does not match the request method"}
+// version2025 are the MCP-Protocol-Version values of 2025-era sessions'
+// requests ("": none, as 2025-03-26 clients send).
+var version2025 = map[string]bool{"": true, "2024-11-05": true, "2025-03-26": true, "2025-06-18": true, "2025-11-25": true}
+
+// checkTaskRequest makes SEP-2663's checks of a tasks request and returns
+// its taskId, or the error to answer. In order: Mcp-Method (2026-07-28,
+// -32020); params an object (-32602); the SEP-2575 _meta protocolVersion
+// (2026-07-28: missing -32602, another version -32020); the client's
+// declaration of the extension, from _meta (2026-07-28) or initialize
+// (caps; -32021); params naming the task once, as a string (-32602); and
+// Mcp-Name, =?base64?…?= decoded, equal to it (2026-07-28, -32020).
+func checkTaskRequest(r *http.Request, m *probeMsg, pv string, caps []byte) (string, *jsonrpc.Error) {
+	stateless := pv >= protocol2026
+	if stateless && r.Header.Get("Mcp-Method") != m.Method {
+		return "", &jsonrpc.Error{Code: mcp.CodeHeaderMismatch, Message: "Mcp-Method header does not match the request method"}
+	}
+	params := bytes.TrimSpace(m.Params)
+	if len(params) == 0 || params[0] != '{' {
+		return "", &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "Invalid params: " + m.Method + " needs a params object"}
+	}
+	if stateless {
+		p := m.params()
+		var metaVersion string
+		switch raw := p.meta(mcp.MetaKeyProtocolVersion); {
+		case raw == nil || json.Unmarshal(raw, &metaVersion) != nil:
+			return "", &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "Invalid params: _meta must carry " + mcp.MetaKeyProtocolVersion}
+		case metaVersion != pv:
+			return "", &jsonrpc.Error{Code: mcp.CodeHeaderMismatch, Message: "MCP-Protocol-Version header does not match _meta " + mcp.MetaKeyProtocolVersion}
 		}
-		name, ok := r.Header["Mcp-Name"]
-		if !ok || len(name) != 1 || strings.Trim(name[0], " \t") != id {
-			return &jsonrpc.Error{Code: mcp.CodeHeaderMismatch, Message: "Mcp-Name header does not match params.taskId"}
-		}
+		caps = p.meta(mcp.MetaKeyClientCapabilities)
 	}
 	if !declaresTasks(caps) {
-		return &jsonrpc.Error{Code: mcp.CodeMissingRequiredClientCapabilities,
+		return "", &jsonrpc.Error{Code: mcp.CodeMissingRequiredClientCapabilities,
 			Message: "Missing required client capability: extension " + tasksExtension, Data: missingTasksData}
 	}
-	if id == "" {
-		return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "Invalid params: " + m.Method + " needs a string params.taskId"}
+	id, ok := taskid.Param(params)
+	if !ok {
+		return "", &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "Invalid params: " + m.Method + " must name the task once, as the string params.taskId"}
 	}
-	return nil
+	if stateless {
+		name, ok := r.Header["Mcp-Name"]
+		var v string
+		if ok && len(name) == 1 {
+			v, ok = paramhdr.Decode(name[0])
+		}
+		if !ok || v != id {
+			return "", &jsonrpc.Error{Code: mcp.CodeHeaderMismatch, Message: "Mcp-Name header does not match params.taskId"}
+		}
+	}
+	return id, nil
 }
 
 // declaresTasks reports whether the client capabilities object caps (raw
-// JSON) lists the tasks extension under extensions.
+// JSON) lists the tasks extension under extensions, with an object of
+// settings.
 func declaresTasks(caps []byte) bool {
 	if len(caps) == 0 {
 		return false
@@ -115,6 +146,6 @@ func declaresTasks(caps []byte) bool {
 	if json.Unmarshal(caps, &c) != nil {
 		return false
 	}
-	v, ok := c.Extensions[tasksExtension]
-	return ok && string(v) != "null"
+	v := bytes.TrimSpace(c.Extensions[tasksExtension])
+	return len(v) > 0 && v[0] == '{'
 }

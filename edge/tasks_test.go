@@ -55,6 +55,13 @@ func TestEdgeTasks(t *testing.T) {
 		{"Mcp-Method mismatch", body("tasks/get", declared, `"taskId":"sy1.x"`), h2026("tasks/cancel", "sy1.x"), 400, -32020, ""},
 		{"not declared", body("tasks/get", `{}`, `"taskId":"sy1.x"`), h2026("tasks/get", "sy1.x"), 400, -32021, ""},
 		{"no taskId", body("tasks/get", declared, ""), h2026("tasks/get", ""), 400, -32602, ""},
+		{"Mcp-Name base64", body("tasks/get", declared, `"taskId":"sy1.x"`), h2026("tasks/get", "=?base64?c3kxLng=?="), 200, 0, proto.OpTasksGet},
+		{"taskId twice, by case", body("tasks/get", declared, `"taskId":"sy1.x","TaskId":"up-own"`), h2026("tasks/get", "sy1.x"), 400, -32602, ""},
+		{"taskId a number", body("tasks/get", declared, `"taskId":7`), h2026("tasks/get", "7"), 400, -32602, ""},
+		{"declared false", body("tasks/get", `{"extensions":{"io.modelcontextprotocol/tasks":false}}`, `"taskId":"sy1.x"`), h2026("tasks/get", "sy1.x"), 400, -32021, ""},
+		{"no _meta version", `{"jsonrpc":"2.0","id":7,"method":"tasks/get","params":{"taskId":"sy1.x","_meta":{"io.modelcontextprotocol/clientCapabilities":` + declared + `}}}`, h2026("tasks/get", "sy1.x"), 400, -32602, ""},
+		{"_meta version mismatch", strings.Replace(body("tasks/get", declared, `"taskId":"sy1.x"`), `"2026-07-28"`, `"2025-11-25"`, 1), h2026("tasks/get", "sy1.x"), 400, -32020, ""},
+		{"params not an object", `{"jsonrpc":"2.0","id":7,"method":"tasks/get","params":["sy1.x"]}`, h2026("tasks/get", "sy1.x"), 400, -32602, ""},
 		{"tasks/result removed", body("tasks/result", declared, `"taskId":"sy1.x"`), h2026("tasks/result", "-"), 404, -32601, ""},
 		{"tasks/list removed", body("tasks/list", declared, ""), h2026("tasks/list", "-"), 404, -32601, ""},
 	}
@@ -110,6 +117,17 @@ func TestEdgeTasks(t *testing.T) {
 	}
 	if req := <-seen; req.Session != g.sid || req.Name != "sy1.x" || req.Method != "tasks/get" {
 		t.Fatalf("published %+v", req)
+	}
+	// Without the MCP-Protocol-Version header (2025-03-26 clients send none).
+	code, raw, _ = g.post(`{"jsonrpc":"2.0","id":99,"method":"tasks/cancel","params":{"taskId":"sy1.x"}}`, "Mcp-Protocol-Version", "")
+	if code != 200 || !strings.Contains(raw, `"taskId":"sy1.x"`) {
+		t.Fatalf("tasks/cancel without the version header: %d %s", code, raw)
+	}
+	<-seen
+	// tasks/result and tasks/list (2025-11-25's first tasks design) are
+	// not served: JSON-RPC -32601.
+	if _, e := g.call("tasks/result", `{"taskId":"sy1.x"}`); e == nil || e.Code != -32601 {
+		t.Fatalf("tasks/result on a 2025 session: %+v, want -32601", e)
 	}
 	g.sid = ""
 	g.initialize() // a session that did not declare it

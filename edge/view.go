@@ -3,6 +3,7 @@ package edge
 import (
 	"context"
 	"encoding/json"
+	"maps"
 	"net"
 	"net/http"
 	"net/url"
@@ -259,15 +260,42 @@ func (s *Service) onInitialize(view string, req mcp.Request, res mcp.Result) {
 	if timeout < 0 {
 		timeout = 0
 	}
-	if ss.ID() == "" {
+	legacy := ss.ID() == ""
+	if legacy {
 		timeout = 0 // it ends with its GET stream
+		ir.Capabilities = withoutTasks(ir.Capabilities)
 	}
 	s.sessions.add(ss, id, view, ir.ProtocolVersion, timeout, s.publishSessionClosed)
 	if cs := s.sessions.get(id); cs != nil {
 		if ip := ss.InitializeParams(); ip != nil && ip.Capabilities != nil {
-			cs.caps = capsJSON(ip.Capabilities) // set before the session's first call
+			caps := ip.Capabilities
+			if legacy && caps.Extensions[tasksExtension] != nil {
+				c := *caps
+				c.Extensions = maps.Clone(c.Extensions)
+				delete(c.Extensions, tasksExtension)
+				caps = &c
+			}
+			cs.caps = capsJSON(caps) // set before the session's first call
 		}
 	}
+}
+
+// withoutTasks is c without the tasks extension, for a legacy HTTP+SSE
+// session: the edge serves tasks/* only on streamable HTTP (a legacy
+// session's responses travel on its GET stream, which the SDK owns), so
+// such a session neither sees the extension nor declares it upstream (a
+// task-supporting tool then runs synchronously for it).
+func withoutTasks(c *mcp.ServerCapabilities) *mcp.ServerCapabilities {
+	if c == nil || c.Extensions[tasksExtension] == nil {
+		return c
+	}
+	cp := *c
+	cp.Extensions = maps.Clone(c.Extensions)
+	delete(cp.Extensions, tasksExtension)
+	if len(cp.Extensions) == 0 {
+		cp.Extensions = nil
+	}
+	return &cp
 }
 
 // onInitialized opens a tracked session to the fast path.

@@ -517,7 +517,7 @@ func TestRouterMethods(t *testing.T) {
 // taskOf returns a gateway task id of upstream (routers read only the
 // upstream from it).
 func taskOf(upstream string) string {
-	c, _ := taskid.New([]byte("0123456789abcdef"))
+	c, _ := taskid.New([]byte("0123456789abcdef0123456789abcdef"))
 	return c.Mint("scope", upstream, "t-1")
 }
 

@@ -235,6 +235,12 @@ func Encode(s string) string {
 	return b64Prefix + base64.StdEncoding.EncodeToString([]byte(s)) + b64Suffix
 }
 
+// Decode returns the value a header carries: the text of a =?base64?…?=
+// wrapped value, else the value itself; ok is false for a wrapped value
+// that is not valid base64. Surrounding blanks (RFC 9110 OWS) are dropped
+// first.
+func Decode(v string) (string, bool) { return decode(strings.Trim(v, " \t")) }
+
 func decode(v string) (string, bool) {
 	if enc, ok := strings.CutPrefix(v, b64Prefix); ok {
 		if enc, ok = strings.CutSuffix(enc, b64Suffix); ok {

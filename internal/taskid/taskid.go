@@ -6,23 +6,24 @@
 // client of the gateway shares (a worker talks to it under one identity),
 // so a client must never see or guess one. The gateway hands out instead
 //
-//	sy1.<base64url(upstream)>.<base64url(upstream task id)>.<base64url(mac)>
+//	sy1.<base64url(upstream)>.<base64url(nonce | AES-256-GCM(upstream task id))>
 //
-// where mac is a truncated HMAC-SHA256, under a key every worker shares, of
-// the upstream, the upstream's task id and the scope that created the task:
-// the client session (2025-era sessions) or the tenant and endpoint
-// (2026-07-28 stateless requests). Opening an id under any other scope
-// fails, so a task is reachable only from where it was created, and ids
-// carry no state: any worker opens any id, with no store to write before
-// the CreateTaskResult goes out. Routers read the upstream without the
-// key ([Upstream]) to choose a worker; workers verify ([Codec.Open]).
+// sealed under a key every worker shares, with the upstream and the scope
+// that created the task as additional data: the client session (2025-era
+// sessions) or the tenant and endpoint (2026-07-28 stateless requests).
+// The upstream's id is unreadable, and opening an id under any other
+// scope, upstream or key fails, so a task is reachable only from where it
+// was created. Ids carry no state: any worker opens any id, with no store
+// to write before the CreateTaskResult goes out. Routers read the upstream
+// (a name clients see anyway) without the key ([Upstream]) to choose a
+// worker; workers open ([Codec.Open]).
 package taskid
 
 import (
 	"context"
-	"crypto/hmac"
+	"crypto/aes"
+	"crypto/cipher"
 	"crypto/rand"
-	"crypto/sha256"
 	"encoding/base64"
 	"errors"
 	"fmt"
@@ -34,10 +35,7 @@ import (
 // prefix starts every gateway task id; the "1" versions the format.
 const prefix = "sy1."
 
-// macLen is how many bytes of the HMAC an id keeps (128 bits).
-const macLen = 16
-
-// KeyLen is the length of a Codec key in bytes.
+// KeyLen is the length of a Codec key in bytes (AES-256).
 const KeyLen = 32
 
 var b64 = base64.RawURLEncoding
@@ -45,78 +43,90 @@ var b64 = base64.RawURLEncoding
 // Codec mints and opens gateway task ids under one key. It is immutable and
 // safe for concurrent use.
 type Codec struct {
-	key []byte
+	aead cipher.AEAD
 }
 
-// New returns a Codec for key (at least 16 bytes).
+// New returns a Codec for key ([KeyLen] bytes).
 func New(key []byte) (*Codec, error) {
-	if len(key) < 16 {
-		return nil, fmt.Errorf("taskid: key of %d bytes, want at least 16", len(key))
+	if len(key) != KeyLen {
+		return nil, fmt.Errorf("taskid: key of %d bytes, want %d", len(key), KeyLen)
 	}
-	return &Codec{key: append([]byte(nil), key...)}, nil
+	block, err := aes.NewCipher(key)
+	if err != nil {
+		return nil, err
+	}
+	aead, err := cipher.NewGCM(block)
+	if err != nil {
+		return nil, err
+	}
+	return &Codec{aead: aead}, nil
 }
 
-// Mint returns the gateway id of upstream's task id, bound to scope.
+// Mint returns a gateway id of upstream's task id, bound to scope. Each
+// call seals with a fresh random nonce, so two mints of one id differ.
 func (c *Codec) Mint(scope, upstream, id string) string {
-	mac := c.mac(scope, upstream, id)
+	ns := c.aead.NonceSize()
+	sealed := make([]byte, ns, ns+len(id)+c.aead.Overhead())
+	_, _ = rand.Read(sealed)
+	sealed = c.aead.Seal(sealed, sealed[:ns], []byte(id), aad(scope, upstream))
 	var b strings.Builder
-	b.Grow(len(prefix) + b64.EncodedLen(len(upstream)) + b64.EncodedLen(len(id)) + b64.EncodedLen(macLen) + 2)
+	b.Grow(len(prefix) + b64.EncodedLen(len(upstream)) + 1 + b64.EncodedLen(len(sealed)))
 	b.WriteString(prefix)
 	b.WriteString(b64.EncodeToString([]byte(upstream)))
 	b.WriteByte('.')
-	b.WriteString(b64.EncodeToString([]byte(id)))
-	b.WriteByte('.')
-	b.WriteString(b64.EncodeToString(mac))
+	b.WriteString(b64.EncodeToString(sealed))
 	return b.String()
 }
 
 // Open returns the upstream and the upstream's task id of gid; ok is false
 // when gid is not a gateway id, or was minted under another scope or key.
 func (c *Codec) Open(scope, gid string) (upstream, id string, ok bool) {
-	upstream, id, mac, ok := split(gid)
-	if !ok || !hmac.Equal(mac, c.mac(scope, upstream, id)) {
+	upstream, sealed, ok := split(gid)
+	if !ok || len(sealed) < c.aead.NonceSize()+c.aead.Overhead() {
 		return "", "", false
 	}
-	return upstream, id, true
+	ns := c.aead.NonceSize()
+	plain, err := c.aead.Open(nil, sealed[:ns], sealed[ns:], aad(scope, upstream))
+	if err != nil {
+		return "", "", false
+	}
+	return upstream, string(plain), true
 }
 
 // Upstream returns the upstream named in gid, unverified: enough to route a
 // request to a worker of it, which then opens gid.
 func Upstream(gid string) (string, bool) {
-	u, _, _, ok := split(gid)
+	u, _, ok := split(gid)
 	return u, ok
 }
 
-func split(gid string) (upstream, id string, mac []byte, ok bool) {
+func split(gid string) (upstream string, sealed []byte, ok bool) {
 	rest, found := strings.CutPrefix(gid, prefix)
 	if !found {
-		return "", "", nil, false
+		return "", nil, false
 	}
-	parts := strings.Split(rest, ".")
-	if len(parts) != 3 {
-		return "", "", nil, false
+	u, s, found := strings.Cut(rest, ".")
+	if !found || strings.IndexByte(s, '.') >= 0 {
+		return "", nil, false
 	}
-	u, err1 := b64.DecodeString(parts[0])
-	i, err2 := b64.DecodeString(parts[1])
-	m, err3 := b64.DecodeString(parts[2])
-	if err1 != nil || err2 != nil || err3 != nil || len(u) == 0 || len(m) != macLen {
-		return "", "", nil, false
+	ub, err1 := b64.DecodeString(u)
+	sb, err2 := b64.DecodeString(s)
+	if err1 != nil || err2 != nil || len(ub) == 0 {
+		return "", nil, false
 	}
-	return string(u), string(i), m, true
+	return string(ub), sb, true
 }
 
-// mac is the truncated HMAC of the three fields, each length-prefixed so
-// that no two field lists share an input.
-func (c *Codec) mac(scope, upstream, id string) []byte {
-	h := hmac.New(sha256.New, c.key)
-	for _, f := range [...]string{scope, upstream, id} {
-		var n [4]byte
+// aad is the additional data an id is sealed with: the scope and the
+// upstream, each length-prefixed so that no two pairs share an encoding.
+func aad(scope, upstream string) []byte {
+	b := make([]byte, 0, 8+len(scope)+len(upstream))
+	for _, f := range [...]string{scope, upstream} {
 		l := len(f)
-		n[0], n[1], n[2], n[3] = byte(l>>24), byte(l>>16), byte(l>>8), byte(l)
-		h.Write(n[:])
-		h.Write([]byte(f))
+		b = append(b, byte(l>>24), byte(l>>16), byte(l>>8), byte(l))
+		b = append(b, f...)
 	}
-	return h.Sum(nil)[:macLen]
+	return b
 }
 
 // Scope is the scope of a request: its client session ("s" + edge +
@@ -142,7 +152,7 @@ const (
 // minted opens on any other. Errors are JetStream's.
 func Shared(ctx context.Context, js jetstream.JetStream) (*Codec, error) {
 	kv, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: Bucket, History: 1,
-		Description: "Switchyard: keys shared by the fleet (task id MACs)"})
+		Description: "Switchyard: keys shared by the fleet (task id sealing)"})
 	if err != nil {
 		return nil, fmt.Errorf("taskid: bucket %s: %w", Bucket, err)
 	}

@@ -18,9 +18,12 @@ func testCodec(t *testing.T, key string) *Codec {
 func TestMintOpen(t *testing.T) {
 	c := testCodec(t, "0123456789abcdef0123456789abcdef")
 	other := testCodec(t, "fedcba9876543210fedcba9876543210")
+	if c.Mint("s", "u", "i") == c.Mint("s", "u", "i") {
+		t.Fatal("two mints of one id are equal: no fresh nonce")
+	}
 	sess := Scope("default", "e1", "e1-abc", "")
 	gid := c.Mint(sess, "up-1", "task-42")
-	if !strings.HasPrefix(gid, prefix) || strings.Contains(gid, "task-42") {
+	if !strings.HasPrefix(gid, prefix) || strings.Contains(gid, "task-42") || strings.Contains(gid, b64.EncodeToString([]byte("task-42"))) {
 		t.Fatalf("gid %q: want an opaque sy1. id", gid)
 	}
 	tamper := func(s string) string { b := []byte(s); b[len(b)-2] ^= 1; return string(b) }
@@ -37,6 +40,8 @@ func TestMintOpen(t *testing.T) {
 		{"upstream's own id", sess, "task-42", c, false},
 		{"empty", sess, "", c, false},
 		{"too many parts", sess, gid + ".x", c, false},
+		{"other upstream", sess, prefix + b64.EncodeToString([]byte("up-2")) + gid[strings.LastIndexByte(gid, '.'):], c, false},
+		{"truncated", sess, gid[:len(gid)-4], c, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -69,37 +74,52 @@ func TestNewShortKey(t *testing.T) {
 }
 
 func TestRewrite(t *testing.T) {
-	to := func(s string) (string, bool) { return "G<" + s + ">", true }
-	tests := []struct{ name, in, want string }{
+	to := func(s string) string { return "G<" + s + ">" }
+	tests := []struct {
+		name, in, want string
+		nested         bool
+		err            error
+	}{
 		{"create task result", `{"resultType":"task","taskId":"abc","status":"working"}`,
-			`{"resultType":"task","taskId":"G<abc>","status":"working"}`},
-		{"spaces kept in values", `{ "taskId" : "a" , "x" : [1, 2] }`, `{"taskId":"G<a>","x":[1, 2]}`},
-		{"nested only", `{"result":{"taskId":"a"}}`, `{"result":{"taskId":"a"}}`},
-		{"not a string", `{"taskId":7}`, `{"taskId":7}`},
-		{"no taskId", `{"content":[]}`, `{"content":[]}`},
-		{"not an object", `["taskId"]`, `["taskId"]`},
-		{"escaped output", `{"taskId":"q\""}`, `{"taskId":"G<q\">"}`},
+			`{"resultType":"task","taskId":"G<abc>","status":"working"}`, true, nil},
+		{"spaces kept in values", `{ "taskId" : "a" , "x" : [1, 2] }`, `{"taskId":"G<a>","x":[1, 2]}`, false, nil},
+		{"2025-11-25 shape", `{"task":{"taskId":"a","status":"working"}}`, `{"task":{"taskId":"G<a>","status":"working"}}`, true, nil},
+		{"nested, not asked", `{"task":{"taskId":"a"}}`, `{"task":{"taskId":"a"}}`, false, nil},
+		{"deeper is content", `{"result":{"taskId":"a"}}`, `{"result":{"taskId":"a"}}`, true, nil},
+		{"repeated", `{"taskId":"a","taskId":"b"}`, `{"taskId":"G<a>","taskId":"G<b>"}`, false, nil},
+		{"not a string", `{"taskId":7}`, ``, false, ErrMalformed},
+		{"nested not a string", `{"task":{"taskId":null}}`, ``, true, ErrMalformed},
+		{"no taskId", `{"content":[]}`, `{"content":[]}`, true, nil},
+		{"not an object", `["taskId"]`, `["taskId"]`, true, nil},
+		{"escaped output", `{"taskId":"q\""}`, `{"taskId":"G<q\">"}`, false, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := Rewrite([]byte(tt.in), to)
-			if !bytes.Equal(got, []byte(tt.want)) {
-				t.Fatalf("Rewrite(%s) = %s, want %s", tt.in, got, tt.want)
+			got, err := Rewrite([]byte(tt.in), to, tt.nested)
+			if err != tt.err || err == nil && !bytes.Equal(got, []byte(tt.want)) {
+				t.Fatalf("Rewrite(%s) = %s, %v; want %s, %v", tt.in, got, err, tt.want, tt.err)
 			}
 		})
-	}
-	keep := Rewrite([]byte(`{"taskId":"a"}`), func(string) (string, bool) { return "", false })
-	if string(keep) != `{"taskId":"a"}` {
-		t.Fatalf("declined rewrite changed the result: %s", keep)
 	}
 }
 
 func TestParam(t *testing.T) {
-	if id, ok := Param([]byte(`{"taskId":"x","inputResponses":{}}`)); !ok || id != "x" {
-		t.Fatalf("Param = %q, %v", id, ok)
+	tests := []struct {
+		in, id string
+		ok     bool
+	}{
+		{`{"taskId":"x","inputResponses":{}}`, "x", true},
+		{`{"taskId":1}`, "", false},
+		{`{}`, "", false},
+		{`{"taskId":"x","TaskId":"y"}`, "", false}, // a case-insensitive decoder upstream takes the second
+		{`{"TASKID":"y","taskId":"x"}`, "", false},
+		{`{"taskId":"x","taskId":"y"}`, "", false},
+		{`{"taskI\u0064":"x"}`, "x", true}, // an escaped key is the same key
 	}
-	if _, ok := Param([]byte(`{"taskId":1}`)); ok {
-		t.Fatal("Param took a number")
+	for _, tt := range tests {
+		if id, ok := Param([]byte(tt.in)); ok != tt.ok || id != tt.id && ok {
+			t.Errorf("Param(%s) = %q, %v; want %q, %v", tt.in, id, ok, tt.id, tt.ok)
+		}
 	}
 }
 

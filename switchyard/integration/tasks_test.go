@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/switchyard-mcp/switchyard/testutil/taskserver"
 )
 
@@ -231,6 +233,7 @@ func TestIntegrationTasks(t *testing.T) {
 	forged := id[:len(id)-3] + "AAA"
 	c.wantError(c.call("tasks/get", forged, `{"taskId":"`+forged+`"}`), -32602, "a forged id")
 	c.wantError(c.call("tasks/get", "t-1", `{"taskId":"t-1"}`), -32602, "an upstream id")
+	c.wantError(c.call("tasks/get", id, `{"taskId":"`+id+`","TaskId":"t-1"}`), -32602, "a second taskId, by case")
 	undeclared := newTaskClient(t, pass, "2026-07-28", `{}`)
 	undeclared.wantError(undeclared.call("tasks/get", id, `{"taskId":"`+id+`"}`), -32021, "an undeclared client")
 	c.call("tasks/cancel", id, `{"taskId":"`+id+`"}`)
@@ -249,4 +252,23 @@ func TestIntegrationTasks(t *testing.T) {
 		t.Fatalf("tasks/cancel on the owning session: %+v", r.Error)
 	}
 	s1.await(sid, "cancelled")
+
+	// Legacy HTTP+SSE sessions cannot reach tasks/*: the extension is
+	// neither advertised to them nor declared upstream for them, so a
+	// task-supporting tool answers synchronously.
+	caps := &mcp.ClientCapabilities{}
+	caps.AddExtension("io.modelcontextprotocol/tasks", map[string]any{})
+	legacy, err := mcp.NewClient(&mcp.Implementation{Name: "legacy", Version: "1"}, &mcp.ClientOptions{Capabilities: caps}).
+		Connect(t.Context(), &mcp.SSEClientTransport{Endpoint: g.url + "/sse/tk"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer legacy.Close()
+	if ext := legacy.InitializeResult().Capabilities.Extensions; ext["io.modelcontextprotocol/tasks"] != nil {
+		t.Fatalf("legacy SSE session offered the tasks extension: %v", ext)
+	}
+	res, err := legacy.CallTool(t.Context(), &mcp.CallToolParams{Name: "slow_compute", Arguments: map[string]any{"seconds": 0.05, "label": "sse"}})
+	if err != nil || res.IsError || len(res.Content) == 0 {
+		t.Fatalf("slow_compute over legacy SSE: %+v, %v; want a synchronous result", res, err)
+	}
 }

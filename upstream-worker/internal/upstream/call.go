@@ -96,7 +96,7 @@ func (u *Upstream) send(ctx context.Context, req *proto.Request, st *callState, 
 				res = markInputRequired(res)
 			}
 			if req.Method == methodToolsCall {
-				res = u.mintTaskID(req, res)
+				return u.mintTaskID(req, res)
 			}
 			return res, nil
 		}

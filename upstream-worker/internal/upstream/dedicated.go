@@ -54,7 +54,9 @@ func (u *Upstream) SessionClosed(edge, session string) {
 // unsubscribeOn sends resources/unsubscribe on the shared session s for
 // each of uris, whose last subscriber left with its client session: the
 // upstream stops sending updates nobody receives. A URI subscribed again
-// meanwhile is skipped. Failures are logged; the session may be gone.
+// meanwhile is skipped; one subscribed again while the unsubscribe was on
+// its way is subscribed again upstream, so the new subscriber keeps its
+// updates. Failures are logged; the session may be gone.
 func (u *Upstream) unsubscribeOn(s *session, uris []string) {
 	ctx, cancel := context.WithTimeout(context.Background(), u.opts.CatalogTimeout)
 	defer cancel()
@@ -62,29 +64,39 @@ func (u *Upstream) unsubscribeOn(s *session, uris []string) {
 		if s.hasSubscribers(uri) {
 			continue
 		}
-		params, _ := json.Marshal(map[string]string{"uri": uri})
-		req := &proto.Request{Method: methodUnsubscribe, Params: params}
-		p, perr := newForwardParams(req)
-		if perr != nil {
-			continue
+		err := u.subscription(ctx, s, methodUnsubscribe, uri)
+		if err == nil && s.hasSubscribers(uri) {
+			err = u.subscription(ctx, s, methodSubscribe, uri)
 		}
-		st := u.beginCall(ctx, req)
-		attempt := func(ctx context.Context, s *session, l *lazy) ([]byte, error) {
-			return u.callRawOn(ctx, s, l, p, st)
-		}
-		if !u.rawCalls {
-			f, _ := sdkRequest(p) // {"uri": string} always decodes
-			attempt = func(ctx context.Context, s *session, l *lazy) ([]byte, error) { return u.forwardOn(ctx, s, l, f) }
-		}
-		if a, perr := listenOn2026(p, attempt, u); perr == nil {
-			attempt = a // a 2026-07-28 session subscribed on its listen stream
-		}
-		_, err := attempt(ctx, s, nil)
-		st.end()
 		if err != nil {
 			u.log.Debug("unsubscribe of a closed session's resource failed", proto.LogErr, err)
 		}
 	}
+}
+
+// subscription sends resources/subscribe or resources/unsubscribe (method)
+// for uri on session s, as Request would.
+func (u *Upstream) subscription(ctx context.Context, s *session, method, uri string) error {
+	params, _ := json.Marshal(map[string]string{"uri": uri})
+	req := &proto.Request{Method: method, Params: params}
+	p, perr := newForwardParams(req)
+	if perr != nil {
+		return perr
+	}
+	st := u.beginCall(ctx, req)
+	defer st.end()
+	attempt := func(ctx context.Context, s *session, l *lazy) ([]byte, error) {
+		return u.callRawOn(ctx, s, l, p, st)
+	}
+	if !u.rawCalls {
+		f, _ := sdkRequest(p) // {"uri": string} always decodes
+		attempt = func(ctx context.Context, s *session, l *lazy) ([]byte, error) { return u.forwardOn(ctx, s, l, f) }
+	}
+	if a, perr := listenOn2026(p, attempt, u); perr == nil {
+		attempt = a // a 2026-07-28 session subscribes on its listen stream
+	}
+	_, err := attempt(ctx, s, nil)
+	return err
 }
 
 // Dedicated returns the number of dedicated sessions held (for tests and

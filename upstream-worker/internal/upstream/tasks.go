@@ -1,6 +1,7 @@
 package upstream
 
 import (
+	"bytes"
 	"context"
 
 	"github.com/switchyard-mcp/switchyard/internal/taskid"
@@ -11,7 +12,7 @@ import (
 // tools/call may answer with a CreateTaskResult whose taskId the client
 // then polls (tasks/get), feeds (tasks/update) or cancels (tasks/cancel).
 // The upstream's task ids never reach the client: the worker replaces the
-// taskId of a result with a gateway id bound to the client's scope
+// taskId of a result with a sealed gateway id bound to the client's scope
 // (package taskid) and opens it again on the tasks/* requests, so a client
 // reaches only the tasks created from its own session (or, statelessly,
 // its own tenant and endpoint).
@@ -32,41 +33,80 @@ func scopeOf(req *proto.Request) string {
 	return taskid.Scope(req.Tenant, req.Edge, req.Session, req.View)
 }
 
-// mintTaskID returns res, a tools/call result, with its top-level taskId
-// (a CreateTaskResult's) replaced by the gateway id for req's scope;
-// results without one are returned as they are (one byte search).
-func (u *Upstream) mintTaskID(req *proto.Request, res []byte) []byte {
+// mintTaskID returns res, a tools/call result, with its taskId (a
+// CreateTaskResult's, top-level or, in the 2025-11-25 shape, under "task")
+// replaced by a gateway id for req's scope; results without one are
+// returned as they are (one byte search). A taskId that is not a string
+// is a malformed result (-32603), never shown as is.
+func (u *Upstream) mintTaskID(req *proto.Request, res []byte) ([]byte, *proto.Error) {
 	c := u.opts.TaskIDs
 	if c == nil {
-		return res
+		return res, nil
 	}
 	scope := scopeOf(req)
-	return taskid.Rewrite(res, func(id string) (string, bool) { return c.Mint(scope, u.name, id), true })
+	out, err := taskid.Rewrite(res, func(id string) string { return c.Mint(scope, u.name, id) }, true)
+	if err != nil {
+		return nil, proto.Errorf(proto.CodeInternal, "upstream %s: malformed task result: %v", u.name, err)
+	}
+	return out, nil
 }
 
 // taskRequest runs a tasks/get, tasks/update or tasks/cancel: the gateway
 // id in params.taskId is opened under req's scope and replaced by the
-// upstream's id (params and Mcp-Name), and the upstream's id in the result
-// is replaced by the gateway id again. An id that does not open (unknown,
-// forged, another scope's, another upstream's) is -32602, as SEP-2663
-// answers a taskId the server does not recognize.
+// upstream's id (params and Mcp-Name); in the result, and in an error's
+// message and data, the upstream's id becomes the gateway id again. An id
+// that does not open (unknown, forged, another scope's, another
+// upstream's) is -32602, as SEP-2663 answers a taskId the server does not
+// recognize; so are params that name a task twice (taskid.Param).
 func (u *Upstream) taskRequest(ctx context.Context, req *proto.Request) ([]byte, *proto.Error) {
 	gid, ok := taskid.Param(req.Params)
 	if !ok {
-		return nil, proto.Errorf(proto.CodeInvalidParams, "%s: params.taskId must be a string", req.Method)
+		return nil, proto.Errorf(proto.CodeInvalidParams, "%s: params must name the task once, as the string taskId", req.Method)
 	}
 	var up, id string
 	if c := u.opts.TaskIDs; c != nil {
 		up, id, ok = c.Open(scopeOf(req), gid)
 	}
 	if !ok || up != u.name {
-		return nil, proto.Errorf(proto.CodeInvalidParams, "%s: unknown taskId %q", req.Method, gid)
+		return nil, proto.Errorf(proto.CodeInvalidParams, "%s: unknown taskId %q", req.Method, short(gid))
 	}
 	fwd := *req
-	fwd.Params = taskid.Rewrite(req.Params, func(string) (string, bool) { return id, true })
+	var err error
+	if fwd.Params, err = taskid.Rewrite(req.Params, func(string) string { return id }, false); err != nil {
+		return nil, proto.Errorf(proto.CodeInvalidParams, "%s: %v", req.Method, err)
+	}
 	res, perr := u.request(ctx, &fwd)
 	if perr != nil {
-		return nil, perr
+		return nil, hideID(perr, id, gid)
 	}
-	return taskid.Rewrite(res, func(got string) (string, bool) { return gid, got == id }), nil
+	// The answer is about the task asked for, whatever id the upstream
+	// wrote in it.
+	if res, err = taskid.Rewrite(res, func(string) string { return gid }, false); err != nil {
+		return nil, proto.Errorf(proto.CodeInternal, "upstream %s: malformed %s result: %v", u.name, req.Method, err)
+	}
+	return res, nil
+}
+
+// hideID returns the upstream's error with the upstream's task id in its
+// message and data replaced by the gateway's.
+func hideID(perr *proto.Error, id, gid string) *proto.Error {
+	if id == "" || perr.Msg == "" && len(perr.Data) == 0 {
+		return perr
+	}
+	e := *perr
+	e.Msg = string(bytes.ReplaceAll([]byte(e.Msg), []byte(id), []byte(gid)))
+	if len(e.Data) > 0 {
+		// id is printable ASCII in a JSON string only when it needs no
+		// escaping; otherwise its JSON form is what appears.
+		e.Data = bytes.ReplaceAll(e.Data, []byte(id), []byte(gid))
+	}
+	return &e
+}
+
+// short is id cut to a length fit for an error message.
+func short(id string) string {
+	if len(id) > 80 {
+		return id[:80] + "…"
+	}
+	return id
 }
