@@ -3,6 +3,7 @@ package upstream
 import (
 	"bytes"
 	"context"
+	"strings"
 
 	"github.com/switchyard-mcp/switchyard/internal/taskid"
 	"github.com/switchyard-mcp/switchyard/proto"
@@ -87,19 +88,17 @@ func (u *Upstream) taskRequest(ctx context.Context, req *proto.Request) ([]byte,
 	return res, nil
 }
 
-// hideID returns the upstream's error with the upstream's task id in its
-// message and data replaced by the gateway's.
+// hideID returns the upstream's error with the upstream's task id, where
+// it appears as written (unescaped), in its message and data replaced by
+// the gateway's. An id shorter than 6 bytes is left alone: replacing it
+// would garble the text around it, and it says little.
 func hideID(perr *proto.Error, id, gid string) *proto.Error {
-	if id == "" || perr.Msg == "" && len(perr.Data) == 0 {
+	if len(id) < 6 || !strings.Contains(perr.Msg, id) && !bytes.Contains(perr.Data, []byte(id)) {
 		return perr
 	}
 	e := *perr
-	e.Msg = string(bytes.ReplaceAll([]byte(e.Msg), []byte(id), []byte(gid)))
-	if len(e.Data) > 0 {
-		// id is printable ASCII in a JSON string only when it needs no
-		// escaping; otherwise its JSON form is what appears.
-		e.Data = bytes.ReplaceAll(e.Data, []byte(id), []byte(gid))
-	}
+	e.Msg = strings.ReplaceAll(e.Msg, id, gid)
+	e.Data = bytes.ReplaceAll(e.Data, []byte(id), []byte(gid))
 	return &e
 }
 
