@@ -64,6 +64,10 @@ fuzz:
 	cd internal && $(GO) test -run '^$$' -fuzz '^FuzzParseChunk$$' -fuzztime 50000x ./bus
 	cd internal && $(GO) test -run '^$$' -fuzz '^FuzzMembers$$' -fuzztime $(FUZZ_EXECS) ./jsonscan
 	cd internal && $(GO) test -run '^$$' -fuzz '^FuzzOpen$$' -fuzztime $(FUZZ_EXECS) ./taskid
+	cd internal && $(GO) test -run '^$$' -fuzz '^FuzzPolicyGlob$$' -fuzztime 50000x ./policy
+	cd internal && $(GO) test -run '^$$' -fuzz '^FuzzAPIKeyParse$$' -fuzztime $(FUZZ_EXECS) ./apikey
+	cd internal && $(GO) test -run '^$$' -fuzz '^FuzzAPIKeyRoundTrip$$' -fuzztime 50000x ./apikey
+	cd internal && $(GO) test -run '^$$' -fuzz '^FuzzTenantResolve$$' -fuzztime 50000x ./tenant
 	cd edge && $(GO) test -run '^$$' -fuzz '^FuzzParseBody$$' -fuzztime 50000x .
 
 ## bench: the latency gate (tools/call direct, through a bare reverse proxy
@@ -108,6 +112,7 @@ compose-bench:
 ## bench-micro: Go benchmarks of the hot paths
 bench-micro:
 	@for m in proto router; do (cd $$m && $(GO) test -run '^$$' -bench . -benchmem ./...); done
+	cd internal && $(GO) test -run '^$$' -bench . -benchmem ./taskid ./tenant ./policy ./apikey
 	cd switchyard && $(GO) test -run '^$$' -bench BenchmarkCall -benchtime 2000x -benchmem ./integration/
 
 ## loadtest: concurrency and federation sweep into results/sweep-<timestamp>/
