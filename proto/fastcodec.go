@@ -817,8 +817,66 @@ func decodeRequest(data []byte, r *Request, view bool) error {
 		}
 	}
 
+	if view {
+		viewRequest(data, &spans, present, r)
+	} else {
+		copyRequest(data, &spans, present, r)
+	}
+	if present&(1<<reqID) != 0 {
+		r.ID = id
+	}
+	if present&(1<<reqDeadline) != 0 {
+		r.DeadlineUnixMs = int64(dl)
+	}
+	return nil
+}
+
+// viewStr is the string of span s of data, aliasing data.
+func viewStr(data []byte, s span) string {
+	if s.n <= 0 {
+		return ""
+	}
+	return unsafe.String(&data[s.off], s.n)
+}
+
+// viewRequest sets r's present string and byte fields to views of data.
+func viewRequest(data []byte, spans *[reqCaps + 1]span, present uint32, r *Request) {
+	if present&(1<<reqMethod) != 0 {
+		r.Method = viewStr(data, spans[reqMethod])
+	}
+	if present&(1<<reqTenant) != 0 {
+		r.Tenant = viewStr(data, spans[reqTenant])
+	}
+	if present&(1<<reqEdge) != 0 {
+		r.Edge = viewStr(data, spans[reqEdge])
+	}
+	if present&(1<<reqSession) != 0 {
+		r.Session = viewStr(data, spans[reqSession])
+	}
+	if present&(1<<reqView) != 0 {
+		r.View = viewStr(data, spans[reqView])
+	}
+	if present&(1<<reqUpstream) != 0 {
+		r.Upstream = viewStr(data, spans[reqUpstream])
+	}
+	if present&(1<<reqName) != 0 {
+		r.Name = viewStr(data, spans[reqName])
+	}
+	if present&(1<<reqProtocol) != 0 {
+		r.Protocol = viewStr(data, spans[reqProtocol])
+	}
+	if present&(1<<reqParams) != 0 {
+		r.Params = copyBytes(data, spans[reqParams], true)
+	}
+	if present&(1<<reqCaps) != 0 {
+		r.ClientCaps = copyBytes(data, spans[reqCaps], true)
+	}
+}
+
+// copyRequest sets r's present string and byte fields to copies of data.
+func copyRequest(data []byte, spans *[reqCaps + 1]span, present uint32, r *Request) {
 	var strs [reqParams]string
-	makeStrings(data, spans[:reqParams], present, strs[:], view)
+	makeStrings(data, spans[:reqParams], present, strs[:], false)
 	if present&(1<<reqMethod) != 0 {
 		r.Method = strs[reqMethod]
 	}
@@ -844,18 +902,11 @@ func decodeRequest(data []byte, r *Request, view bool) error {
 		r.Protocol = strs[reqProtocol]
 	}
 	if present&(1<<reqParams) != 0 {
-		r.Params = copyBytes(data, spans[reqParams], view)
+		r.Params = copyBytes(data, spans[reqParams], false)
 	}
 	if present&(1<<reqCaps) != 0 {
-		r.ClientCaps = copyBytes(data, spans[reqCaps], view)
+		r.ClientCaps = copyBytes(data, spans[reqCaps], false)
 	}
-	if present&(1<<reqID) != 0 {
-		r.ID = id
-	}
-	if present&(1<<reqDeadline) != 0 {
-		r.DeadlineUnixMs = int64(dl)
-	}
-	return nil
 }
 
 // Reply and Error fields, in declaration order within each struct; the
