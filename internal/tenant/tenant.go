@@ -72,10 +72,10 @@ const (
 // ([Selector.Shape]) follows from which fields are set; matching is exact
 // and case-sensitive.
 type Selector struct {
-	Issuer string
-	Claim  string
-	Value  string
-	Group  string
+	Issuer string `json:"issuer,omitempty" yaml:"issuer,omitempty" msgpack:"issuer,omitempty"`
+	Claim  string `json:"claim,omitempty" yaml:"claim,omitempty" msgpack:"claim,omitempty"`
+	Value  string `json:"value,omitempty" yaml:"value,omitempty" msgpack:"value,omitempty"`
+	Group  string `json:"group,omitempty" yaml:"group,omitempty" msgpack:"group,omitempty"`
 }
 
 // Shape returns the shape of s, or [ShapeInvalid].

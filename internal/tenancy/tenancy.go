@@ -1,0 +1,48 @@
+// Package tenancy is the shared state of Switchyard's tenancy: the records
+// tenancy-svc owns in JetStream KV and every edge and router reads.
+//
+//	KV switchyard_tenants   key: tenant name (a slug)   value: msgpack Tenant
+//	KV switchyard_apikeys   key: API key id             value: msgpack apikey.Record
+//
+// tenancy-svc seeds both buckets from the configuration and changes them on
+// admin requests; edges and routers watch them and keep immutable
+// snapshots. Values are msgpack (github.com/vmihailenco/msgpack/v5, the
+// proto package's codec), keyed by the struct tags below.
+package tenancy
+
+import (
+	"github.com/switchyard-mcp/switchyard/internal/policy"
+	"github.com/switchyard-mcp/switchyard/internal/tenant"
+)
+
+// KV buckets.
+const (
+	BucketTenants = "switchyard_tenants"
+	BucketAPIKeys = "switchyard_apikeys"
+)
+
+// Tenant is one tenant's record (KV [BucketTenants], key Name).
+//
+// A request resolves to exactly one tenant: by its API key's record
+// (apikey.Record.Tenant), by its verified JWT's claims against Selectors
+// (internal/tenant), or, without credentials, to the tenant with Anonymous
+// set, if any (at most one may be). Policy says which upstreams and items
+// the tenant sees (internal/policy); Limits bound its traffic.
+type Tenant struct {
+	Name      string            `json:"name" yaml:"name" msgpack:"name"`
+	Anonymous bool              `json:"anonymous,omitempty" yaml:"anonymous,omitempty" msgpack:"anonymous,omitempty"`
+	Selectors []tenant.Selector `json:"selectors,omitempty" yaml:"selectors,omitempty" msgpack:"selectors,omitempty"`
+	Policy    policy.Spec       `json:"policy" yaml:"policy" msgpack:"policy"`
+	Limits    Limits            `json:"limits,omitempty" yaml:"limits,omitempty" msgpack:"limits,omitempty"`
+}
+
+// Limits bound a tenant's traffic across the fleet; zero means unlimited.
+// Rates are requests per second with a burst (token buckets), per tenant
+// and per principal; MaxInFlight caps the tenant's concurrent calls.
+type Limits struct {
+	Rate           float64 `json:"rate,omitempty" yaml:"rate,omitempty" msgpack:"rate,omitempty"`
+	Burst          int     `json:"burst,omitempty" yaml:"burst,omitempty" msgpack:"burst,omitempty"`
+	PrincipalRate  float64 `json:"principal_rate,omitempty" yaml:"principal_rate,omitempty" msgpack:"principal_rate,omitempty"`
+	PrincipalBurst int     `json:"principal_burst,omitempty" yaml:"principal_burst,omitempty" msgpack:"principal_burst,omitempty"`
+	MaxInFlight    int     `json:"max_in_flight,omitempty" yaml:"max_in_flight,omitempty" msgpack:"max_in_flight,omitempty"`
+}
