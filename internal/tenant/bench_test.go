@@ -6,16 +6,26 @@ import (
 	"testing"
 )
 
-// benchIndex gives each of n tenants one selector of every shape, so every
-// lookup path runs against n entries whichever shape the principal matches.
-func benchIndex(b *testing.B, n int) *Index {
+// benchIndex gives each of n tenants one selector of every shape (only
+// set: one selector of that shape), so every lookup path runs against n
+// entries whichever shape the principal matches.
+func benchIndex(b *testing.B, n int, only string) *Index {
 	ts := make([]TenantSelectors, n)
 	for i := range ts {
-		ts[i] = TenantSelectors{Tenant: fmt.Sprintf("tenant-%d", i), Selectors: []Selector{
+		all := []Selector{
 			{Claim: "org_id", Value: fmt.Sprintf("org-%d", i)},
 			{Group: fmt.Sprintf("tenant-%d-users", i)},
 			{Issuer: benchIssuer(i), Claim: "project", Value: fmt.Sprintf("proj-%d", i), Group: "admins"},
-		}}
+		}
+		switch only {
+		case "claim":
+			all = all[:1]
+		case "group":
+			all = all[1:2]
+		case "compound":
+			all = all[2:]
+		}
+		ts[i] = TenantSelectors{Tenant: fmt.Sprintf("tenant-%d", i), Selectors: all}
 	}
 	x, err := Build(ts)
 	if err != nil {
@@ -49,18 +59,28 @@ func benchPrincipal(shape string, i int) *Principal {
 	return p
 }
 
+// BenchmarkResolveTenant: selectors=all gives every tenant a selector of
+// each shape (every lookup path runs); selectors=one gives every tenant
+// only a selector of the benchmarked shape, the deployment where tenants
+// are told apart by one claim, or one group.
 func BenchmarkResolveTenant(b *testing.B) {
-	for _, shape := range []string{"claim", "group", "compound"} {
-		for _, n := range []int{10, 100, 1000, 10000} {
-			b.Run(fmt.Sprintf("shape=%s/tenants=%d", shape, n), func(b *testing.B) {
-				benchResolve(b, shape, n)
-			})
+	for _, sel := range []string{"all", "one"} {
+		for _, shape := range []string{"claim", "group", "compound"} {
+			for _, n := range []int{10, 100, 1000, 10000} {
+				b.Run(fmt.Sprintf("selectors=%s/shape=%s/tenants=%d", sel, shape, n), func(b *testing.B) {
+					only := ""
+					if sel == "one" {
+						only = shape
+					}
+					benchResolve(b, shape, n, only)
+				})
+			}
 		}
 	}
 }
 
-func benchResolve(b *testing.B, shape string, n int) {
-	x := benchIndex(b, n)
+func benchResolve(b *testing.B, shape string, n int, only string) {
+	x := benchIndex(b, n, only)
 	r := rand.New(rand.NewPCG(1, uint64(n)))
 	// Principals of random tenants, cycled, so that the index is read at
 	// scattered places as under real traffic, not at one hot entry.
