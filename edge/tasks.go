@@ -13,17 +13,17 @@ import (
 	"github.com/switchyard-mcp/switchyard/proto"
 )
 
-// The tasks extension (io.modelcontextprotocol/tasks, SEP-2663). Every view
-// advertises it: the gateway carries task-augmented tools/call results
+// The tasks extension (io.modelcontextprotocol/tasks, SEP-2663). Every
+// streamable-HTTP view advertises it (legacy HTTP+SSE sessions do not: see
+// withoutTasks): the gateway carries task-augmented tools/call results
 // (whether a tool creates a task is its upstream's decision) and serves
 // tasks/get, tasks/update and tasks/cancel, which the go-sdk server does
 // not know. The edge answers them at the HTTP level, like the fast path:
-// it makes the checks SEP-2663 asks of a server (routing headers, the
-// client's declaration of the extension, params.taskId) and forwards the
-// rest; the router routes by the upstream in the gateway task id and the
-// worker opens it under the client's scope (package taskid). tasks/result
-// and tasks/list, removed in SEP-2663, stay with the SDK, which answers
-// -32601.
+// it makes the checks SEP-2663 asks of a server (checkTaskRequest) and
+// forwards the rest; the router routes by the upstream in the gateway task
+// id and the worker opens it under the client's scope (package taskid).
+// tasks/result and tasks/list, removed in SEP-2663, are not client methods
+// here: the edge answers them -32601 (precheck).
 
 // tasksExtension is the extension's id in capabilities.extensions.
 const tasksExtension = "io.modelcontextprotocol/tasks"
