@@ -16,6 +16,9 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/switchyard-mcp/switchyard/internal/apikey"
+	"github.com/switchyard-mcp/switchyard/internal/policy"
+	"github.com/switchyard-mcp/switchyard/internal/tenancy"
 	"github.com/switchyard-mcp/switchyard/proto"
 )
 
@@ -69,6 +72,72 @@ type File struct {
 	Worker WorkerFile `yaml:"worker"`
 
 	Upstreams []Upstream `yaml:"upstreams"`
+
+	// Tenants are seeded into KV switchyard_tenants by tenancy-svc, which
+	// then owns them (see docs/tenancy.md). Absent (nil): one tenant,
+	// [DefaultTenant], anonymous, seeing every upstream with default
+	// allow, which is the single-tenant gateway. An explicit empty list
+	// seeds none (tenants then come only from the admin endpoints).
+	Tenants []tenancy.Tenant `yaml:"tenants"`
+	// APIKeys are existing API keys to seed into KV switchyard_apikeys
+	// (hash only). Empty: none.
+	APIKeys []APIKey `yaml:"api_keys"`
+}
+
+// APIKey is one existing API key to seed. The plaintext key never appears
+// in the file: it is read at [Load] from the environment variable KeyEnv
+// or from the file KeyFile (exactly one of them; surrounding whitespace
+// trimmed) and only its hash is stored.
+type APIKey struct {
+	// Tenant the key authenticates for: a configured tenant.
+	Tenant string `yaml:"tenant"`
+	// Principal the key authenticates as (1-256 bytes, no control characters).
+	Principal string `yaml:"principal"`
+	// KeyEnv names the environment variable holding the key.
+	KeyEnv string `yaml:"key_env"`
+	// KeyFile is a file holding the key.
+	KeyFile string `yaml:"key_file"`
+
+	key    string // the plaintext, read by Load; never printed
+	keyErr error  // why it could not be read
+}
+
+// Record returns the record to store for k: its id and hash (never the
+// plaintext), tenant and principal, created at created. It returns
+// apikey.ErrMalformed if the key was not loaded or is not a key.
+func (k *APIKey) Record(created time.Time) (apikey.Record, error) {
+	r, err := apikey.NewRecord(k.key, created)
+	if err != nil {
+		return apikey.Record{}, err
+	}
+	r.Tenant, r.Principal = k.Tenant, k.Principal
+	return r, nil
+}
+
+// SetKey sets the plaintext key, as Load does from KeyEnv or KeyFile; for
+// callers that build a File without Load.
+func (k *APIKey) SetKey(key string) { k.key, k.keyErr = key, nil }
+
+// source says where the key comes from, for messages (never the key).
+func (k *APIKey) source() string {
+	if k.KeyEnv != "" {
+		return "key_env " + k.KeyEnv
+	}
+	return "key_file " + k.KeyFile
+}
+
+// DefaultTenant is the name of the tenant seeded when the configuration
+// has no tenants key: the gateway's single tenant before tenancy.
+const DefaultTenant = "default"
+
+// DefaultTenants returns the tenants seeded when none are configured: one
+// tenant [DefaultTenant], anonymous, every upstream, default allow.
+func DefaultTenants() []tenancy.Tenant {
+	return []tenancy.Tenant{{
+		Name:      DefaultTenant,
+		Anonymous: true,
+		Policy:    policy.Spec{AllUpstreams: true, Default: policy.Allow},
+	}}
 }
 
 // EdgeFile holds per-edge settings.
@@ -133,6 +202,7 @@ func Load(path string) (*File, error) {
 		}
 	}
 	f.applyEnv(os.Getenv)
+	f.readKeys(os.Getenv, os.ReadFile)
 	f.fillDefaults()
 	if err := f.Validate(); err != nil {
 		return nil, fmt.Errorf("config %s: %w", path, err)
@@ -169,7 +239,38 @@ func (f *File) applyEnv(getenv func(string) string) {
 	}
 }
 
+// readKeys reads each API key's plaintext from its variable or file. A
+// failure is kept for Validate to report with the others.
+func (f *File) readKeys(getenv func(string) string, readFile func(string) ([]byte, error)) {
+	for i := range f.APIKeys {
+		k := &f.APIKeys[i]
+		k.key, k.keyErr = "", nil
+		switch {
+		case k.KeyEnv != "" && k.KeyFile != "":
+			k.keyErr = errors.New("key_env and key_file: set only one")
+		case k.KeyEnv != "":
+			if k.key = strings.TrimSpace(getenv(k.KeyEnv)); k.key == "" {
+				k.keyErr = fmt.Errorf("key_env: variable %s is not set", k.KeyEnv)
+			}
+		case k.KeyFile != "":
+			b, err := readFile(k.KeyFile)
+			if err != nil {
+				k.keyErr = fmt.Errorf("key_file: %w", err)
+				break
+			}
+			if k.key = strings.TrimSpace(string(b)); k.key == "" {
+				k.keyErr = fmt.Errorf("key_file: %s is empty", k.KeyFile)
+			}
+		default:
+			k.keyErr = errors.New("key_env or key_file: required")
+		}
+	}
+}
+
 func (f *File) fillDefaults() {
+	if f.Tenants == nil {
+		f.Tenants = DefaultTenants()
+	}
 	if f.NATS == "" {
 		f.NATS = DefaultNATS
 	}
@@ -247,7 +348,58 @@ func (f *File) Validate() error {
 			bad("worker.upstreams: %q is not a configured upstream", n)
 		}
 	}
+	errs = append(errs, f.validateTenants(seen)...)
 	return errors.Join(errs...)
+}
+
+// validateTenants checks the tenants (each valid, unique, at most one
+// anonymous, policies naming configured upstreams) and the API keys
+// (known tenant, a principal, a key that parses, no key twice). upstreams
+// holds the configured upstream names. Messages never include a key.
+func (f *File) validateTenants(upstreams map[string]bool) []error {
+	var errs []error
+	if err := tenancy.CheckTenants(f.Tenants); err != nil {
+		errs = append(errs, err)
+	}
+	tenants := make(map[string]bool, len(f.Tenants))
+	for i, t := range f.Tenants {
+		tenants[t.Name] = true
+		for _, u := range t.Policy.Upstreams {
+			if u != "" && !upstreams[u] {
+				errs = append(errs, fmt.Errorf("tenants[%d] (%s): policy: upstream %q is not a configured upstream", i, t.Name, u))
+			}
+		}
+	}
+	ids := map[string]int{}
+	for i := range f.APIKeys {
+		k := &f.APIKeys[i]
+		bad := func(format string, a ...any) {
+			errs = append(errs, fmt.Errorf("api_keys[%d] (%s/%s): "+format, append([]any{i, k.Tenant, k.Principal}, a...)...))
+		}
+		if !tenants[k.Tenant] {
+			bad("tenant: %q is not a configured tenant", k.Tenant)
+		}
+		if err := tenancy.CheckPrincipal(k.Principal); err != nil {
+			bad("%v", err)
+		}
+		switch {
+		case k.keyErr != nil:
+			bad("%v", k.keyErr)
+		case k.key == "":
+			bad("%s: key not loaded", k.source())
+		default:
+			id, _, ok := apikey.Parse(k.key)
+			if !ok {
+				bad("%s: not a Switchyard API key (%s...)", k.source(), apikey.Prefix)
+				break
+			}
+			if j, dup := ids[id]; dup {
+				bad("%s: the same key as api_keys[%d]", k.source(), j)
+			}
+			ids[id] = i
+		}
+	}
+	return errs
 }
 
 func (u Upstream) validate(i int, seen map[string]bool) []error {

@@ -51,6 +51,7 @@ func TestConfigLoadDefaults(t *testing.T) {
 		MaxRequestBodyBytes: DefaultMaxRequestBodyBytes,
 		MaxResultBytes:      DefaultMaxResultBytes,
 		Worker:              WorkerFile{HeartbeatInterval: Duration(DefaultHeartbeatInterval)},
+		Tenants:             DefaultTenants(),
 	}
 	tests := []struct {
 		name string
@@ -122,6 +123,7 @@ upstreams:
 						Name: "legacy", URL: "http://127.0.0.1:3000/sse", Transport: proto.TransportSSE,
 						Processes: 3, CallTimeout: Duration(90 * time.Second),
 					}},
+					Tenants: DefaultTenants(),
 				}
 			},
 		},
