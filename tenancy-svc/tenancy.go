@@ -1,18 +1,20 @@
 package tenancy
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
+	"regexp"
 	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nats.go/micro"
 
-	"github.com/switchyard-mcp/switchyard/internal/bus"
+	"github.com/switchyard-mcp/switchyard/internal/apikey"
+	"github.com/switchyard-mcp/switchyard/internal/tenancy"
 	"github.com/switchyard-mcp/switchyard/proto"
 )
 
@@ -20,39 +22,107 @@ import (
 type Config struct {
 	// Upstreams is the catalog to seed. Names must be unique slugs.
 	Upstreams []proto.UpstreamSpec
+	// Tenants are the tenants the configuration owns (seeded into
+	// switchyard_tenants; see the package doc for the rule). They must
+	// pass tenancy.CheckTenants. Empty: none (FromFile supplies the
+	// default tenant when the file configures none).
+	Tenants []tenancy.Tenant
+	// APIKeys are the key records the configuration owns (hash only),
+	// each naming one of Tenants, with a valid id, hash and principal;
+	// ids unique. Empty: none.
+	APIKeys []apikey.Record
+	// Version is the admin micro service's version (semver). Empty: the
+	// build's (the main module's version or VCS revision), else
+	// 0.0.0-devel.
+	Version string
 }
 
 // Service is a running tenancy service.
 type Service struct {
-	cfg   Config
-	nc    *nats.Conn
-	log   *slog.Logger
-	ready atomic.Bool
+	cfg     Config
+	nc      *nats.Conn
+	log     *slog.Logger
+	mailbox chan job // admin requests for the Run goroutine; bounded
+	ready   atomic.Bool
+
+	// Owned by the Run goroutine.
+	st     *stores
+	seeded bool // the first seed has completed
 }
 
-// New validates cfg. It does no I/O.
+// semver is the version syntax micro accepts (semver.org's suggested
+// expression).
+var semver = regexp.MustCompile(`^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)(?:-((?:0|[1-9]\d*|\d*[a-zA-Z-][0-9a-zA-Z-]*)(?:\.(?:0|[1-9]\d*|\d*[a-zA-Z-][0-9a-zA-Z-]*))*))?(?:\+([0-9a-zA-Z-]+(?:\.[0-9a-zA-Z-]+)*))?$`)
+
+// New validates cfg, reporting every problem. It does no I/O.
 func New(cfg Config, nc *nats.Conn, log *slog.Logger) (*Service, error) {
 	if nc == nil {
 		panic("tenancy: nil connection")
 	}
+	var errs []error
 	seen := map[string]bool{}
 	for _, u := range cfg.Upstreams {
 		if !proto.ValidSlug(u.Name) || seen[u.Name] {
-			return nil, fmt.Errorf("tenancy: upstream name %q is invalid or duplicate", u.Name)
+			errs = append(errs, fmt.Errorf("upstream name %q is invalid or duplicate", u.Name))
 		}
 		seen[u.Name] = true
+	}
+	if err := tenancy.CheckTenants(cfg.Tenants); err != nil {
+		errs = append(errs, err)
+	}
+	tenants := map[string]bool{}
+	for _, t := range cfg.Tenants {
+		tenants[t.Name] = true
+	}
+	ids := map[string]bool{}
+	for i, r := range cfg.APIKeys {
+		bad := func(format string, a ...any) {
+			errs = append(errs, fmt.Errorf("api key %d (%s/%s): "+format, append([]any{i, r.Tenant, r.Principal}, a...)...))
+		}
+		switch {
+		case !apikey.ValidID(r.ID) || len(r.Hash) != apikey.HashLen:
+			bad("not a key record (key not loaded?)")
+		case ids[r.ID]:
+			bad("id %s: duplicate", r.ID)
+		}
+		ids[r.ID] = true
+		if !tenants[r.Tenant] {
+			bad("tenant %q is not configured", r.Tenant)
+		}
+		if err := tenancy.CheckPrincipal(r.Principal); err != nil {
+			bad("%v", err)
+		}
+	}
+	if cfg.Version == "" {
+		cfg.Version = buildVersion()
+	} else if !semver.MatchString(cfg.Version) {
+		errs = append(errs, fmt.Errorf("version %q is not semver", cfg.Version))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, fmt.Errorf("tenancy: %w", err)
 	}
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Service{cfg: cfg, nc: nc, log: log.With(proto.LogComponent, "tenancy")}, nil
+	return &Service{
+		cfg: cfg, nc: nc, log: log.With(proto.LogComponent, "tenancy"),
+		mailbox: make(chan job, mailboxLen),
+	}, nil
 }
 
-// Ready reports whether the catalog has been seeded.
+// Ready reports whether the buckets have been seeded and the admin service
+// is serving.
 func (s *Service) Ready() bool { return s.ready.Load() }
 
-// Run seeds the catalog (retrying while JetStream is unavailable) and then
-// waits for ctx to end.
+// reconcileEvery is how often the buckets are checked against the config.
+const reconcileEvery = 10 * time.Second
+
+// Run opens and seeds the buckets (retrying while JetStream is
+// unavailable), starts the admin micro service, and then serves admin
+// requests and reconciles the buckets with the config every
+// reconcileEvery until ctx ends. Admin requests and seeding run on this
+// goroutine only, one at a time. It returns nil when ctx ends, or an error
+// if the micro service cannot start.
 func (s *Service) Run(ctx context.Context) error {
 	js, err := jetstream.New(s.nc)
 	if err != nil {
@@ -64,7 +134,7 @@ func (s *Service) Run(ctx context.Context) error {
 		if err == nil {
 			break
 		}
-		s.log.Warn("catalog seed failed, retrying", proto.LogErr, err)
+		s.log.Warn("seed failed, retrying", proto.LogErr, err)
 		select {
 		case <-ctx.Done():
 			return nil
@@ -72,61 +142,58 @@ func (s *Service) Run(ctx context.Context) error {
 		}
 		backoff = min(2*backoff, 5*time.Second)
 	}
+	svc, err := s.startAdmin()
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return fmt.Errorf("tenancy: admin service: %w", err)
+	}
 	s.ready.Store(true)
-	s.log.Info("catalog seeded", "upstreams", len(s.cfg.Upstreams))
+	s.log.Info("seeded", "upstreams", len(s.cfg.Upstreams), "tenants", len(s.cfg.Tenants), "api_keys", len(s.cfg.APIKeys))
 	// Reconcile now and then: a NATS server restarted without its store
-	// (or an operator's stray edit) must not leave the catalog empty.
+	// (or an operator's stray edit) must not leave the buckets empty.
 	t := time.NewTicker(reconcileEvery)
 	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			s.ready.Store(false)
+			if err := svc.Stop(); err != nil {
+				s.log.Warn("admin service stop failed", proto.LogErr, err)
+			}
+			s.refuseQueued()
 			return nil
 		case <-t.C:
 			if err := s.seed(ctx, js); err != nil && ctx.Err() == nil {
-				s.log.Warn("catalog reconcile failed", proto.LogErr, err)
+				s.log.Warn("reconcile failed", proto.LogErr, err)
 			}
+		case j := <-s.mailbox:
+			s.serve(ctx, j)
 		}
 	}
 }
 
-// reconcileEvery is how often the catalog is checked against the config.
-const reconcileEvery = 10 * time.Second
-
-func (s *Service) seed(ctx context.Context, js jetstream.JetStream) error {
-	kv, err := bus.Bucket(ctx, js, proto.BucketUpstreams)
+// startAdmin adds the admin micro service and its endpoints.
+func (s *Service) startAdmin() (micro.Service, error) {
+	svc, err := micro.AddService(s.nc, micro.Config{
+		Name:        tenancy.AdminService,
+		Version:     s.cfg.Version,
+		Description: "Switchyard tenancy: tenants and API keys",
+		QueueGroup:  tenancy.AdminService,
+		Metadata: map[string]string{
+			"buckets": tenancy.BucketTenants + "," + tenancy.BucketAPIKeys + "," + proto.BucketUpstreams,
+		},
+	})
 	if err != nil {
-		return err
+		return nil, err
 	}
-	want := map[string]bool{}
-	for _, u := range s.cfg.Upstreams {
-		want[u.Name] = true
-		data, err := proto.Marshal(&u)
-		if err != nil {
-			return err
-		}
-		cur, err := kv.Get(ctx, u.Name)
-		if err == nil && bytes.Equal(cur.Value(), data) {
-			continue
-		}
-		if err != nil && !errors.Is(err, jetstream.ErrKeyNotFound) {
-			return err
-		}
-		if _, err := kv.Put(ctx, u.Name, data); err != nil {
-			return err
+	g := svc.AddGroup(tenancy.AdminGroup)
+	for _, ep := range endpoints {
+		if err := g.AddEndpoint(ep.name, s.enqueuer(ep.op), micro.WithEndpointSubject(ep.subject)); err != nil {
+			_ = svc.Stop()
+			return nil, fmt.Errorf("endpoint %s: %w", ep.name, err)
 		}
 	}
-	keys, err := kv.ListKeys(ctx)
-	if err != nil {
-		return err
-	}
-	for k := range keys.Keys() {
-		if !want[k] {
-			if err := kv.Delete(ctx, k); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
+	return svc, nil
 }

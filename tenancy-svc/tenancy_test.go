@@ -15,6 +15,7 @@ import (
 
 	"github.com/switchyard-mcp/switchyard/internal/bus"
 	"github.com/switchyard-mcp/switchyard/internal/config"
+	"github.com/switchyard-mcp/switchyard/internal/tenancy"
 	"github.com/switchyard-mcp/switchyard/proto"
 	"github.com/switchyard-mcp/switchyard/testutil/natstest"
 )
@@ -348,12 +349,20 @@ func TestTenancyFromFile(t *testing.T) {
 		{
 			name: "upstreams",
 			in:   f,
-			want: Config{Upstreams: []proto.UpstreamSpec{
-				{Name: "a", URL: "http://a/mcp", Transport: proto.TransportStreamable, Processes: 1},
-				{Name: "c", Command: []string{"c-server"}, Transport: proto.TransportStdio, Processes: 2, CallTimeoutMs: 2000},
-			}},
+			want: Config{
+				Upstreams: []proto.UpstreamSpec{
+					{Name: "a", URL: "http://a/mcp", Transport: proto.TransportStreamable, Processes: 1},
+					{Name: "c", Command: []string{"c-server"}, Transport: proto.TransportStdio, Processes: 2, CallTimeoutMs: 2000},
+				},
+				Tenants: config.DefaultTenants(),
+			},
 		},
-		{name: "none", in: &config.File{}, want: Config{Upstreams: []proto.UpstreamSpec{}}},
+		{name: "none", in: &config.File{}, want: Config{Upstreams: []proto.UpstreamSpec{}, Tenants: config.DefaultTenants()}},
+		{
+			name: "no tenants on purpose",
+			in:   &config.File{Tenants: []tenancy.Tenant{}},
+			want: Config{Upstreams: []proto.UpstreamSpec{}, Tenants: []tenancy.Tenant{}},
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -1,0 +1,518 @@
+package tenancy
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nats.go/micro"
+
+	"github.com/switchyard-mcp/switchyard/internal/apikey"
+	"github.com/switchyard-mcp/switchyard/internal/tenancy"
+	"github.com/switchyard-mcp/switchyard/proto"
+)
+
+// mailboxLen bounds the admin requests waiting for the Run goroutine; one
+// more is refused at once with AdminCodeUnavailable.
+const mailboxLen = 64
+
+// opTimeout bounds the KV work of one admin request.
+const opTimeout = 10 * time.Second
+
+// maxRequestBytes bounds an admin request body.
+const maxRequestBytes = 1 << 20
+
+type op int
+
+const (
+	opTenantPut op = iota
+	opTenantGet
+	opTenantList
+	opTenantDelete
+	opKeyCreate
+	opKeyRevoke
+	opKeyList
+)
+
+// endpoints are the admin micro endpoints: name (micro's [A-Za-z0-9_-]),
+// subject under tenancy.AdminGroup, and op.
+var endpoints = []struct {
+	name, subject string
+	op            op
+}{
+	{"tenant_put", "tenant.put", opTenantPut},
+	{"tenant_get", "tenant.get", opTenantGet},
+	{"tenant_list", "tenant.list", opTenantList},
+	{"tenant_delete", "tenant.delete", opTenantDelete},
+	{"key_create", "key.create", opKeyCreate},
+	{"key_revoke", "key.revoke", opKeyRevoke},
+	{"key_list", "key.list", opKeyList},
+}
+
+// job is one admin request queued for the Run goroutine. It holds the
+// reply subject, not the micro.Request: micro records the outcome of a
+// Respond on the request after the handler returns, so responding from
+// another goroutine would race with it.
+type job struct {
+	op    op
+	data  []byte
+	reply string
+}
+
+// enqueuer is the micro handler of op: it queues the request and returns
+// (no I/O in NATS callbacks), or refuses it when the mailbox is full.
+func (s *Service) enqueuer(o op) micro.Handler {
+	return micro.HandlerFunc(func(req micro.Request) {
+		select {
+		case s.mailbox <- job{op: o, data: req.Data(), reply: req.Reply()}:
+		default:
+			e := &tenancy.AdminError{Code: tenancy.AdminCodeUnavailable, Message: "overloaded: too many admin requests queued, retry"}
+			body, _ := json.Marshal(e)
+			_ = req.Error(e.Code, e.Message, body)
+		}
+	})
+}
+
+// refuseQueued answers the requests still queued at shutdown.
+func (s *Service) refuseQueued() {
+	for {
+		select {
+		case j := <-s.mailbox:
+			s.respond(j, nil, &tenancy.AdminError{Code: tenancy.AdminCodeUnavailable, Message: "shutting down, retry"})
+		default:
+			return
+		}
+	}
+}
+
+// serve runs one admin request and answers it.
+func (s *Service) serve(ctx context.Context, j job) {
+	ctx, cancel := context.WithTimeout(ctx, opTimeout)
+	defer cancel()
+	var (
+		out any
+		err error
+	)
+	if len(j.data) > maxRequestBytes {
+		err = badRequest("request larger than %d bytes", maxRequestBytes)
+	} else {
+		switch j.op {
+		case opTenantPut:
+			out, err = s.tenantPut(ctx, j.data)
+		case opTenantGet:
+			out, err = s.tenantGet(ctx, j.data)
+		case opTenantList:
+			out, err = s.tenantList(ctx, j.data)
+		case opTenantDelete:
+			out, err = s.tenantDelete(ctx, j.data)
+		case opKeyCreate:
+			out, err = s.keyCreate(ctx, j.data)
+		case opKeyRevoke:
+			out, err = s.keyRevoke(ctx, j.data)
+		case opKeyList:
+			out, err = s.keyList(ctx, j.data)
+		}
+	}
+	s.respond(j, out, toAdminError(err))
+}
+
+// respond publishes out, or e with micro's error headers, to j's reply
+// subject. A request without one gets no answer.
+func (s *Service) respond(j job, out any, e *tenancy.AdminError) {
+	if j.reply == "" {
+		return
+	}
+	msg := &nats.Msg{Subject: j.reply}
+	var err error
+	if e != nil {
+		msg.Header = nats.Header{micro.ErrorCodeHeader: {e.Code}, micro.ErrorHeader: {e.Message}}
+		msg.Data, err = json.Marshal(e)
+	} else {
+		msg.Data, err = json.Marshal(out)
+	}
+	if err == nil {
+		err = s.nc.PublishMsg(msg)
+	}
+	if err != nil {
+		s.log.Warn("admin reply failed", proto.LogErr, err)
+	}
+}
+
+// toAdminError converts err at the boundary: an *AdminError as it is, any
+// other error (the KV store's) as AdminCodeInternal.
+func toAdminError(err error) *tenancy.AdminError {
+	if err == nil {
+		return nil
+	}
+	var e *tenancy.AdminError
+	if errors.As(err, &e) {
+		return e
+	}
+	return &tenancy.AdminError{Code: tenancy.AdminCodeInternal, Message: err.Error()}
+}
+
+func adminErr(code, format string, a ...any) error {
+	return &tenancy.AdminError{Code: code, Message: fmt.Sprintf(format, a...)}
+}
+
+func badRequest(format string, a ...any) error {
+	return adminErr(tenancy.AdminCodeBadRequest, format, a...)
+}
+
+// decode decodes a JSON request strictly; an empty body is the zero value.
+func decode(data []byte, v any) error {
+	if len(bytes.TrimSpace(data)) == 0 {
+		return nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return badRequest("decode request: %v", err)
+	}
+	if dec.More() {
+		return badRequest("decode request: data after the JSON value")
+	}
+	return nil
+}
+
+func checkName(name string) error {
+	if !proto.ValidSlug(name) {
+		return badRequest("tenant name %q is not a slug ([a-z0-9-], 1-63 characters)", name)
+	}
+	return nil
+}
+
+// oneLine joins the lines of an errors.Join error.
+func oneLine(err error) string { return strings.ReplaceAll(err.Error(), "\n", "; ") }
+
+// source is the provenance of the tenant or key under mark.
+func (s *Service) source(ctx context.Context, mark string) (string, error) {
+	_, err := s.st.seeded.Get(ctx, mark)
+	switch {
+	case err == nil:
+		return tenancy.SourceConfig, nil
+	case errors.Is(err, jetstream.ErrKeyNotFound):
+		return tenancy.SourceAdmin, nil
+	}
+	return "", err
+}
+
+func (s *Service) refuseConfigured(ctx context.Context, name, verb string) error {
+	src, err := s.source(ctx, markTenant+name)
+	if err != nil {
+		return err
+	}
+	if src == tenancy.SourceConfig {
+		return adminErr(tenancy.AdminCodeConflict, "tenant %q is managed by the configuration file: %s it there", name, verb)
+	}
+	return nil
+}
+
+func (s *Service) getTenant(ctx context.Context, name string) (tenancy.TenantInfo, error) {
+	e, err := s.st.tenants.Get(ctx, name)
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return tenancy.TenantInfo{}, adminErr(tenancy.AdminCodeNotFound, "tenant %q not found", name)
+	}
+	if err != nil {
+		return tenancy.TenantInfo{}, err
+	}
+	info := tenancy.TenantInfo{Revision: e.Revision()}
+	if err := proto.Unmarshal(e.Value(), &info.Tenant); err != nil {
+		return tenancy.TenantInfo{}, fmt.Errorf("tenant %q: stored record does not decode: %w", name, err)
+	}
+	if info.Source, err = s.source(ctx, markTenant+name); err != nil {
+		return tenancy.TenantInfo{}, err
+	}
+	return info, nil
+}
+
+// allTenants reads every tenant, sorted by name. Records that do not
+// decode are skipped (the snapshot builders report them).
+func (s *Service) allTenants(ctx context.Context) ([]tenancy.TenantInfo, error) {
+	names, err := listKeys(ctx, s.st.tenants)
+	if err != nil {
+		return nil, err
+	}
+	marks, err := markSet(ctx, s.st.seeded, markTenant+"*")
+	if err != nil {
+		return nil, err
+	}
+	slices.Sort(names)
+	out := make([]tenancy.TenantInfo, 0, len(names))
+	for _, n := range names {
+		e, err := s.st.tenants.Get(ctx, n)
+		if errors.Is(err, jetstream.ErrKeyNotFound) {
+			continue // deleted meanwhile
+		}
+		if err != nil {
+			return nil, err
+		}
+		info := tenancy.TenantInfo{Revision: e.Revision(), Source: tenancy.SourceAdmin}
+		if proto.Unmarshal(e.Value(), &info.Tenant) != nil {
+			s.log.Warn("stored tenant does not decode", proto.LogTenant, n)
+			continue
+		}
+		if marks[markTenant+n] {
+			info.Source = tenancy.SourceConfig
+		}
+		out = append(out, info)
+	}
+	return out, nil
+}
+
+// allKeys reads every API key record. Records that do not decode are
+// skipped.
+func (s *Service) allKeys(ctx context.Context) ([]apikey.Record, error) {
+	ids, err := listKeys(ctx, s.st.keys)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]apikey.Record, 0, len(ids))
+	for _, id := range ids {
+		e, err := s.st.keys.Get(ctx, id)
+		if errors.Is(err, jetstream.ErrKeyNotFound) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		var r apikey.Record
+		if proto.Unmarshal(e.Value(), &r) != nil {
+			s.log.Warn("stored api key record does not decode", "key_id", id)
+			continue
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+func (s *Service) tenantPut(ctx context.Context, data []byte) (any, error) {
+	var req tenancy.TenantPutRequest
+	if err := decode(data, &req); err != nil {
+		return nil, err
+	}
+	t := &req.Tenant
+	if err := tenancy.CheckTenant(t); err != nil {
+		return nil, badRequest("invalid tenant: %s", oneLine(err))
+	}
+	if err := s.refuseConfigured(ctx, t.Name, "change"); err != nil {
+		return nil, err
+	}
+	if t.Anonymous {
+		all, err := s.allTenants(ctx)
+		if err != nil {
+			return nil, err
+		}
+		for _, o := range all {
+			if o.Tenant.Anonymous && o.Tenant.Name != t.Name {
+				return nil, adminErr(tenancy.AdminCodeConflict, "tenant %q is anonymous already; at most one tenant may be", o.Tenant.Name)
+			}
+		}
+	}
+	value, err := proto.Marshal(t)
+	if err != nil {
+		return nil, err
+	}
+	created := false
+	var rev uint64
+	if req.Revision != 0 {
+		rev, err = s.st.tenants.Update(ctx, t.Name, value, req.Revision)
+		if errors.Is(err, jetstream.ErrKeyExists) {
+			return nil, adminErr(tenancy.AdminCodeConflict, "tenant %q: revision %d is not the current one", t.Name, req.Revision)
+		}
+	} else {
+		rev, err = s.st.tenants.Create(ctx, t.Name, value)
+		created = err == nil
+		if errors.Is(err, jetstream.ErrKeyExists) {
+			rev, err = s.st.tenants.Put(ctx, t.Name, value)
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	s.log.Info("tenant stored", proto.LogTenant, t.Name, "revision", rev, "created", created)
+	return tenancy.TenantPutReply{
+		TenantInfo: tenancy.TenantInfo{Tenant: *t, Revision: rev, Source: tenancy.SourceAdmin},
+		Created:    created,
+	}, nil
+}
+
+func (s *Service) tenantGet(ctx context.Context, data []byte) (any, error) {
+	var req tenancy.TenantGetRequest
+	if err := decode(data, &req); err != nil {
+		return nil, err
+	}
+	if err := checkName(req.Name); err != nil {
+		return nil, err
+	}
+	return s.getTenant(ctx, req.Name)
+}
+
+func (s *Service) tenantList(ctx context.Context, data []byte) (any, error) {
+	var req tenancy.TenantListRequest
+	if err := decode(data, &req); err != nil {
+		return nil, err
+	}
+	all, err := s.allTenants(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return tenancy.TenantListReply{Tenants: all}, nil
+}
+
+func (s *Service) tenantDelete(ctx context.Context, data []byte) (any, error) {
+	var req tenancy.TenantDeleteRequest
+	if err := decode(data, &req); err != nil {
+		return nil, err
+	}
+	if err := checkName(req.Name); err != nil {
+		return nil, err
+	}
+	if _, err := s.getTenant(ctx, req.Name); err != nil {
+		return nil, err
+	}
+	if err := s.refuseConfigured(ctx, req.Name, "remove"); err != nil {
+		return nil, err
+	}
+	n, err := s.deleteTenant(ctx, req.Name)
+	if err != nil {
+		return nil, err
+	}
+	s.log.Info("tenant deleted", proto.LogTenant, req.Name, "keys_deleted", n)
+	return tenancy.TenantDeleteReply{Name: req.Name, KeysDeleted: n}, nil
+}
+
+func (s *Service) keyCreate(ctx context.Context, data []byte) (any, error) {
+	var req tenancy.KeyCreateRequest
+	if err := decode(data, &req); err != nil {
+		return nil, err
+	}
+	if err := checkName(req.Tenant); err != nil {
+		return nil, err
+	}
+	if err := tenancy.CheckPrincipal(req.Principal); err != nil {
+		return nil, badRequest("%v", err)
+	}
+	if req.ExpiresUnixMs < 0 || req.ExpiresUnixMs != 0 && req.ExpiresUnixMs <= time.Now().UnixMilli() {
+		return nil, badRequest("expires_unix_ms %d is not in the future", req.ExpiresUnixMs)
+	}
+	if _, err := s.getTenant(ctx, req.Tenant); err != nil {
+		return nil, err
+	}
+	key, rec, err := apikey.Generate()
+	if err != nil {
+		return nil, err
+	}
+	rec.Tenant, rec.Principal, rec.ExpiresUnixMs = req.Tenant, req.Principal, req.ExpiresUnixMs
+	value, err := proto.Marshal(&rec)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := s.st.keys.Create(ctx, rec.ID, value); err != nil {
+		return nil, fmt.Errorf("store key %s: %w", rec.ID, err)
+	}
+	s.log.Info("api key created", "key_id", rec.ID, proto.LogTenant, rec.Tenant, "principal", rec.Principal)
+	return tenancy.KeyCreateReply{Key: key, KeyInfo: tenancy.KeyInfoOf(&rec, tenancy.SourceAdmin)}, nil
+}
+
+func (s *Service) keyRevoke(ctx context.Context, data []byte) (any, error) {
+	var req tenancy.KeyRevokeRequest
+	if err := decode(data, &req); err != nil {
+		return nil, err
+	}
+	if !apikey.ValidID(req.ID) {
+		return nil, badRequest("key id %q is not a key id (%d characters of [a-z2-7])", req.ID, apikey.IDLen)
+	}
+	src, err := s.source(ctx, markAPIKey+req.ID)
+	if err != nil {
+		return nil, err
+	}
+	// Revoking is idempotent; a concurrent writer makes the update fail,
+	// so read and write again.
+	for attempt := 0; ; attempt++ {
+		e, err := s.st.keys.Get(ctx, req.ID)
+		if errors.Is(err, jetstream.ErrKeyNotFound) {
+			return nil, adminErr(tenancy.AdminCodeNotFound, "key %s not found", req.ID)
+		}
+		if err != nil {
+			return nil, err
+		}
+		var r apikey.Record
+		if err := proto.Unmarshal(e.Value(), &r); err != nil {
+			return nil, fmt.Errorf("key %s: stored record does not decode: %w", req.ID, err)
+		}
+		if r.Revoked {
+			return tenancy.KeyInfoOf(&r, src), nil
+		}
+		r.Revoked = true
+		value, err := proto.Marshal(&r)
+		if err != nil {
+			return nil, err
+		}
+		_, err = s.st.keys.Update(ctx, req.ID, value, e.Revision())
+		if err == nil {
+			s.log.Info("api key revoked", "key_id", r.ID, proto.LogTenant, r.Tenant)
+			return tenancy.KeyInfoOf(&r, src), nil
+		}
+		if !errors.Is(err, jetstream.ErrKeyExists) || attempt == 2 {
+			return nil, err
+		}
+	}
+}
+
+func (s *Service) keyList(ctx context.Context, data []byte) (any, error) {
+	var req tenancy.KeyListRequest
+	if err := decode(data, &req); err != nil {
+		return nil, err
+	}
+	if req.Tenant != "" {
+		if err := checkName(req.Tenant); err != nil {
+			return nil, err
+		}
+	}
+	recs, err := s.allKeys(ctx)
+	if err != nil {
+		return nil, err
+	}
+	marks, err := markSet(ctx, s.st.seeded, markAPIKey+"*")
+	if err != nil {
+		return nil, err
+	}
+	out := make([]tenancy.KeyInfo, 0, len(recs))
+	for i := range recs {
+		r := &recs[i]
+		if req.Tenant != "" && r.Tenant != req.Tenant {
+			continue
+		}
+		src := tenancy.SourceAdmin
+		if marks[markAPIKey+r.ID] {
+			src = tenancy.SourceConfig
+		}
+		out = append(out, tenancy.KeyInfoOf(r, src))
+	}
+	slices.SortFunc(out, func(a, b tenancy.KeyInfo) int {
+		return cmp.Or(strings.Compare(a.Tenant, b.Tenant), strings.Compare(a.Principal, b.Principal), strings.Compare(a.ID, b.ID))
+	})
+	return tenancy.KeyListReply{Keys: out}, nil
+}
+
+// markSet returns the seed marks matching filter as a set.
+func markSet(ctx context.Context, kv jetstream.KeyValue, filter string) (map[string]bool, error) {
+	keys, err := listKeys(ctx, kv, filter)
+	if err != nil {
+		return nil, err
+	}
+	m := make(map[string]bool, len(keys))
+	for _, k := range keys {
+		m[k] = true
+	}
+	return m, nil
+}
