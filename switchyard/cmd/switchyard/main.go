@@ -1,8 +1,9 @@
 // Command switchyard runs Switchyard: every role in one process with an
 // embedded NATS server (dev), a standalone NATS server (nats), one role
 // (edge, router, upstream-worker, tenancy-svc), any set of roles against a
-// NATS server (run), an HTTP health probe (probe), or a stdio front for a
-// remote gateway (stdio).
+// NATS server (run), an HTTP health probe (probe), a stdio front for a
+// remote gateway (stdio); it also administers tenants and API keys
+// (tenancy).
 package main
 
 import (
@@ -20,6 +21,8 @@ commands:
                    one role against a NATS server
   probe URL        exit 0 if URL answers 2xx (container health checks)
   stdio --url URL  bridge MCP over stdin/stdout to a gateway (desktop clients)
+  tenancy <tenant|key> <verb>
+                   administer tenants and API keys (tenancy-svc's admin endpoints)
 
 Run 'switchyard <command> -h' for its flags.
 `
@@ -41,6 +44,8 @@ func main() {
 		os.Exit(runProbe(args))
 	case "stdio":
 		os.Exit(runStdio(args))
+	case "tenancy":
+		os.Exit(runTenancy(args, os.Stdin, os.Stdout, os.Stderr))
 	case "edge", "router", "upstream-worker", "tenancy-svc":
 		os.Exit(runRoles(append([]string{"--roles", cmd}, args...)))
 	case "-h", "--help", "help":

@@ -1,0 +1,568 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/micro"
+	"go.yaml.in/yaml/v3"
+
+	"github.com/switchyard-mcp/switchyard/internal/config"
+	"github.com/switchyard-mcp/switchyard/internal/policy"
+	"github.com/switchyard-mcp/switchyard/internal/tenancy"
+	"github.com/switchyard-mcp/switchyard/internal/tenant"
+)
+
+const tenancyUsage = `usage: switchyard tenancy <tenant|key> <verb> [flags]
+
+Administers tenants and API keys through tenancy-svc's admin endpoints
+(switchyard.v1.tenancy.admin.*). Whoever may publish there is an admin.
+
+  tenant put     --name NAME [--file FILE|-] [--anonymous] [--all-upstreams]
+                 [--upstream NAME]... [--allow [KIND:]GLOB]... [--deny [KIND:]GLOB]...
+                 [--default allow|deny] [--claim NAME=VALUE]... [--group GROUP]...
+                 [--rate R] [--burst N] [--principal-rate R] [--principal-burst N]
+                 [--max-in-flight N] [--revision N]
+  tenant get     NAME            (prints YAML that tenant put --file takes)
+  tenant list
+  tenant delete  NAME            (deletes its API keys too)
+  key create     --tenant NAME --principal P [--expires 720h | --expires-at RFC3339]
+                 (prints the key once, on stdout; only its hash is stored)
+  key revoke     ID
+  key list       [--tenant NAME]
+
+Common flags: --nats URL (env SWITCHYARD_NATS; default nats://127.0.0.1:4222),
+--creds FILE (env SWITCHYARD_NATS_CREDS), --timeout 10s, --json.
+KIND is tools, prompts, resources or resource_templates; rules keep their
+order across --allow and --deny (first match wins).
+`
+
+// tenancyCLI is one run of `switchyard tenancy`.
+type tenancyCLI struct {
+	stdin          io.Reader
+	stdout, stderr io.Writer
+
+	natsURL string
+	creds   string
+	timeout time.Duration
+	asJSON  bool
+}
+
+// runTenancy runs `switchyard tenancy args...` and returns the exit code:
+// 0 done, 1 the request failed, 2 usage.
+func runTenancy(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	c := &tenancyCLI{stdin: stdin, stdout: stdout, stderr: stderr}
+	if len(args) < 2 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		w := stderr
+		if len(args) > 0 {
+			w = stdout
+		}
+		fmt.Fprint(w, tenancyUsage)
+		if len(args) == 0 {
+			return 2
+		}
+		return 0
+	}
+	noun, verb := args[0], args[1]
+	run, ok := map[string]func([]string) (int, error){
+		"tenant put":    c.tenantPut,
+		"tenant get":    c.tenantGet,
+		"tenant list":   c.tenantList,
+		"tenant delete": c.tenantDelete,
+		"key create":    c.keyCreate,
+		"key revoke":    c.keyRevoke,
+		"key list":      c.keyList,
+	}[noun+" "+verb]
+	if !ok {
+		fmt.Fprintf(stderr, "switchyard tenancy: unknown command %q\n\n%s", noun+" "+verb, tenancyUsage)
+		return 2
+	}
+	code, err := run(args[2:])
+	if err != nil {
+		fmt.Fprintf(stderr, "switchyard tenancy %s %s: %v\n", noun, verb, err)
+	}
+	return code
+}
+
+// flags returns a flag set with the common flags.
+func (c *tenancyCLI) flags(name string) *flag.FlagSet {
+	fs := flag.NewFlagSet("switchyard tenancy "+name, flag.ContinueOnError)
+	fs.SetOutput(c.stderr)
+	def := os.Getenv("SWITCHYARD_NATS")
+	if def == "" {
+		def = config.DefaultNATS
+	}
+	fs.StringVar(&c.natsURL, "nats", def, "NATS server URL; env SWITCHYARD_NATS")
+	fs.StringVar(&c.creds, "creds", os.Getenv("SWITCHYARD_NATS_CREDS"), "NATS credentials file; env SWITCHYARD_NATS_CREDS")
+	fs.DurationVar(&c.timeout, "timeout", 10*time.Second, "how long to wait for tenancy-svc")
+	fs.BoolVar(&c.asJSON, "json", false, "print the reply as JSON")
+	fs.Usage = func() { fmt.Fprint(c.stderr, tenancyUsage) }
+	return fs
+}
+
+// errUsage is returned for bad command lines (exit 2); its text is printed.
+type errUsage struct{ msg string }
+
+func (e errUsage) Error() string { return e.msg }
+
+func usagef(format string, a ...any) (int, error) { return 2, errUsage{fmt.Sprintf(format, a...)} }
+
+// parse parses args with flags and positional arguments in any order and
+// returns the positional ones.
+func parse(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		if fs.NArg() == 0 {
+			return pos, nil
+		}
+		pos = append(pos, fs.Arg(0))
+		args = fs.Args()[1:]
+	}
+}
+
+// name takes the one positional argument, or --name.
+func oneName(pos []string, flagValue, what string) (string, error) {
+	switch {
+	case len(pos) > 1:
+		return "", errUsage{fmt.Sprintf("one %s expected, got %q", what, pos)}
+	case len(pos) == 1 && flagValue != "" && flagValue != pos[0]:
+		return "", errUsage{fmt.Sprintf("%s given twice: %q and %q", what, pos[0], flagValue)}
+	case len(pos) == 1:
+		return pos[0], nil
+	case flagValue == "":
+		return "", errUsage{what + " required"}
+	}
+	return flagValue, nil
+}
+
+// call sends req to subj and decodes the reply into out. An error reply
+// is returned as a *tenancy.AdminError.
+func (c *tenancyCLI) call(subj string, req, out any) error {
+	opts := []nats.Option{nats.Name("switchyard-tenancy-admin"), nats.Timeout(c.timeout)}
+	if c.creds != "" {
+		opts = append(opts, nats.UserCredentials(c.creds))
+	}
+	nc, err := nats.Connect(c.natsURL, opts...)
+	if err != nil {
+		return fmt.Errorf("connect %s: %w", c.natsURL, err)
+	}
+	defer nc.Close()
+	body, err := json.Marshal(req)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), c.timeout)
+	defer cancel()
+	msg, err := nc.RequestWithContext(ctx, subj, body)
+	switch {
+	case errors.Is(err, nats.ErrNoResponders):
+		return fmt.Errorf("no tenancy-svc answers on %s (is it running? may this connection publish there?)", subj)
+	case err != nil:
+		return fmt.Errorf("request %s: %w", subj, err)
+	}
+	if code := msg.Header.Get(micro.ErrorCodeHeader); code != "" {
+		e := &tenancy.AdminError{}
+		if json.Unmarshal(msg.Data, e) != nil || e.Code == "" {
+			e = &tenancy.AdminError{Code: code, Message: msg.Header.Get(micro.ErrorHeader)}
+		}
+		return e
+	}
+	if err := json.Unmarshal(msg.Data, out); err != nil {
+		return fmt.Errorf("decode reply: %w", err)
+	}
+	return nil
+}
+
+// done prints v as JSON (--json) or with table, and returns exit code 0.
+func (c *tenancyCLI) done(v any, table func(w io.Writer)) (int, error) {
+	if c.asJSON {
+		b, err := json.MarshalIndent(v, "", "  ")
+		if err != nil {
+			return 1, err
+		}
+		fmt.Fprintf(c.stdout, "%s\n", b)
+		return 0, nil
+	}
+	tw := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
+	table(tw)
+	return 0, tw.Flush()
+}
+
+// ruleFlag appends a rule of one effect to a shared, ordered list.
+type ruleFlag struct {
+	effect policy.Effect
+	rules  *[]policy.Rule
+}
+
+func (f ruleFlag) String() string { return "" }
+
+func (f ruleFlag) Set(s string) error {
+	r, err := parseRule(f.effect, s)
+	if err != nil {
+		return err
+	}
+	*f.rules = append(*f.rules, r)
+	return nil
+}
+
+// parseRule reads "[KIND:]GLOB". A prefix that is not a kind is part of
+// the glob, so URIs ("file:///x/*") need no kind.
+func parseRule(effect policy.Effect, s string) (policy.Rule, error) {
+	r := policy.Rule{Effect: effect, Pattern: s}
+	if k, p, ok := strings.Cut(s, ":"); ok {
+		switch policy.Kind(k) {
+		case policy.KindTools, policy.KindPrompts, policy.KindResources, policy.KindResourceTemplates:
+			r.Kind, r.Pattern = policy.Kind(k), p
+		}
+	}
+	if r.Pattern == "" {
+		return r, errors.New("empty pattern")
+	}
+	return r, nil
+}
+
+// listFlag collects a repeated string flag.
+type listFlag []string
+
+func (f *listFlag) String() string     { return strings.Join(*f, ",") }
+func (f *listFlag) Set(s string) error { *f = append(*f, s); return nil }
+
+// tenantFlags are tenant put's flags.
+type tenantFlags struct {
+	name, file, def                    string
+	anonymous, allUpstreams            bool
+	upstreams, claims, groups          listFlag
+	rules                              []policy.Rule
+	rate, principalRate                float64
+	burst, principalBurst, maxInFlight int
+	revision                           uint64
+}
+
+func (tf *tenantFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&tf.name, "name", "", "tenant name (a slug)")
+	fs.StringVar(&tf.file, "file", "", "the tenant as YAML or JSON (a tenants: entry); - for stdin; flags add to it")
+	fs.BoolVar(&tf.anonymous, "anonymous", false, "requests without credentials get this tenant")
+	fs.BoolVar(&tf.allUpstreams, "all-upstreams", false, "the tenant sees every upstream")
+	fs.Var(&tf.upstreams, "upstream", "an upstream the tenant sees (repeatable)")
+	fs.Var(ruleFlag{policy.Allow, &tf.rules}, "allow", "allow rule [KIND:]GLOB (repeatable, ordered with --deny)")
+	fs.Var(ruleFlag{policy.Deny, &tf.rules}, "deny", "deny rule [KIND:]GLOB (repeatable, ordered with --allow)")
+	fs.StringVar(&tf.def, "default", "", "decision when no rule matches: allow or deny (default deny)")
+	fs.Var(&tf.claims, "claim", "selector NAME=VALUE: principals with that claim value (repeatable)")
+	fs.Var(&tf.groups, "group", "selector: principals in that group (repeatable)")
+	fs.Float64Var(&tf.rate, "rate", 0, "requests per second for the tenant (0: unlimited)")
+	fs.IntVar(&tf.burst, "burst", 0, "burst of the tenant's rate")
+	fs.Float64Var(&tf.principalRate, "principal-rate", 0, "requests per second per principal (0: unlimited)")
+	fs.IntVar(&tf.principalBurst, "principal-burst", 0, "burst of the per-principal rate")
+	fs.IntVar(&tf.maxInFlight, "max-in-flight", 0, "concurrent calls of the tenant (0: unlimited)")
+	fs.Uint64Var(&tf.revision, "revision", 0, "store only if the tenant's current revision is this (from tenant get)")
+}
+
+// build makes the tenant: the file's (if any), then what the flags set.
+func (tf *tenantFlags) build(fs *flag.FlagSet, stdin io.Reader) (tenancy.Tenant, error) {
+	var t tenancy.Tenant
+	if tf.file != "" {
+		var data []byte
+		var err error
+		if tf.file == "-" {
+			data, err = io.ReadAll(stdin)
+		} else {
+			data, err = os.ReadFile(tf.file)
+		}
+		if err != nil {
+			return t, err
+		}
+		dec := yaml.NewDecoder(bytes.NewReader(data))
+		dec.KnownFields(true)
+		if err := dec.Decode(&t); err != nil && !errors.Is(err, io.EOF) {
+			return t, fmt.Errorf("%s: %w", tf.file, err)
+		}
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if set["name"] {
+		t.Name = tf.name
+	}
+	if set["anonymous"] {
+		t.Anonymous = tf.anonymous
+	}
+	if set["all-upstreams"] {
+		t.Policy.AllUpstreams = tf.allUpstreams
+	}
+	t.Policy.Upstreams = append(t.Policy.Upstreams, tf.upstreams...)
+	t.Policy.Rules = append(t.Policy.Rules, tf.rules...)
+	if set["default"] {
+		t.Policy.Default = policy.Effect(tf.def)
+	}
+	for _, c := range tf.claims {
+		name, value, ok := strings.Cut(c, "=")
+		if !ok {
+			return t, errUsage{fmt.Sprintf("--claim %q: want NAME=VALUE", c)}
+		}
+		t.Selectors = append(t.Selectors, tenant.Selector{Claim: name, Value: value})
+	}
+	for _, g := range tf.groups {
+		t.Selectors = append(t.Selectors, tenant.Selector{Group: g})
+	}
+	l := &t.Limits
+	for _, o := range []struct {
+		flag string
+		set  func()
+	}{
+		{"rate", func() { l.Rate = tf.rate }},
+		{"burst", func() { l.Burst = tf.burst }},
+		{"principal-rate", func() { l.PrincipalRate = tf.principalRate }},
+		{"principal-burst", func() { l.PrincipalBurst = tf.principalBurst }},
+		{"max-in-flight", func() { l.MaxInFlight = tf.maxInFlight }},
+	} {
+		if set[o.flag] {
+			o.set()
+		}
+	}
+	if t.Name == "" {
+		return t, errUsage{"--name (or name: in --file) required"}
+	}
+	return t, nil
+}
+
+func (c *tenancyCLI) tenantPut(args []string) (int, error) {
+	fs := c.flags("tenant put")
+	var tf tenantFlags
+	tf.register(fs)
+	pos, err := parse(fs, args)
+	if err != nil {
+		return flagExit(err), nil
+	}
+	if len(pos) > 0 {
+		return usagef("unexpected argument %q (use --name)", pos[0])
+	}
+	t, err := tf.build(fs, c.stdin)
+	if err != nil {
+		return exitCode(err), err
+	}
+	// Check here too, for messages before any connection.
+	if err := tenancy.CheckTenant(&t); err != nil {
+		return 1, fmt.Errorf("invalid tenant: %s", strings.ReplaceAll(err.Error(), "\n", "; "))
+	}
+	var out tenancy.TenantPutReply
+	if err := c.call(tenancy.SubjTenantPut, tenancy.TenantPutRequest{Tenant: t, Revision: tf.revision}, &out); err != nil {
+		return 1, err
+	}
+	return c.done(out, func(w io.Writer) {
+		what := "updated"
+		if out.Created {
+			what = "created"
+		}
+		fmt.Fprintf(w, "tenant %s %s (revision %d)\n", out.Tenant.Name, what, out.Revision)
+	})
+}
+
+// flagExit is the exit code after a flag parse error, which the flag
+// package has reported: 0 for -h, else 2.
+func flagExit(err error) int {
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	return 2
+}
+
+func exitCode(err error) int {
+	var u errUsage
+	if errors.As(err, &u) {
+		return 2
+	}
+	return 1
+}
+
+func (c *tenancyCLI) tenantGet(args []string) (int, error) {
+	fs := c.flags("tenant get")
+	name := fs.String("name", "", "tenant name")
+	pos, err := parse(fs, args)
+	if err != nil {
+		return flagExit(err), nil
+	}
+	n, err := oneName(pos, *name, "tenant name")
+	if err != nil {
+		return 2, err
+	}
+	var out tenancy.TenantInfo
+	if err := c.call(tenancy.SubjTenantGet, tenancy.TenantGetRequest{Name: n}, &out); err != nil {
+		return 1, err
+	}
+	if c.asJSON {
+		return c.done(out, nil)
+	}
+	var b bytes.Buffer
+	enc := yaml.NewEncoder(&b)
+	enc.SetIndent(2)
+	if err := enc.Encode(out.Tenant); err != nil {
+		return 1, err
+	}
+	fmt.Fprintf(c.stdout, "# tenant %s: revision %d, source %s\n%s", out.Tenant.Name, out.Revision, out.Source, b.Bytes())
+	return 0, nil
+}
+
+func (c *tenancyCLI) tenantList(args []string) (int, error) {
+	fs := c.flags("tenant list")
+	pos, err := parse(fs, args)
+	if err != nil {
+		return flagExit(err), nil
+	}
+	if len(pos) > 0 {
+		return usagef("unexpected argument %q", pos[0])
+	}
+	var out tenancy.TenantListReply
+	if err := c.call(tenancy.SubjTenantList, tenancy.TenantListRequest{}, &out); err != nil {
+		return 1, err
+	}
+	return c.done(out, func(w io.Writer) {
+		fmt.Fprintln(w, "NAME\tSOURCE\tREVISION\tANONYMOUS\tUPSTREAMS\tRULES\tDEFAULT\tSELECTORS")
+		for _, ti := range out.Tenants {
+			t := ti.Tenant
+			ups := strings.Join(t.Policy.Upstreams, ",")
+			if t.Policy.AllUpstreams {
+				ups = "*"
+			}
+			def := string(t.Policy.Default)
+			if def == "" {
+				def = string(policy.Deny)
+			}
+			fmt.Fprintf(w, "%s\t%s\t%d\t%t\t%s\t%d\t%s\t%d\n", t.Name, ti.Source, ti.Revision, t.Anonymous, dash(ups), len(t.Policy.Rules), def, len(t.Selectors))
+		}
+	})
+}
+
+func (c *tenancyCLI) tenantDelete(args []string) (int, error) {
+	fs := c.flags("tenant delete")
+	name := fs.String("name", "", "tenant name")
+	pos, err := parse(fs, args)
+	if err != nil {
+		return flagExit(err), nil
+	}
+	n, err := oneName(pos, *name, "tenant name")
+	if err != nil {
+		return 2, err
+	}
+	var out tenancy.TenantDeleteReply
+	if err := c.call(tenancy.SubjTenantDelete, tenancy.TenantDeleteRequest{Name: n}, &out); err != nil {
+		return 1, err
+	}
+	return c.done(out, func(w io.Writer) {
+		fmt.Fprintf(w, "tenant %s deleted with %d API keys\n", out.Name, out.KeysDeleted)
+	})
+}
+
+func (c *tenancyCLI) keyCreate(args []string) (int, error) {
+	fs := c.flags("key create")
+	tenantName := fs.String("tenant", "", "the key's tenant (required)")
+	principal := fs.String("principal", "", "the principal the key authenticates as (required)")
+	expires := fs.Duration("expires", 0, "the key expires this long from now (e.g. 720h); default never")
+	expiresAt := fs.String("expires-at", "", "the key expires at this RFC 3339 time; default never")
+	pos, err := parse(fs, args)
+	if err != nil {
+		return flagExit(err), nil
+	}
+	switch {
+	case len(pos) > 0:
+		return usagef("unexpected argument %q", pos[0])
+	case *tenantName == "" || *principal == "":
+		return usagef("--tenant and --principal are required")
+	case *expires != 0 && *expiresAt != "":
+		return usagef("--expires and --expires-at: give one")
+	case *expires < 0:
+		return usagef("--expires must be positive")
+	}
+	req := tenancy.KeyCreateRequest{Tenant: *tenantName, Principal: *principal}
+	if *expires > 0 {
+		req.ExpiresUnixMs = time.Now().Add(*expires).UnixMilli()
+	}
+	if *expiresAt != "" {
+		at, err := time.Parse(time.RFC3339, *expiresAt)
+		if err != nil {
+			return usagef("--expires-at: %v", err)
+		}
+		req.ExpiresUnixMs = at.UnixMilli()
+	}
+	var out tenancy.KeyCreateReply
+	if err := c.call(tenancy.SubjKeyCreate, req, &out); err != nil {
+		return 1, err
+	}
+	if c.asJSON {
+		return c.done(out, nil)
+	}
+	// The key alone on stdout, for KEY=$(switchyard tenancy key create ...).
+	fmt.Fprintln(c.stdout, out.Key)
+	fmt.Fprintf(c.stderr, "API key %s for %s/%s, expires %s. This is the only time the key is shown: store it now.\n",
+		out.ID, out.Tenant, out.Principal, when(out.ExpiresUnixMs, "never"))
+	return 0, nil
+}
+
+func (c *tenancyCLI) keyRevoke(args []string) (int, error) {
+	fs := c.flags("key revoke")
+	id := fs.String("id", "", "key id")
+	pos, err := parse(fs, args)
+	if err != nil {
+		return flagExit(err), nil
+	}
+	n, err := oneName(pos, *id, "key id")
+	if err != nil {
+		return 2, err
+	}
+	var out tenancy.KeyInfo
+	if err := c.call(tenancy.SubjKeyRevoke, tenancy.KeyRevokeRequest{ID: n}, &out); err != nil {
+		return 1, err
+	}
+	return c.done(out, func(w io.Writer) {
+		fmt.Fprintf(w, "API key %s (%s/%s) revoked\n", out.ID, out.Tenant, out.Principal)
+	})
+}
+
+func (c *tenancyCLI) keyList(args []string) (int, error) {
+	fs := c.flags("key list")
+	tenantName := fs.String("tenant", "", "only this tenant's keys")
+	pos, err := parse(fs, args)
+	if err != nil {
+		return flagExit(err), nil
+	}
+	if len(pos) > 0 {
+		return usagef("unexpected argument %q", pos[0])
+	}
+	var out tenancy.KeyListReply
+	if err := c.call(tenancy.SubjKeyList, tenancy.KeyListRequest{Tenant: *tenantName}, &out); err != nil {
+		return 1, err
+	}
+	return c.done(out, func(w io.Writer) {
+		fmt.Fprintln(w, "ID\tTENANT\tPRINCIPAL\tCREATED\tEXPIRES\tREVOKED\tSOURCE")
+		for _, k := range out.Keys {
+			fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%t\t%s\n", k.ID, k.Tenant, k.Principal,
+				when(k.CreatedUnixMs, "-"), when(k.ExpiresUnixMs, "never"), k.Revoked, k.Source)
+		}
+	})
+}
+
+// when formats Unix milliseconds as UTC RFC 3339, or zero as none.
+func when(ms int64, none string) string {
+	if ms == 0 {
+		return none
+	}
+	return time.UnixMilli(ms).UTC().Format(time.RFC3339)
+}
+
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
