@@ -1,9 +1,9 @@
 package tenancy
 
 import (
+	"fmt"
 	"time"
 
-	"github.com/switchyard-mcp/switchyard/internal/apikey"
 	"github.com/switchyard-mcp/switchyard/internal/config"
 	"github.com/switchyard-mcp/switchyard/proto"
 )
@@ -11,7 +11,9 @@ import (
 // FromFile takes what to seed from the shared configuration file: the
 // upstream catalog, the tenants (config.DefaultTenants when the file has
 // none, as config.Load fills in) and the API key records, hash only. A key
-// the file could not load becomes an invalid record that New rejects.
+// that could not be read (its variable unset, its file unreadable: the
+// configuration check leaves that to this service) goes to Problems, and
+// New fails with it.
 func FromFile(f *config.File) Config {
 	c := Config{Upstreams: make([]proto.UpstreamSpec, 0, len(f.Upstreams))}
 	for _, u := range f.Upstreams {
@@ -26,7 +28,8 @@ func FromFile(f *config.File) Config {
 		k := &f.APIKeys[i]
 		r, err := k.Record(now)
 		if err != nil {
-			r = apikey.Record{Tenant: k.Tenant, Principal: k.Principal}
+			c.Problems = append(c.Problems, fmt.Errorf("api_keys[%d] (%s/%s): %w", i, k.Tenant, k.Principal, err))
+			continue
 		}
 		c.APIKeys = append(c.APIKeys, r)
 	}

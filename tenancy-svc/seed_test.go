@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -406,4 +407,25 @@ func mustCall[T any](t *testing.T, nc *nats.Conn, subj string, req any) T {
 		t.Fatalf("%s: %v", subj, e)
 	}
 	return out
+}
+
+// A configured key whose variable is unset fails tenancy-svc (only), naming
+// the variable.
+func TestTenancyFromFileAbsentKey(t *testing.T) {
+	for _, k := range []string{"SWITCHYARD_NATS", "SWITCHYARD_LISTEN", "SWITCHYARD_EDGE_ID", "SWITCHYARD_WORKER_ID", "SWITCHYARD_WORKER_UPSTREAMS", "TENANCY_UNSET_KEY"} {
+		t.Setenv(k, "")
+	}
+	path := t.TempDir() + "/c.yaml"
+	body := "api_keys:\n  - {tenant: default, principal: ci, key_env: TENANCY_UNSET_KEY}\n"
+	if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f, err := config.Load(path)
+	if err != nil {
+		t.Fatalf("config.Load: %v (an absent key is tenancy-svc's problem, not every role's)", err)
+	}
+	_, err = New(FromFile(f), natstest.Connect(t, natstest.Start(t)), nil)
+	if err == nil || !strings.Contains(err.Error(), "api_keys[0] (default/ci): key_env: variable TENANCY_UNSET_KEY is not set") {
+		t.Errorf("New = %v", err)
+	}
 }

@@ -31,6 +31,10 @@ type Config struct {
 	// each naming one of Tenants, with a valid id, hash and principal;
 	// ids unique. Empty: none.
 	APIKeys []apikey.Record
+	// Problems are errors found while loading the configuration that
+	// concern only this service (API keys that could not be read); New
+	// fails with them. Empty: none.
+	Problems []error
 	// Version is the admin micro service's version (semver). Empty: the
 	// build's (the main module's version or VCS revision), else
 	// 0.0.0-devel.
@@ -59,7 +63,7 @@ func New(cfg Config, nc *nats.Conn, log *slog.Logger) (*Service, error) {
 	if nc == nil {
 		panic("tenancy: nil connection")
 	}
-	var errs []error
+	errs := append([]error(nil), cfg.Problems...)
 	seen := map[string]bool{}
 	for _, u := range cfg.Upstreams {
 		if !proto.ValidSlug(u.Name) || seen[u.Name] {

@@ -88,6 +88,12 @@ type File struct {
 // in the file: it is read at [Load] from the environment variable KeyEnv
 // or from the file KeyFile (exactly one of them; surrounding whitespace
 // trimmed) and only its hash is stored.
+//
+// Only tenancy-svc needs the key, so only it needs the variable or file:
+// Validate does not report a key that is absent (other roles load the
+// same file, and a worker passes its environment on to the stdio servers
+// it spawns, so the secret should not be in theirs); [APIKey.Record]
+// does. A key that is present but malformed is a Validate error.
 type APIKey struct {
 	// Tenant the key authenticates for: a configured tenant.
 	Tenant string `yaml:"tenant"`
@@ -99,16 +105,27 @@ type APIKey struct {
 	KeyFile string `yaml:"key_file"`
 
 	key    string // the plaintext, read by Load; never printed
-	keyErr error  // why it could not be read
+	keyErr error  // a problem Validate reports: no source, two sources
+	absent error  // the variable is unset or the file unreadable: only Record reports it
 }
 
 // Record returns the record to store for k: its id and hash (never the
-// plaintext), tenant and principal, created at created. It returns
-// apikey.ErrMalformed if the key was not loaded or is not a key.
+// plaintext), tenant and principal, created at created. It fails, naming
+// KeyEnv or KeyFile but never showing key material, if the key could not
+// be read (the variable is unset, the file unreadable) or is not a key
+// (wrapping apikey.ErrMalformed).
 func (k *APIKey) Record(created time.Time) (apikey.Record, error) {
+	switch {
+	case k.keyErr != nil:
+		return apikey.Record{}, k.keyErr
+	case k.absent != nil:
+		return apikey.Record{}, k.absent
+	case k.key == "":
+		return apikey.Record{}, errors.New("key not loaded")
+	}
 	r, err := apikey.NewRecord(k.key, created)
 	if err != nil {
-		return apikey.Record{}, err
+		return apikey.Record{}, fmt.Errorf("%s: %w", k.source(), err)
 	}
 	r.Tenant, r.Principal = k.Tenant, k.Principal
 	return r, nil
@@ -116,7 +133,7 @@ func (k *APIKey) Record(created time.Time) (apikey.Record, error) {
 
 // SetKey sets the plaintext key, as Load does from KeyEnv or KeyFile; for
 // callers that build a File without Load.
-func (k *APIKey) SetKey(key string) { k.key, k.keyErr = key, nil }
+func (k *APIKey) SetKey(key string) { k.key, k.keyErr, k.absent = key, nil, nil }
 
 // source says where the key comes from, for messages (never the key).
 func (k *APIKey) source() string {
@@ -244,22 +261,22 @@ func (f *File) applyEnv(getenv func(string) string) {
 func (f *File) readKeys(getenv func(string) string, readFile func(string) ([]byte, error)) {
 	for i := range f.APIKeys {
 		k := &f.APIKeys[i]
-		k.key, k.keyErr = "", nil
+		k.key, k.keyErr, k.absent = "", nil, nil
 		switch {
 		case k.KeyEnv != "" && k.KeyFile != "":
 			k.keyErr = errors.New("key_env and key_file: set only one")
 		case k.KeyEnv != "":
 			if k.key = strings.TrimSpace(getenv(k.KeyEnv)); k.key == "" {
-				k.keyErr = fmt.Errorf("key_env: variable %s is not set", k.KeyEnv)
+				k.absent = fmt.Errorf("key_env: variable %s is not set", k.KeyEnv)
 			}
 		case k.KeyFile != "":
 			b, err := readFile(k.KeyFile)
 			if err != nil {
-				k.keyErr = fmt.Errorf("key_file: %w", err)
+				k.absent = fmt.Errorf("key_file: %w", err)
 				break
 			}
 			if k.key = strings.TrimSpace(string(b)); k.key == "" {
-				k.keyErr = fmt.Errorf("key_file: %s is empty", k.KeyFile)
+				k.absent = fmt.Errorf("key_file: %s is empty", k.KeyFile)
 			}
 		default:
 			k.keyErr = errors.New("key_env or key_file: required")
@@ -354,8 +371,9 @@ func (f *File) Validate() error {
 
 // validateTenants checks the tenants (each valid, unique, at most one
 // anonymous, policies naming configured upstreams) and the API keys
-// (known tenant, a principal, a key that parses, no key twice). upstreams
-// holds the configured upstream names. Messages never include a key.
+// (known tenant, a principal, one key source, a key that parses if it
+// could be read, no key twice). upstreams holds the configured upstream
+// names. Messages never include a key.
 func (f *File) validateTenants(upstreams map[string]bool) []error {
 	var errs []error
 	if err := tenancy.CheckTenants(f.Tenants); err != nil {
@@ -386,7 +404,7 @@ func (f *File) validateTenants(upstreams map[string]bool) []error {
 		case k.keyErr != nil:
 			bad("%v", k.keyErr)
 		case k.key == "":
-			bad("%s: key not loaded", k.source())
+			// Absent here: only tenancy-svc needs it (APIKey.Record).
 		default:
 			id, _, ok := apikey.Parse(k.key)
 			if !ok {

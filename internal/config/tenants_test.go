@@ -1,6 +1,7 @@
 package config
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -215,16 +216,6 @@ func TestConfigTenantsReject(t *testing.T) {
 			want: []string{"api_keys[0] (default/): principal: required"},
 		},
 		{
-			name: "key variable unset",
-			body: "api_keys:\n  - {tenant: default, principal: p, key_env: TEST_UNSET_KEY}\n",
-			want: []string{"api_keys[0] (default/p): key_env: variable TEST_UNSET_KEY is not set"},
-		},
-		{
-			name: "key file missing",
-			body: "api_keys:\n  - {tenant: default, principal: p, key_file: /nonexistent/k}\n",
-			want: []string{"api_keys[0] (default/p): key_file:", "/nonexistent/k"},
-		},
-		{
 			name: "both sources",
 			body: "api_keys:\n  - {tenant: default, principal: p, key_env: TEST_GOOD_KEY, key_file: /x}\n",
 			want: []string{"api_keys[0] (default/p): key_env and key_file"},
@@ -268,15 +259,58 @@ func TestConfigTenantsReject(t *testing.T) {
 	}
 }
 
+// A key that cannot be read is not a configuration error (only
+// tenancy-svc needs it, and only its environment should hold it), but
+// Record reports it, naming its source.
+func TestConfigTenantsAbsentKey(t *testing.T) {
+	clearEnv(t)
+	tests := []struct {
+		name string
+		body string
+		want []string
+	}{
+		{
+			name: "variable unset",
+			body: "api_keys:\n  - {tenant: default, principal: p, key_env: TEST_UNSET_KEY}\n",
+			want: []string{"key_env: variable TEST_UNSET_KEY is not set"},
+		},
+		{
+			name: "file missing",
+			body: "api_keys:\n  - {tenant: default, principal: p, key_file: /nonexistent/k}\n",
+			want: []string{"key_file:", "/nonexistent/k"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f, err := Load(writeConfig(t, tt.body))
+			if err != nil {
+				t.Fatalf("Load: %v", err)
+			}
+			_, err = f.APIKeys[0].Record(time.Now())
+			for _, w := range tt.want {
+				if err == nil || !strings.Contains(err.Error(), w) {
+					t.Errorf("Record = %v, want it to mention %q", err, w)
+				}
+			}
+		})
+	}
+	// A key that is there but malformed fails Record too, without showing it.
+	f := &File{APIKeys: []APIKey{{Tenant: DefaultTenant, Principal: "p", KeyEnv: "TEST_BAD_KEY"}}}
+	f.readKeys(func(string) string { return "syk_definitely-not-a-key" }, nil)
+	if _, err := f.APIKeys[0].Record(time.Now()); !errors.Is(err, apikey.ErrMalformed) || strings.Contains(err.Error(), "definitely") {
+		t.Errorf("Record of a malformed key = %v", err)
+	}
+}
+
 // A File built without Load has no key material until SetKey.
 func TestConfigTenantsSetKey(t *testing.T) {
 	key := newKey(t)
 	f := &File{PageSize: 1, Tenants: DefaultTenants(), APIKeys: []APIKey{{Tenant: DefaultTenant, Principal: "p", KeyEnv: "X"}}}
-	if err := f.Validate(); err == nil || !strings.Contains(err.Error(), "key not loaded") {
-		t.Fatalf("Validate = %v, want key not loaded", err)
+	if err := f.Validate(); err != nil {
+		t.Fatalf("Validate = %v", err)
 	}
-	if _, err := f.APIKeys[0].Record(time.Now()); err == nil {
-		t.Error("Record of an unloaded key succeeded")
+	if _, err := f.APIKeys[0].Record(time.Now()); err == nil || !strings.Contains(err.Error(), "key not loaded") {
+		t.Errorf("Record of an unloaded key = %v", err)
 	}
 	f.APIKeys[0].SetKey(key)
 	if err := f.Validate(); err != nil {
