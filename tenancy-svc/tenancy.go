@@ -153,6 +153,10 @@ func (s *Service) Run(ctx context.Context) error {
 		}
 		return fmt.Errorf("tenancy: admin service: %w", err)
 	}
+	// Ready means the endpoints answer: the server has the subscriptions.
+	if err := s.nc.FlushTimeout(5 * time.Second); err != nil {
+		s.log.Warn("admin service: flush failed", proto.LogErr, err)
+	}
 	s.ready.Store(true)
 	s.log.Info("seeded", "upstreams", len(s.cfg.Upstreams), "tenants", len(s.cfg.Tenants), "api_keys", len(s.cfg.APIKeys))
 	// Reconcile now and then: a NATS server restarted without its store
