@@ -68,6 +68,7 @@ fuzz:
 	cd internal && $(GO) test -run '^$$' -fuzz '^FuzzAPIKeyParse$$' -fuzztime $(FUZZ_EXECS) ./apikey
 	cd internal && $(GO) test -run '^$$' -fuzz '^FuzzAPIKeyRoundTrip$$' -fuzztime 50000x ./apikey
 	cd internal && $(GO) test -run '^$$' -fuzz '^FuzzTenantResolve$$' -fuzztime 50000x ./tenant
+	cd internal && $(GO) test -run '^$$' -fuzz '^FuzzJWTVerify$$' -fuzztime 20000x ./jwtauth
 	cd edge && $(GO) test -run '^$$' -fuzz '^FuzzParseBody$$' -fuzztime 50000x .
 
 ## bench: the latency gate (tools/call direct, through a bare reverse proxy
@@ -112,7 +113,7 @@ compose-bench:
 ## bench-micro: Go benchmarks of the hot paths
 bench-micro:
 	@for m in proto router; do (cd $$m && $(GO) test -run '^$$' -bench . -benchmem ./...); done
-	cd internal && $(GO) test -run '^$$' -bench . -benchmem ./taskid ./tenant ./policy ./apikey
+	cd internal && $(GO) test -run '^$$' -bench . -benchmem ./taskid ./tenant ./policy ./apikey ./tenancy ./jwtauth
 	cd switchyard && $(GO) test -run '^$$' -bench BenchmarkCall -benchtime 2000x -benchmem ./integration/
 
 ## loadtest: concurrency and federation sweep into results/sweep-<timestamp>/
