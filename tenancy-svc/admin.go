@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -93,9 +94,12 @@ func (s *Service) refuseQueued() {
 	}
 }
 
-// serve runs one admin request and answers it.
+// serve runs one admin request and answers it. A request taken from the
+// mailbox runs to its end even when shutdown starts meanwhile (bounded by
+// opTimeout): a write that went through must be answered as such, and a
+// key.create's plaintext key must reach its caller.
 func (s *Service) serve(ctx context.Context, j job) {
-	ctx, cancel := context.WithTimeout(ctx, opTimeout)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), opTimeout)
 	defer cancel()
 	var (
 		out any
@@ -133,8 +137,10 @@ func (s *Service) respond(j job, out any, e *tenancy.AdminError) {
 	msg := &nats.Msg{Subject: j.reply}
 	var err error
 	if e != nil {
-		msg.Header = nats.Header{micro.ErrorCodeHeader: {e.Code}, micro.ErrorHeader: {e.Message}}
-		msg.Data, err = json.Marshal(e)
+		c := *e
+		c.Message = clip(c.Message) // it may quote the request: keep the reply small
+		msg.Header = nats.Header{micro.ErrorCodeHeader: {c.Code}, micro.ErrorHeader: {c.Message}}
+		msg.Data, err = json.Marshal(&c)
 	} else {
 		msg.Data, err = json.Marshal(out)
 	}
@@ -144,6 +150,21 @@ func (s *Service) respond(j job, out any, e *tenancy.AdminError) {
 	if err != nil {
 		s.log.Warn("admin reply failed", proto.LogErr, err)
 	}
+}
+
+// maxErrorMessage bounds an error message in a reply (bytes).
+const maxErrorMessage = 512
+
+// clip cuts msg to maxErrorMessage bytes, on a rune boundary.
+func clip(msg string) string {
+	if len(msg) <= maxErrorMessage {
+		return msg
+	}
+	i := maxErrorMessage
+	for i > 0 && !utf8.RuneStart(msg[i]) {
+		i--
+	}
+	return msg[:i] + "…"
 }
 
 // toAdminError converts err at the boundary: an *AdminError as it is, any
@@ -286,7 +307,8 @@ func (s *Service) allKeys(ctx context.Context) ([]apikey.Record, error) {
 		}
 		var r apikey.Record
 		if proto.Unmarshal(e.Value(), &r) != nil {
-			s.log.Warn("stored api key record does not decode", "key_id", id)
+			// The KV key may be a whole key stored by mistake: never log it.
+			s.log.Warn("stored api key record does not decode", "key_id", tenancy.PrintableKeyID(id))
 			continue
 		}
 		out = append(out, r)
@@ -455,6 +477,12 @@ func (s *Service) keyRevoke(ctx context.Context, data []byte) (any, error) {
 		r.Revoked = true
 		value, err := proto.Marshal(&r)
 		if err != nil {
+			return nil, err
+		}
+		// The revocation is remembered apart from the record, so a
+		// configured key that leaves the configuration and comes back is
+		// seeded revoked (seedKey).
+		if _, err := s.st.seeded.Put(ctx, markRevoked+req.ID, []byte("revoked")); err != nil {
 			return nil, err
 		}
 		_, err = s.st.keys.Update(ctx, req.ID, value, e.Revision())

@@ -24,6 +24,9 @@ const bucketSeeded = "switchyard_tenancy_seeded"
 const (
 	markTenant = "tenant."
 	markAPIKey = "apikey."
+	// markRevoked+<id> records that key <id> was revoked; it outlives the
+	// key's record, so a revoked key is never seeded valid again.
+	markRevoked = "revoked."
 )
 
 // stores are the buckets tenancy-svc writes.
@@ -187,7 +190,14 @@ func (s *Service) seedKey(ctx context.Context, r *apikey.Record) error {
 	kv := s.st.keys
 	cur, err := kv.Get(ctx, r.ID)
 	if errors.Is(err, jetstream.ErrKeyNotFound) {
-		data, err := proto.Marshal(r)
+		rec := *r
+		if _, err := s.st.seeded.Get(ctx, markRevoked+r.ID); err == nil {
+			rec.Revoked = true // revoked before it left the configuration
+			s.log.Warn("configured api key was revoked; it stays revoked", "key_id", r.ID, proto.LogTenant, r.Tenant)
+		} else if !errors.Is(err, jetstream.ErrKeyNotFound) {
+			return err
+		}
+		data, err := proto.Marshal(&rec)
 		if err != nil {
 			return err
 		}

@@ -290,6 +290,18 @@ func TestTenancySeedAPIKeys(t *testing.T) {
 	if diff := cmp.Diff([]string{"apikey." + alice.ID}, marks); diff != "" {
 		t.Errorf("key marks (-want +got):\n%s", diff)
 	}
+
+	// alice's key leaves the configuration (its record is deleted), then
+	// comes back: it is seeded revoked, not valid again.
+	seedOnce(t, s, Config{Tenants: cfg.Tenants})
+	if _, ok := readAll[apikey.Record](t, keys)[alice.ID]; ok {
+		t.Fatal("alice's key is no longer configured but still stored")
+	}
+	seedOnce(t, s, Config{Tenants: cfg.Tenants, APIKeys: []apikey.Record{moved}})
+	back := readAll[apikey.Record](t, keys)[alice.ID].v
+	if err := apikey.Verify(aliceKey, &back, time.Now()); !errors.Is(err, apikey.ErrRevoked) {
+		t.Errorf("alice's key back in the configuration: Verify = %v, want ErrRevoked", err)
+	}
 }
 
 // A stored record under a configured key's id that is not that key (a

@@ -234,6 +234,17 @@ func Parse(data []byte, f *File) error {
 	if err := dec.Decode(f); err != nil && !errors.Is(err, io.EOF) {
 		return err
 	}
+	// A tenants key with no entries (all commented out: YAML null) means
+	// no tenants, as tenants: [] does; only a file without the key gets
+	// the default tenant, which is anonymous and sees everything.
+	if f.Tenants == nil {
+		var keys map[string]any
+		if yaml.Unmarshal(data, &keys) == nil {
+			if _, present := keys["tenants"]; present {
+				f.Tenants = []tenancy.Tenant{}
+			}
+		}
+	}
 	return nil
 }
 

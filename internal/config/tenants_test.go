@@ -33,7 +33,7 @@ func TestConfigTenantsDefault(t *testing.T) {
 		want []tenancy.Tenant
 	}{
 		{name: "absent", body: "listen: 127.0.0.1:1\n", want: DefaultTenants()},
-		{name: "null", body: "tenants:\n", want: DefaultTenants()},
+		{name: "null: every entry commented out", body: "tenants:\n#  - name: acme\n", want: []tenancy.Tenant{}},
 		{name: "explicitly empty", body: "tenants: []\n", want: []tenancy.Tenant{}},
 	}
 	for _, tt := range tests {

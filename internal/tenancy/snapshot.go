@@ -115,7 +115,7 @@ func NewSnapshot(tenants []Tenant, keys []apikey.Record) *Snapshot {
 		r.Hash = slices.Clone(r.Hash)
 		key := r.ID
 		if _, ok := krecs[key]; ok {
-			krecs[key] = &keyRec{problem: fmt.Sprintf("api key %s: listed twice", printableID(key))}
+			krecs[key] = &keyRec{problem: fmt.Sprintf("api key %s: listed twice", PrintableKeyID(key))}
 			continue
 		}
 		krecs[key] = checkKey(key, &r)
@@ -255,12 +255,12 @@ func decodeTenant(key string, value []byte) *tenantRec {
 func checkKey(key string, r *apikey.Record) *keyRec {
 	switch {
 	case !apikey.ValidID(key):
-		return &keyRec{problem: fmt.Sprintf("api key %s: not a key id", printableID(key))}
+		return &keyRec{problem: fmt.Sprintf("api key %s: not a key id", PrintableKeyID(key))}
 	case r.ID != key:
-		return &keyRec{problem: fmt.Sprintf("api key %s: record has another id", printableID(key))}
+		return &keyRec{problem: fmt.Sprintf("api key %s: record has another id", PrintableKeyID(key))}
 	}
 	if err := CheckAPIKey(r); err != nil {
-		return &keyRec{problem: fmt.Sprintf("api key %s: %v", printableID(key), oneLine(err))}
+		return &keyRec{problem: fmt.Sprintf("api key %s: %v", PrintableKeyID(key), oneLine(err))}
 	}
 	return &keyRec{rec: r}
 }
@@ -270,7 +270,7 @@ func decodeKey(key string, value []byte) *keyRec {
 	r := new(apikey.Record)
 	var k *keyRec
 	if err := proto.Unmarshal(value, r); err != nil {
-		k = &keyRec{problem: fmt.Sprintf("api key %s: decode: %v", printableID(key), err)}
+		k = &keyRec{problem: fmt.Sprintf("api key %s: decode: %v", PrintableKeyID(key), err)}
 	} else {
 		k = checkKey(key, r)
 	}
@@ -278,10 +278,10 @@ func decodeKey(key string, value []byte) *keyRec {
 	return k
 }
 
-// printableID quotes key if it is a key id and says only its length
+// PrintableKeyID quotes key if it is a key id and says only its length
 // otherwise: a KV key that is not an id may be a whole key stored by
 // mistake, and problems end up in logs.
-func printableID(key string) string {
+func PrintableKeyID(key string) string {
 	if apikey.ValidID(key) {
 		return fmt.Sprintf("%q", key)
 	}

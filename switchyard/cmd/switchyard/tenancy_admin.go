@@ -62,16 +62,13 @@ type tenancyCLI struct {
 // 0 done, 1 the request failed, 2 usage.
 func runTenancy(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	c := &tenancyCLI{stdin: stdin, stdout: stdout, stderr: stderr}
-	if len(args) < 2 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
-		w := stderr
-		if len(args) > 0 {
-			w = stdout
-		}
-		fmt.Fprint(w, tenancyUsage)
-		if len(args) == 0 {
-			return 2
-		}
+	if len(args) > 0 && (args[0] == "-h" || args[0] == "--help" || args[0] == "help") {
+		fmt.Fprint(stdout, tenancyUsage)
 		return 0
+	}
+	if len(args) < 2 { // an incomplete command is a usage error
+		fmt.Fprint(stderr, tenancyUsage)
+		return 2
 	}
 	noun, verb := args[0], args[1]
 	run, ok := map[string]func([]string) (int, error){

@@ -208,6 +208,8 @@ func TestTenancyCLIUsage(t *testing.T) {
 		want string // in stderr
 	}{
 		{"nothing", nil, 2, "usage: switchyard tenancy"},
+		{"a noun alone", []string{"tenant"}, 2, "usage: switchyard tenancy"},
+		{"an unknown word alone", []string{"bogus"}, 2, "usage: switchyard tenancy"},
 		{"unknown verb", []string{"tenant", "frobnicate"}, 2, "unknown command"},
 		{"unknown noun", []string{"widget", "list"}, 2, "unknown command"},
 		{"put without a name", []string{"tenant", "put", "--all-upstreams"}, 2, "--name"},
