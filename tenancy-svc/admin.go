@@ -395,10 +395,14 @@ func (s *Service) tenantDelete(ctx context.Context, data []byte) (any, error) {
 	if err := decode(data, &req); err != nil {
 		return nil, err
 	}
-	if err := checkName(req.Name); err != nil {
-		return nil, err
+	// Any stored key may be deleted, even one that is not a slug or whose
+	// record does not decode: that is how such garbage is removed.
+	if !proto.ValidToken(req.Name) {
+		return nil, badRequest("tenant name %q is not a KV key", req.Name)
 	}
-	if _, err := s.getTenant(ctx, req.Name); err != nil {
+	if _, err := s.st.tenants.Get(ctx, req.Name); errors.Is(err, jetstream.ErrKeyNotFound) {
+		return nil, adminErr(tenancy.AdminCodeNotFound, "tenant %q not found", req.Name)
+	} else if err != nil {
 		return nil, err
 	}
 	if err := s.refuseConfigured(ctx, req.Name, "remove"); err != nil {

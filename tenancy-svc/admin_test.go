@@ -234,6 +234,19 @@ func TestTenancyAdminTenantDelete(t *testing.T) {
 	wantCode(t, e, tenancy.AdminCodeConflict, "configuration file")
 	_, e = call[tenancy.TenantDeleteReply](t, rig.nc, tenancy.SubjTenantDelete, tenancy.TenantDeleteRequest{})
 	wantCode(t, e, tenancy.AdminCodeBadRequest)
+
+	// Garbage in the bucket (a record that does not decode, a key that is
+	// not a slug) can be deleted.
+	tenants := kvOf(t, rig.s, tenancy.BucketTenants)
+	for _, k := range []string{"junk", "Not_A_Slug"} {
+		if _, err := tenants.Put(t.Context(), k, []byte("not msgpack")); err != nil {
+			t.Fatal(err)
+		}
+		mustCall[tenancy.TenantDeleteReply](t, rig.nc, tenancy.SubjTenantDelete, tenancy.TenantDeleteRequest{Name: k})
+		if _, err := tenants.Get(t.Context(), k); !errors.Is(err, jetstream.ErrKeyNotFound) {
+			t.Errorf("garbage tenant %s after delete: Get error %v", k, err)
+		}
+	}
 }
 
 func TestTenancyAdminKeyCreate(t *testing.T) {
