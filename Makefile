@@ -31,12 +31,15 @@ $(EVERYTHING):
 	@mkdir -p $(BIN)
 	GOBIN=$(BIN) GOFLAGS=-mod=mod GOWORK=off $(GO) install github.com/modelcontextprotocol/go-sdk/conformance/everything-server@$(SDK_VERSION)
 
-## dev: the embedded gateway on 127.0.0.1:8080 with real upstreams
+## dev: the embedded gateway on 127.0.0.1:8080 with real upstreams;
+## DEV_NATS_LISTEN=127.0.0.1:4222 also opens its embedded NATS to other
+## processes (the `switchyard tenancy` CLI, extra workers)
+DEV_NATS_LISTEN ?=
 dev: build
 	@$(EVERYTHING) -http $(EVERYTHING_HTTP_ADDR) -stateless=false > /tmp/switchyard-everything-http.log 2>&1 & \
 	  pid=$$!; trap "kill $$pid 2>/dev/null" EXIT INT TERM; \
 	  echo "everything-server (HTTP) on http://$(EVERYTHING_HTTP_ADDR)/ (pid $$pid)"; \
-	  $(BIN)/switchyard dev --config $(CONFIG)
+	  $(BIN)/switchyard dev --config $(CONFIG) $(if $(DEV_NATS_LISTEN),--nats-listen $(DEV_NATS_LISTEN))
 
 ## test: every module's tests, with the race detector
 test: upstreams
