@@ -30,7 +30,9 @@ func (m *match) see(id int32, ok bool) {
 func (x *Index) Resolve(p *Principal) (string, error) {
 	var m match
 	x.visitClaims(p, &m)
-	x.visitGroups(p, &m)
+	if len(x.groups) > 0 { // an index without group selectors hashes no group
+		x.visitGroups(p, &m)
+	}
 	switch {
 	case m.ambiguous:
 		return "", ErrAmbiguous
