@@ -16,7 +16,11 @@ type Request struct {
 	Upstream string `msgpack:"u,omitempty"` // set by the router
 	Name     string `msgpack:"n,omitempty"` // set by the router: the upstream's tool name
 	Protocol string `msgpack:"p,omitempty"` // the client's protocol version
-	Params   []byte `msgpack:"j,omitempty"` // raw JSON params
+	// Principal is who the edge authenticated the call as within Tenant:
+	// an API key's principal, a JWT's subject ("<issuer> <sub>"), or ""
+	// for an anonymous request. Set by the edge; for limits and audit.
+	Principal string `msgpack:"a,omitempty"`
+	Params    []byte `msgpack:"j,omitempty"` // raw JSON params
 	// ClientCaps is the client's capabilities object from its initialize
 	// (raw JSON), set by the edge for calls of a 2025-era session: a worker
 	// opening an upstream session for that client session declares them,
@@ -89,6 +93,39 @@ type UpstreamSpec struct {
 	Processes int `msgpack:"p,omitempty"`
 	// CallTimeoutMs bounds one call to this upstream; 0 means the gateway default.
 	CallTimeoutMs int64 `msgpack:"o,omitempty"`
+	// Auth is how the worker authenticates to an HTTP upstream; nil: it
+	// sends no credentials.
+	Auth *UpstreamAuth `msgpack:"a,omitempty"`
+}
+
+// UpstreamAuth is the credentials of an HTTP upstream. Secrets never
+// travel on the bus or sit in KV: the spec names an environment variable
+// or a file that each worker reads itself (so a worker serving the
+// upstream needs them in its environment or on its filesystem).
+//
+// A client's own Authorization header is never sent upstream unless
+// Passthrough is set: then the header of the client's request reaches the
+// upstream (see [HdrAuthorization]) and replaces any injected
+// Authorization; the worker's own requests (connecting, listing) use the
+// injected credentials.
+type UpstreamAuth struct {
+	// BearerEnv / BearerFile hold a token sent as "Authorization: Bearer
+	// <token>" (at most one of them; whitespace around it trimmed).
+	BearerEnv  string `msgpack:"be,omitempty"`
+	BearerFile string `msgpack:"bf,omitempty"`
+	// Headers are static headers, each value from a variable or a file.
+	Headers []HeaderSource `msgpack:"h,omitempty"`
+	// Passthrough forwards the client's Authorization header on the
+	// client's calls.
+	Passthrough bool `msgpack:"p,omitempty"`
+}
+
+// HeaderSource is one static upstream header: Name, and its value from
+// the environment variable Env or the file File (exactly one).
+type HeaderSource struct {
+	Name string `msgpack:"n"`
+	Env  string `msgpack:"e,omitempty"`
+	File string `msgpack:"f,omitempty"`
 }
 
 // List kinds: the MCP lists a worker catalogs per upstream, each stored in

@@ -49,6 +49,11 @@ const (
 	// CodeNotDelivered: the call reached no worker (its subscription was
 	// gone), so it did not run and the edge may place it again.
 	CodeNotDelivered int32 = -32068
+	// CodeLimited: the tenant or principal is over a limit (request rate
+	// or calls in flight); nothing was queued. Data is a JSON object
+	// {"limit": "tenant_rate"|"principal_rate"|"in_flight",
+	// "retryAfterMs": N}: N is when a retry may succeed (milliseconds).
+	CodeLimited int32 = -32069
 )
 
 // Sentinels for errors.Is.
@@ -67,5 +72,5 @@ var (
 var GatewayCodes = []int32{
 	CodeNoWorkers, CodeUpstreamUnavailable, CodeTimeout, CodeOverloaded,
 	CodeWorkerLost, CodePayloadTooLarge, CodeBadEnvelope, CodeUnavailable,
-	CodeNotDelivered,
+	CodeNotDelivered, CodeLimited,
 }

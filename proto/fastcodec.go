@@ -237,7 +237,7 @@ func grow(b []byte, n int) []byte {
 func appendRequest(b []byte, r *Request) []byte {
 	// One map entry per non-empty field; 2 bytes per one-letter key.
 	n, size := 1, 1+2+strSize(len(r.Method))
-	for _, s := range [...]string{r.Tenant, r.Edge, r.Session, r.View, r.Upstream, r.Name, r.Protocol} {
+	for _, s := range [...]string{r.Tenant, r.Edge, r.Session, r.View, r.Upstream, r.Name, r.Protocol, r.Principal} {
 		if s != "" {
 			n++
 			size += 2 + strSize(len(s))
@@ -261,7 +261,7 @@ func appendRequest(b []byte, r *Request) []byte {
 	}
 	b = grow(b, size)
 
-	b = appendMapHeader(b, n) // n <= 12: one byte
+	b = appendMapHeader(b, n) // n <= 13: one byte
 	b = appendKeyStr(b, 'm', r.Method)
 	if r.Tenant != "" {
 		b = appendKeyStr(b, 't', r.Tenant)
@@ -283,6 +283,9 @@ func appendRequest(b []byte, r *Request) []byte {
 	}
 	if r.Protocol != "" {
 		b = appendKeyStr(b, 'p', r.Protocol)
+	}
+	if r.Principal != "" {
+		b = appendKeyStr(b, 'a', r.Principal)
 	}
 	if len(r.Params) > 0 {
 		b = appendKeyBin(b, 'j', r.Params)
@@ -741,6 +744,7 @@ const (
 	reqUpstream
 	reqName
 	reqProtocol
+	reqPrincipal
 	reqParams
 	reqCaps
 	reqID
@@ -752,7 +756,7 @@ const (
 var requestFields = [256]int8{
 	'm': 1 + reqMethod, 't': 1 + reqTenant, 'e': 1 + reqEdge, 's': 1 + reqSession,
 	'v': 1 + reqView, 'u': 1 + reqUpstream, 'n': 1 + reqName, 'p': 1 + reqProtocol,
-	'j': 1 + reqParams, 'c': 1 + reqCaps, 'i': 1 + reqID, 'd': 1 + reqDeadline,
+	'a': 1 + reqPrincipal, 'j': 1 + reqParams, 'c': 1 + reqCaps, 'i': 1 + reqID, 'd': 1 + reqDeadline,
 }
 
 // decodeRequest decodes data into r (r != nil). Fields absent from data
@@ -865,6 +869,9 @@ func viewRequest(data []byte, spans *[reqCaps + 1]span, present uint32, r *Reque
 	if present&(1<<reqProtocol) != 0 {
 		r.Protocol = viewStr(data, spans[reqProtocol])
 	}
+	if present&(1<<reqPrincipal) != 0 {
+		r.Principal = viewStr(data, spans[reqPrincipal])
+	}
 	if present&(1<<reqParams) != 0 {
 		r.Params = copyBytes(data, spans[reqParams], true)
 	}
@@ -900,6 +907,9 @@ func copyRequest(data []byte, spans *[reqCaps + 1]span, present uint32, r *Reque
 	}
 	if present&(1<<reqProtocol) != 0 {
 		r.Protocol = strs[reqProtocol]
+	}
+	if present&(1<<reqPrincipal) != 0 {
+		r.Principal = strs[reqPrincipal]
 	}
 	if present&(1<<reqParams) != 0 {
 		r.Params = copyBytes(data, spans[reqParams], false)

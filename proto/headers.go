@@ -29,4 +29,11 @@ const (
 	HdrMessage = "Sy-Msg"
 	// HdrSession names the client session of a session-level message.
 	HdrSession = "Sy-Session"
+	// HdrAuthorization carries the client's Authorization header value on
+	// a route message, set by the edge only when the catalog has an
+	// upstream with [UpstreamAuth].Passthrough. The router copies it onto
+	// the forwarded call only when the call's upstream is such an
+	// upstream, and strips it otherwise; the worker sends it upstream as
+	// the Authorization header of that call's HTTP requests.
+	HdrAuthorization = "Sy-Authorization"
 )
