@@ -189,6 +189,10 @@ type Upstream struct {
 	Processes int `yaml:"processes"`
 	// CallTimeout bounds one call to this upstream; default: the global call_timeout.
 	CallTimeout Duration `yaml:"call_timeout"`
+	// Auth is how workers authenticate to an HTTP upstream, and whether a
+	// client's Authorization passes through; nil: no credentials, and a
+	// client's Authorization is never sent (docs/upstream-auth.md).
+	Auth *UpstreamAuth `yaml:"auth,omitempty"`
 }
 
 // Defaults.
@@ -469,6 +473,9 @@ func (u Upstream) validate(i int, seen map[string]bool) []error {
 	if u.CallTimeout < 0 {
 		bad("call_timeout: must not be negative")
 	}
+	for _, err := range u.checkAuth() {
+		bad("%v", err)
+	}
 	return errs
 }
 
@@ -478,5 +485,6 @@ func (u Upstream) Spec() proto.UpstreamSpec {
 		Name: u.Name, Transport: u.Transport, URL: u.URL,
 		Command: u.Command, Env: u.Env, Processes: u.Processes,
 		CallTimeoutMs: time.Duration(u.CallTimeout).Milliseconds(),
+		Auth:          u.Auth.Spec(),
 	}
 }
