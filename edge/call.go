@@ -90,13 +90,13 @@ func mergeMeta(raw []byte, add map[string]any) []byte {
 // completion/complete, logging/setLevel) from the bus; initialize, ping and
 // notifications stay with the SDK. logging/setLevel is also recorded by the
 // SDK session once the upstreams accepted it.
-func (s *Service) middleware(view string) mcp.Middleware {
+func (s *Service) middleware(v *view) mcp.Middleware {
 	return func(next mcp.MethodHandler) mcp.MethodHandler {
 		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 			if method == "initialize" {
 				res, err := next(ctx, method, req)
 				if err == nil {
-					s.onInitialize(view, req, res)
+					s.onInitialize(v, req, res)
 				}
 				return res, err
 			}
@@ -108,7 +108,7 @@ func (s *Service) middleware(view string) mcp.Middleware {
 			if perr != nil {
 				return nil, perr
 			}
-			res, err := s.forward(ctx, view, method, op, name, req)
+			res, err := s.forward(ctx, v, method, op, name, req)
 			if err == nil && method == "logging/setLevel" {
 				if _, err := next(ctx, method, req); err != nil {
 					return nil, err
@@ -144,7 +144,7 @@ func targetName(p mcp.Params) (string, *jsonrpc.Error) {
 // forward publishes one call from the SDK path and waits for its reply.
 // Errors it returns are *jsonrpc.Error built by toJSONRPC, or the ctx's
 // error when the client went away (the SDK then sends nothing).
-func (s *Service) forward(ctx context.Context, view, method, op, name string, req mcp.Request) (mcp.Result, error) {
+func (s *Service) forward(ctx context.Context, v *view, method, op, name string, req mcp.Request) (mcp.Result, error) {
 	var stamps nats.Header
 	if op == proto.OpToolsCall && wantsTiming(req.GetParams()) {
 		stamps = newStamps()
@@ -153,7 +153,16 @@ func (s *Service) forward(ctx context.Context, view, method, op, name string, re
 	if err != nil {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "invalid params"}
 	}
-	preq := proto.Request{Method: method, Tenant: s.cfg.Tenant, Edge: s.cfg.ID, View: view, Name: name, Params: params}
+	preq := proto.Request{Method: method, Tenant: v.tenant, Edge: s.cfg.ID, View: v.name, Name: name, Params: params}
+	var authz string
+	if ex := req.GetExtra(); ex != nil {
+		if ex.TokenInfo != nil {
+			preq.Principal, _ = ex.TokenInfo.Extra[principalExtra].(string)
+		}
+		if s.passthrough.Load() && ex.Header != nil {
+			authz = ex.Header.Get("Authorization")
+		}
+	}
 	if ss, ok := req.GetSession().(*mcp.ServerSession); ok {
 		preq.Session = ss.ID()
 		if cs := s.sessions.of(ss); cs != nil {
@@ -171,17 +180,15 @@ func (s *Service) forward(ctx context.Context, view, method, op, name string, re
 		br.caps = capsJSON(ss.InitializeParams().Capabilities)
 	}
 	if ss, ok := req.GetSession().(*mcp.ServerSession); ok {
-		if v := s.viewFor(view); v != nil {
-			rctx, cancel := context.WithCancel(ctx)
-			defer func() { cancel(); asks.Wait() }() // the upstream no longer waits for them
-			onMsg = s.sdkRelay(rctx, v, ss, &asks)
-			if preq.Session == "" { // 2026-07-28: requests become input_required results
-				onMsg = br.wrap(onMsg, op)
-				lv, _ := req.GetParams().GetMeta()[mcp.MetaKeyLogLevel].(string)
-				onMsg = logGate(onMsg, lv)
-			} else if cs := s.sessions.of(ss); cs != nil {
-				onMsg = logGate(onMsg, cs.level())
-			}
+		rctx, cancel := context.WithCancel(ctx)
+		defer func() { cancel(); asks.Wait() }() // the upstream no longer waits for them
+		onMsg = s.sdkRelay(rctx, v, ss, &asks)
+		if preq.Session == "" { // 2026-07-28: requests become input_required results
+			onMsg = br.wrap(onMsg, op)
+			lv, _ := req.GetParams().GetMeta()[mcp.MetaKeyLogLevel].(string)
+			onMsg = logGate(onMsg, lv)
+		} else if cs := s.sessions.of(ss); cs != nil {
+			onMsg = logGate(onMsg, cs.level())
 		}
 	}
 	var raw []byte
@@ -193,6 +200,7 @@ func (s *Service) forward(ctx context.Context, view, method, op, name string, re
 		if op == proto.OpToolsCall && preq.Protocol >= protocol2026 && req.GetExtra() != nil {
 			extra = paramHeaders(req.GetExtra().Header)
 		}
+		extra = withAuthorization(extra, authz)
 		raw, timing, err = s.roundTrip(ctx, &preq, op, stamps, extra, onMsg)
 	}
 	var sp *suspended
@@ -300,7 +308,7 @@ func (s *Service) send(ctx context.Context, preq *proto.Request, op string, stam
 	if len(data) > int(s.nc.MaxPayload()) {
 		return nil, nil, proto.Errorf(proto.CodePayloadTooLarge, "request of %d bytes exceeds the bus limit of %d bytes", len(data), s.nc.MaxPayload())
 	}
-	msg := &nats.Msg{Subject: s.routeSub[op], Reply: k.Reply(), Data: data, Header: extra}
+	msg := &nats.Msg{Subject: s.routeFor(preq.Tenant, op), Reply: k.Reply(), Data: data, Header: extra}
 	if stamps != nil {
 		if msg.Header == nil {
 			msg.Header = nats.Header{}
@@ -421,4 +429,18 @@ func (s *Service) noteLevel(req mcp.Request) {
 		lv := string(p.Level)
 		cs.logLevel.Store(&lv)
 	}
+}
+
+// withAuthorization adds the client's Authorization header value to the
+// route message's headers (proto.HdrAuthorization) for a passthrough
+// upstream; authz is "" unless the catalog has one.
+func withAuthorization(h nats.Header, authz string) nats.Header {
+	if authz == "" {
+		return h
+	}
+	if h == nil {
+		h = nats.Header{}
+	}
+	h[proto.HdrAuthorization] = []string{authz}
+	return h
 }

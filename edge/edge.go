@@ -17,6 +17,8 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/switchyard-mcp/switchyard/internal/bus"
+	"github.com/switchyard-mcp/switchyard/internal/jwtauth"
+	"github.com/switchyard-mcp/switchyard/internal/tenancy"
 	"github.com/switchyard-mcp/switchyard/proto"
 )
 
@@ -26,8 +28,14 @@ type Config struct {
 	ID string
 	// Listen is the HTTP address. Default 127.0.0.1:8080; port 0 picks one.
 	Listen string
-	// Tenant every client belongs to until authentication lands. Default "default".
-	Tenant string
+	// Tenancy is where tenants, API keys and policies are read on each
+	// request. Nil: the edge watches the tenancy KV buckets itself
+	// (tenancy.Watcher on its connection) and is not ready until they are
+	// loaded.
+	Tenancy tenancy.Source
+	// Auth configures authentication beyond API keys: JWT issuers and the
+	// protected resource metadata.
+	Auth AuthConfig
 	// CallTimeout bounds one call end to end. Default 60s.
 	CallTimeout time.Duration
 	// SessionTimeout closes client sessions idle this long. Default 30m; negative: never.
@@ -49,7 +57,14 @@ type Service struct {
 	log      *slog.Logger
 	caller   *bus.Caller
 	presence *bus.Presence
-	routeSub map[string]string // op -> route subject of the tenant
+	tenancy  tenancy.Source
+	watcher  *tenancy.Watcher  // nil when Config.Tenancy was given
+	jwt      *jwtauth.Verifier // nil without JWT issuers
+	routes   sync.Map          // tenant -> map[op]route subject
+
+	// passthrough is set while some catalog upstream takes the client's
+	// Authorization header (proto.UpstreamAuth.Passthrough).
+	passthrough atomic.Bool
 
 	ready atomic.Bool
 	addr  atomic.Pointer[string]
@@ -63,8 +78,8 @@ type Service struct {
 	noFastPath     bool                  // tests: every request through the SDK
 
 	mu        sync.Mutex
-	views     map[string]*view // guarded by mu: "" federated, else upstream
-	upstreams map[string]bool  // guarded by mu: the catalog's names
+	views     map[string]*view // guarded by mu: by viewKey(tenant, name)
+	upstreams map[string]bool  // guarded by mu: the catalog's names -> passthrough
 }
 
 // New validates cfg and returns an edge. It does no I/O.
@@ -90,13 +105,21 @@ func New(cfg Config, nc *nats.Conn, log *slog.Logger) (*Service, error) {
 	s.caller = bus.NewCaller(nc, int(cfg.MaxResultBytes))
 	s.events = mcp.NewMemoryEventStore(nil)
 	s.presence = bus.NewPresence(nc, log)
-	s.routeSub = map[string]string{}
-	for _, op := range proto.ForwardedOps() {
-		b, err := proto.AppendRouteSubject(nil, cfg.Tenant, op)
+	s.tenancy = cfg.Tenancy
+	if s.tenancy == nil {
+		js, err := jetstream.New(nc)
 		if err != nil {
-			return nil, fmt.Errorf("edge: tenant %q: %w", cfg.Tenant, err)
+			return nil, fmt.Errorf("edge: jetstream: %w", err)
 		}
-		s.routeSub[op] = string(b)
+		if s.watcher, err = tenancy.NewWatcher(js, tenancy.WatcherConfig{}, log); err != nil {
+			return nil, err
+		}
+		s.tenancy = s.watcher
+	}
+	if cfg.Auth.JWT != nil {
+		if err := cfg.Auth.JWT.Validate(); err != nil {
+			return nil, fmt.Errorf("edge: auth: %w", err)
+		}
 	}
 	return s, nil
 }
@@ -110,9 +133,6 @@ func (c *Config) fill() error {
 	}
 	if c.Listen == "" {
 		c.Listen = "127.0.0.1:8080"
-	}
-	if c.Tenant == "" {
-		c.Tenant = "default"
 	}
 	if c.CallTimeout == 0 {
 		c.CallTimeout = 60 * time.Second
@@ -136,8 +156,10 @@ func (c *Config) fill() error {
 }
 
 // Ready reports whether the edge is listening, has loaded the catalog and
-// is connected to NATS.
-func (s *Service) Ready() bool { return s.ready.Load() && s.nc.IsConnected() }
+// the tenancy state, and is connected to NATS.
+func (s *Service) Ready() bool {
+	return s.ready.Load() && s.nc.IsConnected() && (s.watcher == nil || s.watcher.Ready())
+}
 
 // Addr is the address the edge listens on, once Run has bound it ("" before).
 func (s *Service) Addr() string {
@@ -155,6 +177,18 @@ func (s *Service) Run(ctx context.Context) error {
 	if err := s.start(); err != nil {
 		return err
 	}
+	if s.cfg.Auth.JWT != nil {
+		jc := *s.cfg.Auth.JWT
+		if jc.Logger == nil {
+			jc.Logger = s.log
+		}
+		v, err := jwtauth.New(ctx, jc)
+		if err != nil {
+			return fmt.Errorf("edge: auth: %w", err)
+		}
+		defer v.Close()
+		s.jwt = v
+	}
 	ln, err := net.Listen("tcp", s.cfg.Listen)
 	if err != nil {
 		return fmt.Errorf("edge: listen: %w", err)
@@ -170,6 +204,9 @@ func (s *Service) Run(ctx context.Context) error {
 	run := func(f func()) { wg.Add(1); go func() { defer wg.Done(); f() }() }
 	run(func() { _ = s.presence.Run(ctx) })
 	run(func() { _ = bus.Watch(ctx, js, proto.BucketUpstreams, s.onUpstream) })
+	if s.watcher != nil {
+		run(func() { _ = s.watcher.Run(ctx) })
+	}
 	serveErr := make(chan error, 1)
 	run(func() { serveErr <- srv.Serve(ln) })
 	s.log.Info("edge listening", "addr", addr)
@@ -203,11 +240,7 @@ func (s *Service) start() error {
 	if err := s.presence.Start(); err != nil {
 		return fmt.Errorf("edge: presence: %w", err)
 	}
-	subj, err := proto.EvtListChangedSubject(s.cfg.Tenant)
-	if err != nil {
-		return err
-	}
-	if _, err := s.nc.Subscribe(subj, s.onListChanged); err != nil {
+	if _, err := s.nc.Subscribe(proto.SubjEvtListChangedAll, s.onListChanged); err != nil {
 		return fmt.Errorf("edge: subscribe: %w", err)
 	}
 	msgs, err := proto.EdgeMsgSubject(s.cfg.ID)
@@ -225,13 +258,45 @@ func (s *Service) onUpstream(ev *bus.KVEvent, initial bool) {
 		s.ready.Store(true)
 		return
 	}
+	pass := false
+	if !ev.Deleted {
+		var spec proto.UpstreamSpec
+		if err := proto.Unmarshal(ev.Value, &spec); err != nil {
+			s.log.Warn("bad upstream spec", proto.LogUpstream, ev.Key, proto.LogErr, err)
+		}
+		pass = spec.Auth != nil && spec.Auth.Passthrough
+	}
 	s.mu.Lock()
 	if ev.Deleted {
 		delete(s.upstreams, ev.Key)
 	} else {
-		s.upstreams[ev.Key] = true
+		s.upstreams[ev.Key] = pass
+	}
+	any := false
+	for _, p := range s.upstreams {
+		any = any || p
 	}
 	s.mu.Unlock()
+	s.passthrough.Store(any)
+}
+
+// routeFor returns the route subject of op for tenant
+// (switchyard.v1.route.<tenant>.<op>), built once per tenant.
+func (s *Service) routeFor(tenant, op string) string {
+	if c, ok := s.routes.Load(tenant); ok {
+		return c.(map[string]string)[op]
+	}
+	subs := map[string]string{}
+	for _, o := range proto.ForwardedOps() {
+		b, err := proto.AppendRouteSubject(nil, tenant, o)
+		if err != nil {
+			// Tenant names are slugs (tenancy.CheckTenant): unreachable.
+			panic(fmt.Sprintf("edge: route subject of tenant %q: %v", tenant, err))
+		}
+		subs[o] = string(b)
+	}
+	c, _ := s.routes.LoadOrStore(tenant, subs)
+	return c.(map[string]string)[op]
 }
 
 func (s *Service) onListChanged(m *nats.Msg) {
@@ -245,9 +310,9 @@ func (s *Service) onListChanged(m *nats.Msg) {
 		kind = proto.KindTools
 	}
 	s.mu.Lock()
-	vs := []*view{s.views[""]}
+	vs := []*view{s.views[viewKey(tc.Tenant, "")]}
 	for _, u := range tc.Upstreams {
-		vs = append(vs, s.views[u])
+		vs = append(vs, s.views[viewKey(tc.Tenant, u)])
 	}
 	s.mu.Unlock()
 	for _, v := range vs {

@@ -16,6 +16,8 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/switchyard-mcp/switchyard/internal/bus"
+	"github.com/switchyard-mcp/switchyard/internal/config"
+	"github.com/switchyard-mcp/switchyard/internal/tenancy"
 	"github.com/switchyard-mcp/switchyard/proto"
 	"github.com/switchyard-mcp/switchyard/testutil/natstest"
 )
@@ -36,9 +38,11 @@ func newRig(t *testing.T, router nats.MsgHandler) *rig {
 
 // rigOpts vary the edge of a rig.
 type rigOpts struct {
-	sse            bool          // answer POSTs with SSE (default JSON)
-	noFastPath     bool          // every request through the SDK
-	sessionTimeout time.Duration // 0: the default
+	sse            bool           // answer POSTs with SSE (default JSON)
+	noFastPath     bool           // every request through the SDK
+	sessionTimeout time.Duration  // 0: the default
+	tenancy        tenancy.Source // nil: the default tenant alone
+	auth           AuthConfig
 }
 
 // newRigWith is newRig with an edge configured by o (nil: the defaults).
@@ -63,7 +67,10 @@ func newRigWith(t *testing.T, router nats.MsgHandler, o *rigOpts) *rig {
 		}
 	}
 	cfg := Config{ID: "edge-t", Listen: "127.0.0.1:0", JSONResponse: !o.sse, CallTimeout: 5 * time.Second,
-		MaxRequestBodyBytes: 64 << 10, SessionTimeout: o.sessionTimeout}
+		MaxRequestBodyBytes: 64 << 10, SessionTimeout: o.sessionTimeout, Tenancy: o.tenancy, Auth: o.auth}
+	if cfg.Tenancy == nil {
+		cfg.Tenancy = tenancy.Static{Snap: tenancy.NewSnapshot(config.DefaultTenants(), nil)}
+	}
 	e, err := New(cfg, natstest.Connect(t, s), nil)
 	if err != nil {
 		t.Fatal(err)

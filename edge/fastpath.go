@@ -75,7 +75,7 @@ func (s *Service) serveFast(w http.ResponseWriter, r *http.Request, v *view, m *
 		fc.protocol = pv
 	} else {
 		cs := s.sessions.get(r.Header.Get("Mcp-Session-Id"))
-		if cs == nil || cs.view != v.name || !cs.ready.Load() || pv != cs.protocol || p.meta(mcp.MetaKeyProtocolVersion) != nil {
+		if cs == nil || cs.view != v.key || !cs.ready.Load() || pv != cs.protocol || p.meta(mcp.MetaKeyProtocolVersion) != nil {
 			return false // a 2026 _meta on a stateful session: the SDK refuses it
 		}
 		fc.session, fc.protocol = cs, cs.protocol
@@ -120,7 +120,10 @@ func (s *Service) runFast(w http.ResponseWriter, r *http.Request, v *view, fc *f
 	}
 	ctx, cancel := context.WithCancel(parent)
 	defer cancel()
-	preq := proto.Request{Method: m.Method, Tenant: s.cfg.Tenant, Edge: s.cfg.ID, View: v.name, Protocol: fc.protocol, Params: m.Params}
+	preq := proto.Request{Method: m.Method, Tenant: v.tenant, Edge: s.cfg.ID, View: v.name, Protocol: fc.protocol, Params: m.Params}
+	if id := identityOf(r.Context()); id != nil {
+		preq.Principal = id.principal
+	}
 	if fc.op == proto.OpToolsCall {
 		preq.Name = p.Name
 	} else if fc.name != "" {
@@ -164,6 +167,9 @@ func (s *Service) runFast(w http.ResponseWriter, r *http.Request, v *view, fc *f
 		var extra nats.Header
 		if fc.session == nil && fc.op == proto.OpToolsCall {
 			extra = paramHeaders(r.Header)
+		}
+		if s.passthrough.Load() {
+			extra = withAuthorization(extra, r.Header.Get("Authorization"))
 		}
 		raw, timing, err = s.roundTrip(ctx, &preq, fc.op, stamps, extra, onMsg)
 	}
@@ -343,7 +349,7 @@ func (s *Service) cancelFast(w http.ResponseWriter, r *http.Request, v *view, m 
 		return false // not a notification
 	}
 	cs := s.sessions.get(r.Header.Get("Mcp-Session-Id"))
-	if cs == nil || cs.view != v.name {
+	if cs == nil || cs.view != v.key {
 		return false
 	}
 	id := m.params().RequestID

@@ -27,8 +27,9 @@ import (
 
 // listenSub is the edge's upstream subscription to one URI of one view.
 type listenSub struct {
-	view, uri, session string
-	refs               int
+	v            *view
+	uri, session string
+	refs         int
 }
 
 // listens holds the listenSubs by (view, URI) and by session id. Safe for
@@ -44,21 +45,21 @@ const listenPrefix = "-listen-"
 
 // subscribeHandler is the view's ServerOptions.SubscribeHandler: it opens
 // the upstream subscription of a URI the first time a stream asks for it.
-func (s *Service) subscribeHandler(view string) func(context.Context, *mcp.SubscribeRequest) error {
+func (s *Service) subscribeHandler(v *view) func(context.Context, *mcp.SubscribeRequest) error {
 	return func(ctx context.Context, req *mcp.SubscribeRequest) error {
 		uri := req.Params.URI
 		s.subs.mu.Lock()
 		if s.subs.byURI == nil {
 			s.subs.byURI, s.subs.bySession = map[[2]string]*listenSub{}, map[string]*listenSub{}
 		}
-		ls := s.subs.byURI[[2]string{view, uri}]
+		ls := s.subs.byURI[[2]string{v.key, uri}]
 		if ls != nil {
 			ls.refs++
 			s.subs.mu.Unlock()
 			return nil
 		}
-		ls = &listenSub{view: view, uri: uri, session: s.cfg.ID + listenPrefix + bus.RandomToken(15), refs: 1}
-		s.subs.byURI[[2]string{view, uri}], s.subs.bySession[ls.session] = ls, ls
+		ls = &listenSub{v: v, uri: uri, session: s.cfg.ID + listenPrefix + bus.RandomToken(15), refs: 1}
+		s.subs.byURI[[2]string{v.key, uri}], s.subs.bySession[ls.session] = ls, ls
 		s.subs.mu.Unlock()
 		if err := s.upstreamSubscribe(ctx, ls, "resources/subscribe", proto.OpResourcesSubscribe); err != nil {
 			s.dropListen(ls)
@@ -70,10 +71,10 @@ func (s *Service) subscribeHandler(view string) func(context.Context, *mcp.Subsc
 
 // unsubscribeHandler is the view's ServerOptions.UnsubscribeHandler: the
 // last stream of a URI ends its upstream subscription and session.
-func (s *Service) unsubscribeHandler(view string) func(context.Context, *mcp.UnsubscribeRequest) error {
+func (s *Service) unsubscribeHandler(v *view) func(context.Context, *mcp.UnsubscribeRequest) error {
 	return func(ctx context.Context, req *mcp.UnsubscribeRequest) error {
 		s.subs.mu.Lock()
-		ls := s.subs.byURI[[2]string{view, req.Params.URI}]
+		ls := s.subs.byURI[[2]string{v.key, req.Params.URI}]
 		if ls != nil {
 			ls.refs--
 		}
@@ -91,8 +92,8 @@ func (s *Service) unsubscribeHandler(view string) func(context.Context, *mcp.Uns
 // ended) and ends its session, so the worker closes its upstream session.
 func (s *Service) dropListen(ls *listenSub) {
 	s.subs.mu.Lock()
-	if s.subs.byURI[[2]string{ls.view, ls.uri}] == ls {
-		delete(s.subs.byURI, [2]string{ls.view, ls.uri})
+	if s.subs.byURI[[2]string{ls.v.key, ls.uri}] == ls {
+		delete(s.subs.byURI, [2]string{ls.v.key, ls.uri})
 	}
 	delete(s.subs.bySession, ls.session)
 	s.subs.mu.Unlock()
@@ -103,7 +104,7 @@ func (s *Service) dropListen(ls *listenSub) {
 // 2025-11-25 request of ls's session.
 func (s *Service) upstreamSubscribe(ctx context.Context, ls *listenSub, method, op string) error {
 	params, _ := json.Marshal(map[string]string{"uri": ls.uri})
-	preq := proto.Request{Method: method, Tenant: s.cfg.Tenant, Edge: s.cfg.ID, View: ls.view, Name: ls.uri,
+	preq := proto.Request{Method: method, Tenant: ls.v.tenant, Edge: s.cfg.ID, View: ls.v.name, Name: ls.uri,
 		Session: ls.session, Protocol: "2025-11-25", Params: params}
 	_, _, err := s.roundTrip(ctx, &preq, op, nil, nil, nil)
 	return err
@@ -137,10 +138,7 @@ func (s *Service) onListenMsg(m *nats.Msg) bool {
 			uri = jsonscan.Unquote(v)
 		}
 	})
-	s.mu.Lock()
-	v := s.views[ls.view]
-	s.mu.Unlock()
-	if v != nil && uri != "" {
+	if v := ls.v; uri != "" {
 		_ = v.server.ResourceUpdated(context.Background(), &mcp.ResourceUpdatedNotificationParams{URI: uri})
 	}
 	return true

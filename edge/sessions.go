@@ -18,7 +18,8 @@ import (
 type clientSession struct {
 	id       string // the SDK's session id, or the edge's for a legacy SSE session
 	ss       *mcp.ServerSession
-	view     string
+	view     string      // the view's key (tenant/name)
+	owner    string      // the identity's user that created it ("" anonymous)
 	protocol string      // negotiated by initialize
 	caps     []byte      // the client's capabilities from initialize, as JSON
 	ready    atomic.Bool // notifications/initialized arrived
@@ -59,8 +60,8 @@ func (t *sessionTable) get(id string) *clientSession {
 // add tracks ss under id from its initialize on; the entry goes when the
 // session ends, and gone is called then. A timeout > 0 closes the session
 // after that long without a POST.
-func (t *sessionTable) add(ss *mcp.ServerSession, id, view, protocol string, timeout time.Duration, gone func(id string)) {
-	cs := &clientSession{id: id, ss: ss, view: view, protocol: protocol, timeout: timeout,
+func (t *sessionTable) add(ss *mcp.ServerSession, id, view, owner, protocol string, timeout time.Duration, gone func(id string)) {
+	cs := &clientSession{id: id, ss: ss, view: view, owner: owner, protocol: protocol, timeout: timeout,
 		inflight: map[string]context.CancelFunc{}, relayed: map[string]string{}}
 	if timeout > 0 {
 		cs.timer = time.AfterFunc(timeout, func() { _ = ss.Close() })

@@ -66,7 +66,7 @@ func (s *Service) serveTasks(w http.ResponseWriter, r *http.Request, v *view, m 
 		// As for every method, the header may be absent (2025-03-26
 		// clients send none) or name any 2025-era revision.
 		cs := s.sessions.get(r.Header.Get("Mcp-Session-Id"))
-		if cs == nil || cs.view != v.name || !version2025[pv] {
+		if cs == nil || cs.view != v.key || !version2025[pv] {
 			return false
 		}
 		fc.session, fc.protocol, caps = cs, cs.protocol, cs.caps

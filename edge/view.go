@@ -22,11 +22,16 @@ const protocol2026 = "2026-07-28"
 
 // view is one endpoint: an SDK server plus its two HTTP handlers.
 type view struct {
+	tenant    string // every client of the view belongs to it
 	name      string // "" for the federated view, else the upstream
+	key       string // tenant/name: the view's key in Service.views and in sessions
 	server    *mcp.Server
 	stateful  http.Handler
 	stateless http.Handler
 	sse       http.Handler // legacy HTTP+SSE transport (protocol 2024-11-05)
+	// The same handlers for requests with credentials: the SDK binds the
+	// sessions they create to the identity's user (bindSessions).
+	statefulBound, statelessBound, sseBound http.Handler
 
 	// send is the SDK's sending handler, below any middleware: it sends a
 	// request or notification to the session of the request it is given.
@@ -42,8 +47,8 @@ type view struct {
 // registries hold only one marker tool, prompt and resource, swapped on
 // every change, because the SDK has no public call to send list_changed and
 // sends it when its registries change.
-func (s *Service) newView(name string) *view {
-	v := &view{name: name, markers: map[string]string{}}
+func (s *Service) newView(tenant, name string) *view {
+	v := &view{tenant: tenant, name: name, key: viewKey(tenant, name), markers: map[string]string{}}
 	v.server = mcp.NewServer(s.impl, &mcp.ServerOptions{
 		Logger:             s.log,
 		GetSessionID:       func() string { return s.cfg.ID + "-" + bus.RandomToken(15) },
@@ -51,10 +56,10 @@ func (s *Service) newView(name string) *view {
 		Capabilities:       viewCapabilities(),
 		// Only 2026-era subscriptions/listen streams reach these: the
 		// middleware answers a 2025 session's resources/subscribe itself.
-		SubscribeHandler:   s.subscribeHandler(name),
-		UnsubscribeHandler: s.unsubscribeHandler(name),
+		SubscribeHandler:   s.subscribeHandler(v),
+		UnsubscribeHandler: s.unsubscribeHandler(v),
 	})
-	v.server.AddReceivingMiddleware(s.middleware(name))
+	v.server.AddReceivingMiddleware(s.middleware(v))
 	v.server.AddSendingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
 		v.send = next // called once, here
 		return next
@@ -74,8 +79,12 @@ func (s *Service) newView(name string) *view {
 		Logger: s.log, Stateless: true, JSONResponse: s.cfg.JSONResponse,
 		MaxRequestBodyBytes: s.cfg.MaxRequestBodyBytes, PropagateRequestCancellation: true,
 	})
+	v.statefulBound, v.statelessBound, v.sseBound = bindSessions(v.stateful), bindSessions(v.stateless), bindSessions(v.sse)
 	return v
 }
+
+// viewKey is the key of a tenant's view of name.
+func viewKey(tenant, name string) string { return tenant + "/" + name }
 
 // viewCapabilities are what every view advertises: the gateway serves
 // every list, subscriptions, completion, logging and the tasks extension
@@ -137,51 +146,50 @@ func (v *view) listChanged(kind string) {
 // sender returns the view's sending handler.
 func (v *view) sender() mcp.MethodHandler { return v.send }
 
+// ServeHTTP hands r to the SDK: the stateless handler for 2026-07-28, the
+// stateful one otherwise, bound to the caller when it has credentials.
 func (v *view) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if r.Header.Get("Mcp-Protocol-Version") >= protocol2026 {
-		v.stateless.ServeHTTP(w, r)
-		return
+	bound := false
+	if id := identityOf(r.Context()); id != nil && id.user != "" {
+		bound = true
 	}
-	v.stateful.ServeHTTP(w, r)
+	switch {
+	case r.Header.Get("Mcp-Protocol-Version") >= protocol2026 && bound:
+		v.statelessBound.ServeHTTP(w, r)
+	case r.Header.Get("Mcp-Protocol-Version") >= protocol2026:
+		v.stateless.ServeHTTP(w, r)
+	case bound:
+		v.statefulBound.ServeHTTP(w, r)
+	default:
+		v.stateful.ServeHTTP(w, r)
+	}
 }
 
-// handler routes /mcp and /mcp/<upstream> to their views.
+// serveSSE hands r to the SDK's legacy HTTP+SSE handler.
+func (v *view) serveSSE(w http.ResponseWriter, r *http.Request) {
+	if id := identityOf(r.Context()); id != nil && id.user != "" {
+		v.sseBound.ServeHTTP(w, r)
+		return
+	}
+	v.sse.ServeHTTP(w, r)
+}
+
+// handler routes /mcp and /mcp/<upstream> (streamable HTTP) and /sse and
+// /sse/<upstream> (legacy HTTP+SSE) to the caller's tenant's views, after
+// authenticating the request; it also serves the protected resource
+// metadata and the health probes.
 func (s *Service) handler() http.Handler {
 	mux := http.NewServeMux()
-	mux.HandleFunc("/mcp", func(w http.ResponseWriter, r *http.Request) {
-		s.serve(w, r, s.viewFor(""))
-	})
+	mux.HandleFunc("/mcp", func(w http.ResponseWriter, r *http.Request) { s.endpoint(w, r, "", false) })
 	mux.HandleFunc("/mcp/{upstream}", func(w http.ResponseWriter, r *http.Request) {
-		u := r.PathValue("upstream")
-		v := s.viewFor(u)
-		if v == nil {
-			http.Error(w, "Not Found: unknown upstream "+strconv.Quote(u), http.StatusNotFound)
-			return
-		}
-		s.serve(w, r, v)
+		s.endpoint(w, r, r.PathValue("upstream"), false)
 	})
-	// The legacy HTTP+SSE transport: GET opens a session's event stream,
-	// whose endpoint event names the URL to POST its messages to.
-	mux.HandleFunc("/sse", func(w http.ResponseWriter, r *http.Request) {
-		if !originOK(r) {
-			http.Error(w, "Forbidden: invalid Origin header", http.StatusForbidden)
-			return
-		}
-		s.viewFor("").sse.ServeHTTP(w, r)
-	})
+	mux.HandleFunc("/sse", func(w http.ResponseWriter, r *http.Request) { s.endpoint(w, r, "", true) })
 	mux.HandleFunc("/sse/{upstream}", func(w http.ResponseWriter, r *http.Request) {
-		u := r.PathValue("upstream")
-		v := s.viewFor(u)
-		if v == nil {
-			http.Error(w, "Not Found: unknown upstream "+strconv.Quote(u), http.StatusNotFound)
-			return
-		}
-		if !originOK(r) {
-			http.Error(w, "Forbidden: invalid Origin header", http.StatusForbidden)
-			return
-		}
-		v.sse.ServeHTTP(w, r)
+		s.endpoint(w, r, r.PathValue("upstream"), true)
 	})
+	mux.HandleFunc(wellKnownPRM, s.serveResourceMetadata)
+	mux.HandleFunc(wellKnownPRM+"/", s.serveResourceMetadata)
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })
 	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
 		if !s.Ready() {
@@ -193,27 +201,67 @@ func (s *Service) handler() http.Handler {
 	return mux
 }
 
-// viewFor returns the view of name, creating it on first use; nil for an
-// upstream the catalog does not know.
-func (s *Service) viewFor(name string) *view {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if v := s.views[name]; v != nil {
-		return v
+// endpoint serves one request to an MCP endpoint: the Origin check,
+// authentication, then the caller's tenant's view of upstream ("" for the
+// federated view). An upstream the tenant does not see is answered
+// exactly as one the catalog does not have.
+func (s *Service) endpoint(w http.ResponseWriter, r *http.Request, upstream string, sse bool) {
+	if !originOK(r) {
+		http.Error(w, "Forbidden: invalid Origin header", http.StatusForbidden)
+		return
 	}
-	if name != "" && (!s.upstreams[name] || strings.Contains(name, "/")) {
+	id, fail := s.authenticate(r, s.tenancy.Current())
+	if fail != nil {
+		s.writeAuthFailure(w, r, fail)
+		return
+	}
+	v := s.viewFor(id, upstream)
+	if v == nil {
+		http.Error(w, "Not Found: unknown upstream "+strconv.Quote(upstream), http.StatusNotFound)
+		return
+	}
+	r = r.WithContext(context.WithValue(r.Context(), identityKey{}, id))
+	if sse {
+		v.serveSSE(w, r)
+		return
+	}
+	s.serve(w, r, v)
+}
+
+// viewFor returns the view of name for id's tenant, creating it on first
+// use; nil for an upstream the catalog does not know or the tenant's
+// policy does not let it see.
+func (s *Service) viewFor(id *identity, name string) *view {
+	if name != "" && (id.policy == nil || !id.policy.Upstream(name)) {
 		return nil
 	}
-	v := s.newView(name)
-	s.views[name] = v
+	return s.tenantView(id.tenant, name)
+}
+
+// tenantView returns tenant's view of name, creating it on first use; nil
+// for an upstream the catalog does not know.
+func (s *Service) tenantView(tenant, name string) *view {
+	key := viewKey(tenant, name)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if v := s.views[key]; v != nil {
+		return v
+	}
+	if _, known := s.upstreams[name]; name != "" && (!known || strings.Contains(name, "/")) {
+		return nil
+	}
+	v := s.newView(tenant, name)
+	s.views[key] = v
 	return v
 }
 
 // serve answers one request of view v: precheck, then the fast path, then
 // the SDK. Every POST of a tracked session holds its idle timer.
 func (s *Service) serve(w http.ResponseWriter, r *http.Request, v *view) {
-	if !originOK(r) {
-		http.Error(w, "Forbidden: invalid Origin header", http.StatusForbidden)
+	if !s.sessionMatches(r, v) {
+		// Another view's or another caller's session reads as no session
+		// at all, so its existence does not leak.
+		http.Error(w, "session not found", http.StatusNotFound)
 		return
 	}
 	m, ok := s.precheck(w, r)
@@ -243,10 +291,29 @@ func (s *Service) serve(w http.ResponseWriter, r *http.Request, v *view) {
 	v.ServeHTTP(w, r)
 }
 
+// sessionMatches reports whether the client session r names, if the edge
+// tracks it, belongs to view v and to r's caller (the identity's user it
+// was created by). Every path below serve relies on it.
+func (s *Service) sessionMatches(r *http.Request, v *view) bool {
+	sid := r.Header.Get("Mcp-Session-Id")
+	if sid == "" {
+		return true
+	}
+	cs := s.sessions.get(sid)
+	if cs == nil {
+		return true // the SDK answers for sessions it does not know
+	}
+	user := ""
+	if id := identityOf(r.Context()); id != nil {
+		user = id.user
+	}
+	return cs.view == v.key && cs.owner == user
+}
+
 // onInitialize tracks a stateful session from a successful initialize on,
 // so that the fast path can serve it, its idle timer runs, and its end is
 // announced to the workers holding upstream sessions for it.
-func (s *Service) onInitialize(view string, req mcp.Request, res mcp.Result) {
+func (s *Service) onInitialize(v *view, req mcp.Request, res mcp.Result) {
 	ss, ok := req.GetSession().(*mcp.ServerSession)
 	ir, ok2 := res.(*mcp.InitializeResult)
 	if !ok || !ok2 {
@@ -265,7 +332,11 @@ func (s *Service) onInitialize(view string, req mcp.Request, res mcp.Result) {
 		timeout = 0 // it ends with its GET stream
 		ir.Capabilities = withoutTasks(ir.Capabilities)
 	}
-	s.sessions.add(ss, id, view, ir.ProtocolVersion, timeout, s.publishSessionClosed)
+	owner := ""
+	if ex := req.GetExtra(); ex != nil && ex.TokenInfo != nil {
+		owner = ex.TokenInfo.UserID
+	}
+	s.sessions.add(ss, id, v.key, owner, ir.ProtocolVersion, timeout, s.publishSessionClosed)
 	if cs := s.sessions.get(id); cs != nil {
 		if ip := ss.InitializeParams(); ip != nil && ip.Capabilities != nil {
 			caps := ip.Capabilities

@@ -1,0 +1,199 @@
+package edge
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/auth"
+
+	"github.com/switchyard-mcp/switchyard/internal/apikey"
+	"github.com/switchyard-mcp/switchyard/internal/jwtauth"
+	"github.com/switchyard-mcp/switchyard/internal/policy"
+	"github.com/switchyard-mcp/switchyard/internal/tenancy"
+	"github.com/switchyard-mcp/switchyard/internal/tenant"
+)
+
+// AuthConfig configures how the edge authenticates requests (MCP
+// authorization, 2025-11-25 "Authorization"; RFC 9728 protected resource
+// metadata). Tenants, API keys and the anonymous tenant come from the
+// tenancy state ([Config.Tenancy]); this holds what the edge itself
+// needs.
+type AuthConfig struct {
+	// JWT, if set, verifies bearer tokens that are not API keys against
+	// its issuers' JWKS (internal/jwtauth). Nil: only API keys (and
+	// anonymous access where a tenant allows it) authenticate.
+	JWT *jwtauth.Config
+	// PublicURL is the base URL clients reach the edge at
+	// ("https://gw.example.com", no path): the protected resource
+	// metadata's "resource" is PublicURL + the MCP path. Empty: the
+	// scheme and Host of each request.
+	PublicURL string
+	// AuthorizationServers are the issuer URLs the metadata document
+	// lists ("authorization_servers"). Empty: the JWT issuers.
+	AuthorizationServers []string
+	// ScopesSupported, if set, is the metadata's "scopes_supported".
+	ScopesSupported []string
+}
+
+// identity is who one request authenticated as. Principal is "" for an
+// anonymous request. user keys the client sessions it may use (the SDK's
+// TokenInfo.UserID): "" for anonymous requests, else the tenant, the
+// credential kind and the principal.
+type identity struct {
+	tenant    string
+	principal string
+	user      string
+	policy    *policy.Policy
+}
+
+type identityKey struct{}
+
+// principalExtra is the TokenInfo.Extra key of the identity's principal,
+// for the SDK path's calls.
+const principalExtra = "switchyard.principal"
+
+// identityOf returns the identity the handler stored in ctx, or nil.
+func identityOf(ctx context.Context) *identity {
+	id, _ := ctx.Value(identityKey{}).(*identity)
+	return id
+}
+
+// authFailure is a request that did not authenticate: the HTTP status,
+// the RFC 6750 error code for the WWW-Authenticate challenge ("" for a
+// request that sent no credentials), and a description safe to show
+// (never key or token material).
+type authFailure struct {
+	status int
+	code   string
+	desc   string
+}
+
+var principalPool = sync.Pool{New: func() any { return new(tenant.Principal) }}
+
+// authenticate resolves the request's credentials to a tenant and
+// principal against snap. A request without an Authorization header is
+// the anonymous tenant's, if there is one.
+func (s *Service) authenticate(r *http.Request, snap *tenancy.Snapshot) (*identity, *authFailure) {
+	h := r.Header.Get("Authorization")
+	if h == "" {
+		name, ok := snap.Anonymous()
+		if !ok {
+			return nil, &authFailure{status: http.StatusUnauthorized, desc: "authentication required"}
+		}
+		_, p, _ := snap.Tenant(name)
+		return &identity{tenant: name, policy: p}, nil
+	}
+	scheme, token, ok := strings.Cut(h, " ")
+	token = strings.TrimLeft(token, " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") || token == "" || strings.ContainsAny(token, " \t") {
+		return nil, &authFailure{status: http.StatusUnauthorized, code: "invalid_request", desc: "the Authorization header must be \"Bearer <token>\""}
+	}
+	if strings.HasPrefix(token, apikey.Prefix) {
+		return s.authKey(token, snap)
+	}
+	if s.jwt == nil {
+		return nil, &authFailure{status: http.StatusUnauthorized, code: "invalid_token", desc: "the bearer token is not a valid API key"}
+	}
+	return s.authJWT(r.Context(), token, snap)
+}
+
+// authKey authenticates an API key. Every failure reads the same to the
+// client except expiry, so that a guess learns nothing about which ids
+// exist.
+func (s *Service) authKey(key string, snap *tenancy.Snapshot) (*identity, *authFailure) {
+	name, principal, err := snap.ResolveKey(key, time.Now())
+	if err != nil {
+		desc := "the API key is not valid"
+		if errors.Is(err, apikey.ErrExpired) {
+			desc = "the API key has expired"
+		}
+		return nil, &authFailure{status: http.StatusUnauthorized, code: "invalid_token", desc: desc}
+	}
+	_, p, _ := snap.Tenant(name)
+	return &identity{tenant: name, principal: principal, user: name + "\x00key\x00" + principal, policy: p}, nil
+}
+
+// authJWT verifies a JWT and resolves its principal's tenant.
+func (s *Service) authJWT(ctx context.Context, token string, snap *tenancy.Snapshot) (*identity, *authFailure) {
+	p := principalPool.Get().(*tenant.Principal)
+	defer func() { p.Reset(); principalPool.Put(p) }()
+	if err := s.jwt.Verify(ctx, token, p); err != nil {
+		return nil, jwtFailure(err)
+	}
+	name, err := snap.ResolvePrincipal(p)
+	if err != nil {
+		desc := "the token's principal belongs to no tenant"
+		if errors.Is(err, tenant.ErrAmbiguous) {
+			desc = "the token's principal matches more than one tenant"
+		}
+		return nil, &authFailure{status: http.StatusForbidden, desc: desc}
+	}
+	sub := ""
+	for _, c := range p.Claims {
+		if c.Name == "sub" {
+			sub = c.Value
+			break
+		}
+	}
+	_, pol, _ := snap.Tenant(name)
+	return &identity{tenant: name, principal: sub, user: name + "\x00jwt\x00" + p.Issuer + "\x00" + sub, policy: pol}, nil
+}
+
+// jwtFailure maps a verification error to its answer: a key set that
+// cannot be fetched is the gateway's problem (503), everything else an
+// invalid token.
+func jwtFailure(err error) *authFailure {
+	desc := "the token is not valid"
+	switch {
+	case errors.Is(err, jwtauth.ErrUnavailable):
+		return &authFailure{status: http.StatusServiceUnavailable, desc: "the token issuer's keys are unavailable; retry later"}
+	case errors.Is(err, jwtauth.ErrExpired):
+		desc = "the token has expired or is not yet valid"
+	case errors.Is(err, jwtauth.ErrAudience):
+		desc = "the token's audience is not this resource"
+	case errors.Is(err, jwtauth.ErrIssuer):
+		desc = "the token's issuer is not trusted"
+	case errors.Is(err, jwtauth.ErrSignature):
+		desc = "the token's signature does not verify"
+	case errors.Is(err, jwtauth.ErrMalformed):
+		desc = "the token is malformed"
+	}
+	return &authFailure{status: http.StatusUnauthorized, code: "invalid_token", desc: desc}
+}
+
+// writeAuthFailure answers a request that did not authenticate: 401 with
+// a Bearer challenge naming the protected resource metadata (MCP
+// authorization; RFC 9728 section 5.1), 403 or 503 without one.
+func (s *Service) writeAuthFailure(w http.ResponseWriter, r *http.Request, f *authFailure) {
+	if f.status == http.StatusUnauthorized {
+		c := `Bearer resource_metadata="` + s.resourceMetadataURL(r) + `"`
+		if f.code != "" {
+			c += `, error="` + f.code + `", error_description="` + f.desc + `"`
+		}
+		w.Header().Set("WWW-Authenticate", c)
+	}
+	if f.status == http.StatusServiceUnavailable {
+		w.Header().Set("Retry-After", "1")
+	}
+	http.Error(w, http.StatusText(f.status)+": "+f.desc, f.status)
+}
+
+// bindSessions wraps an SDK handler so that a request with credentials
+// carries the SDK's TokenInfo, with UserID the identity's user: the SDK
+// then binds a new client session to that user and refuses the session
+// to anyone else (go-sdk streamable: "session user mismatch", 403).
+// Requests without credentials must not reach it (it would answer 401).
+func bindSessions(next http.Handler) http.Handler {
+	verify := func(_ context.Context, _ string, r *http.Request) (*auth.TokenInfo, error) {
+		id := identityOf(r.Context())
+		if id == nil || id.user == "" {
+			return nil, auth.ErrInvalidToken // unreachable: see view.ServeHTTP
+		}
+		return &auth.TokenInfo{UserID: id.user, Extra: map[string]any{principalExtra: id.principal}}, nil
+	}
+	return auth.RequireBearerToken(verify, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(next)
+}
