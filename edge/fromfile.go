@@ -15,6 +15,12 @@ func FromFile(f *config.File) Config {
 		MaxRequestBodyBytes: f.MaxRequestBodyBytes,
 		MaxResultBytes:      f.MaxResultBytes,
 		JSONResponse:        f.JSONResponse,
+		Auth: AuthConfig{
+			JWT:                  f.Auth.JWTConfig(),
+			PublicURL:            f.Auth.PublicURL,
+			AuthorizationServers: f.Auth.AuthorizationServers,
+			ScopesSupported:      f.Auth.ScopesSupported,
+		},
 	}
 	if f.SessionTimeout != nil {
 		c.SessionTimeout = time.Duration(*f.SessionTimeout)

@@ -68,6 +68,10 @@ type File struct {
 	// of an SSE stream (non-response messages then go to the GET stream).
 	JSONResponse bool `yaml:"json_response"`
 
+	// Auth is the edge's authentication: JWT issuers and the protected
+	// resource metadata (see AuthFile).
+	Auth AuthFile `yaml:"auth"`
+
 	Edge   EdgeFile   `yaml:"edge"`
 	Worker WorkerFile `yaml:"worker"`
 
@@ -381,6 +385,7 @@ func (f *File) Validate() error {
 		}
 	}
 	errs = append(errs, f.validateTenants(seen)...)
+	errs = append(errs, f.Auth.validate()...)
 	return errors.Join(errs...)
 }
 
