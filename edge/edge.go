@@ -321,3 +321,21 @@ func (s *Service) onListChanged(m *nats.Msg) {
 		}
 	}
 }
+
+// serveReady answers /readyz: 200 while the edge serves, 503 before and
+// after. A stale tenancy snapshot (KV unreachable: the last good one keeps
+// serving) is reported in the body, not as a failure, so a KV outage does
+// not take every edge out of its load balancer.
+func (s *Service) serveReady(w http.ResponseWriter, _ *http.Request) {
+	if !s.Ready() {
+		http.Error(w, "not ready", http.StatusServiceUnavailable)
+		return
+	}
+	msg := "ready\n"
+	if s.watcher != nil {
+		if stale, since, reason := s.watcher.Stale(); stale {
+			msg += "tenancy: stale since " + since.UTC().Format(time.RFC3339) + ": " + reason + "\n"
+		}
+	}
+	_, _ = w.Write([]byte(msg))
+}

@@ -191,13 +191,7 @@ func (s *Service) handler() http.Handler {
 	mux.HandleFunc(wellKnownPRM, s.serveResourceMetadata)
 	mux.HandleFunc(wellKnownPRM+"/", s.serveResourceMetadata)
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })
-	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
-		if !s.Ready() {
-			http.Error(w, "not ready", http.StatusServiceUnavailable)
-			return
-		}
-		_, _ = w.Write([]byte("ready\n"))
-	})
+	mux.HandleFunc("/readyz", s.serveReady)
 	return mux
 }
 
