@@ -44,6 +44,17 @@
 // shutdown). A call cancelled by its edge is answered CodeInternal
 // ("cancelled"); the edge has stopped waiting by then.
 //
+// # Upstream credentials
+//
+// An HTTP upstream whose spec has Auth gets the headers it names (a
+// bearer token, static headers) on every request, read from this
+// worker's environment and files each time a session is opened; a
+// missing variable or file keeps the upstream down with an error naming
+// it. A forwarded call's header proto.HdrAuthorization (the client's
+// Authorization) is sent as that call's Authorization only when the spec
+// has Auth.Passthrough, and ignored otherwise. See
+// internal/upstream/auth.go and docs/upstream-auth.md.
+//
 // # Relaying
 //
 // What an upstream sends besides its responses reaches the client through

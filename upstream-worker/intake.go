@@ -172,6 +172,13 @@ func (s *Service) onRequest(m *nats.Msg, op, pool string) {
 		// the edge on the call's reply subject, before the reply.
 		ctx = upstream.WithRelay(ctx, s.callRelay(to))
 	}
+	if op != proto.OpCatalog && u.Passthrough() {
+		// The client's Authorization, which the router forwards only to
+		// passthrough upstreams; on any other upstream it is ignored, so a
+		// router's mistake cannot send it where it was not meant to go.
+		// (It is never logged.)
+		ctx = upstream.WithAuthorization(ctx, m.Header.Get(proto.HdrAuthorization))
+	}
 	var work func(ctx context.Context) *proto.Reply
 	switch op {
 	case proto.OpToolsCall:

@@ -88,6 +88,7 @@ func (u *Upstream) send(ctx context.Context, req *proto.Request, st *callState, 
 		if perr != nil {
 			return nil, perr
 		}
+		s.noteAuth(ctx)
 		s.enter(st)
 		res, err := attempt(ctx, s, l)
 		s.leave(st)

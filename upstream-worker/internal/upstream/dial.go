@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -86,6 +87,14 @@ func (u *Upstream) poolSpeaks2026() bool {
 // because the SSE transport ties its stream to the Connect context).
 func (u *Upstream) open(ctx context.Context, owner *sessKey, caps *mcp.ClientCapabilities, version string) (*session, error) {
 	s := &session{owner: owner}
+	if owner != nil && u.Passthrough() {
+		// The upstream may bind the session to the user who opened it
+		// (the go-sdk's streamable handler refuses a request of another
+		// user, 403): the session is its client's, so it opens with the
+		// client's Authorization, if the call opening it has one.
+		s.clientAuth = new(atomic.Pointer[string])
+		s.noteAuth(ctx)
+	}
 	life, end := context.WithCancel(u.closer.Life())
 	t, rawHC, err := u.transport(life, s)
 	if err != nil {
@@ -142,11 +151,21 @@ func (u *Upstream) open(ctx context.Context, owner *sessKey, caps *mcp.ClientCap
 // ends) without the capture.
 func (u *Upstream) transport(life context.Context, s *session) (mcp.Transport, *http.Client, error) {
 	sp := u.opts.Spec
+	if u.isHTTP() {
+		// Read at each session's opening: a rotated file is picked up by
+		// the next session (auth.go). Missing credentials fail the
+		// session rather than connecting without them.
+		creds, err := u.loadCreds()
+		if err != nil {
+			return nil, nil, err
+		}
+		s.creds = creds
+	}
 	switch sp.Transport {
 	case proto.TransportStreamable:
 		// Never wrap the streamable connection (the SDK calls its
 		// unexported sessionUpdated): capture on the HTTP bodies instead.
-		abort := &abortRT{base: u.baseTransport(), life: life}
+		abort := &abortRT{base: u.withAuth(u.baseTransport(), s), life: life}
 		rt := capture.NewRoundTripper(abort, u.opts.MaxResultBytes)
 		t := &mcp.StreamableClientTransport{Endpoint: sp.URL, HTTPClient: u.httpClient(rt)}
 		if !u.rawCalls {
@@ -154,7 +173,7 @@ func (u *Upstream) transport(life context.Context, s *session) (mcp.Transport, *
 		}
 		return t, u.httpClient(abort), nil
 	case proto.TransportSSE:
-		hc := u.httpClient(&abortRT{base: u.baseTransport(), life: life})
+		hc := u.httpClient(&abortRT{base: u.withAuth(u.baseTransport(), s), life: life})
 		t := capture.WrapTransport(&mcp.SSEClientTransport{Endpoint: sp.URL, HTTPClient: hc, MaxEventSize: u.opts.MaxResultBytes})
 		s.routed = true
 		return &relayTransport{inner: t, route: u.router(s)}, nil, nil

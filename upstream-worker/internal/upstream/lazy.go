@@ -3,6 +3,7 @@ package upstream
 import (
 	"context"
 	"errors"
+	"net/http"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -27,6 +28,13 @@ type session struct {
 	// routed: the session's connection routes the upstream's messages
 	// itself (routeConn), so the SDK client's middleware leaves them alone.
 	routed bool
+	// creds are the headers injected into the session's HTTP requests,
+	// read when it was opened (auth.go); nil: none.
+	creds http.Header
+	// clientAuth is set on a dedicated session of a passthrough upstream:
+	// its client's latest Authorization (nil until a call brings one),
+	// sent on the session's own requests (auth.go).
+	clientAuth *atomic.Pointer[string]
 
 	mu       sync.Mutex
 	inflight map[*callState]struct{}         // guarded by mu: the calls running on the session

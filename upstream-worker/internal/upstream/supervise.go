@@ -183,7 +183,7 @@ func (u *Upstream) probe(ctx context.Context, s *session) error {
 	}
 	t := &mcp.StreamableClientTransport{
 		Endpoint:             u.opts.Spec.URL,
-		HTTPClient:           u.httpClient(u.baseTransport()),
+		HTTPClient:           u.httpClient(u.withAuth(u.baseTransport(), s)),
 		DisableStandaloneSSE: true,
 		MaxRetries:           -1,
 	}

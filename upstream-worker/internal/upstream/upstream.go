@@ -8,6 +8,7 @@ import (
 	"github.com/switchyard-mcp/switchyard/internal/taskid"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -144,7 +145,8 @@ type Upstream struct {
 	rr      atomic.Uint64 // stdio round-robin
 	pings   atomic.Uint64 // successful pings of the pool session
 	snap    atomic.Pointer[snapshot]
-	pool    *lazy // HTTP pool session
+	pool    *lazy    // HTTP pool session
+	origin  *url.URL // the spec URL's origin: where credentials go (auth.go)
 	// params holds the SEP-2243 header bindings of the upstream's tools
 	// (by tool name), from the latest catalog fetch.
 	params     atomic.Pointer[map[string][]paramhdr.Binding]
@@ -215,6 +217,7 @@ func New(o Options) *Upstream {
 		MultiRoundTrip: &mcp.MultiRoundTripOptions{Disabled: true},
 	})
 	u.pool = u.newLazy(nil, nil)
+	u.origin = parseOrigin(o.Spec.URL)
 	u.snap.Store(&snapshot{err: "connecting"})
 	return u
 }
