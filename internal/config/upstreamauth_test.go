@@ -135,3 +135,18 @@ func TestConfigUpstreamAuthNoValues(t *testing.T) {
 		}
 	}
 }
+
+// TestConfigExampleUpstreamAuthYAML: the example loads, and every HTTP
+// upstream in it names its credentials.
+func TestConfigExampleUpstreamAuthYAML(t *testing.T) {
+	clearEnv(t)
+	f, err := Load("../../examples/upstream-auth.yaml")
+	if err != nil {
+		t.Fatalf("examples/upstream-auth.yaml: %v", err)
+	}
+	for _, u := range f.Upstreams {
+		if got := u.Spec().Auth; (got != nil) != (u.Transport != proto.TransportStdio) {
+			t.Errorf("upstream %s (%s): auth %+v", u.Name, u.Transport, got)
+		}
+	}
+}
