@@ -10,6 +10,7 @@ import (
 	"github.com/switchyard-mcp/switchyard/internal/hop"
 	"github.com/switchyard-mcp/switchyard/internal/jsonscan"
 	"github.com/switchyard-mcp/switchyard/internal/paramhdr"
+	"github.com/switchyard-mcp/switchyard/internal/policy"
 	"github.com/switchyard-mcp/switchyard/proto"
 	"github.com/switchyard-mcp/switchyard/router/internal/catalog"
 )
@@ -36,31 +37,35 @@ func (s *Service) onCall(m *nats.Msg) {
 		s.fail(m, proto.Errorf(proto.CodeBadEnvelope, "router: undecodable request: %v", err))
 		return
 	}
-	if tenant != DefaultTenant {
-		s.fail(m, proto.Errorf(proto.CodeInvalidParams, "unknown tenant %q", tenant))
+	// The tenancy snapshot is read once: the tenant's policy and the
+	// catalog snapshot below serve the whole request.
+	_, pol, ok := s.tenancy.Current().Tenant(tenant)
+	if !ok {
+		s.fail(m, errUnknownTenant)
 		return
 	}
+	sc := scope{tenant: tenant, pol: pol, cat: s.snap.Load()}
 	if deadlinePassed(&req) {
 		s.fail(m, proto.Errorf(proto.CodeTimeout, "deadline passed before routing"))
 		return
 	}
 	if kind, ok := listOps[op]; ok {
-		s.list(m, &req, kind)
+		s.list(m, &sc, &req, kind)
 		return
 	}
 	switch op {
 	case proto.OpToolsCall:
-		s.toolsCall(m, &req)
+		s.toolsCall(m, &sc, &req)
 	case proto.OpPromptsGet:
-		s.promptsGet(m, &req)
+		s.promptsGet(m, &sc, &req)
 	case proto.OpResourcesRead, proto.OpResourcesSubscribe, proto.OpResourcesUnsubscribe:
-		s.resourceCall(m, &req)
+		s.resourceCall(m, &sc, &req)
 	case proto.OpCompletionComplete:
-		s.complete(m, &req)
+		s.complete(m, &sc, &req)
 	case proto.OpLoggingSetLevel:
-		s.setLevel(m, &req)
+		s.setLevel(m, &sc, &req)
 	case proto.OpTasksGet, proto.OpTasksUpdate, proto.OpTasksCancel:
-		s.taskCall(m, &req)
+		s.taskCall(m, &sc, &req)
 	default:
 		s.fail(m, proto.Errorf(proto.CodeMethodNotFound, "method %q not found", req.Method))
 	}
@@ -80,50 +85,70 @@ func (s *Service) fail(m *nats.Msg, e *proto.Error) {
 	}
 }
 
-// view returns the tool view a request addresses, or nil for an unknown
-// upstream.
-func (s *Service) view(req *proto.Request) *catalog.View {
-	snap := s.snap.Load()
+// errUnknownTenant answers a route subject naming a tenant that is not in
+// the router's tenancy snapshot. The edge sends only tenants it resolved,
+// so this is a race with the tenant's deletion (or, for a tenant just
+// added, with this router's snapshot catching up): CodeUnavailable, which
+// a client may retry, and the same message whatever the tenant.
+var errUnknownTenant = &proto.Error{Code: proto.CodeUnavailable, Msg: "tenant not available"}
+
+// toolView returns the tool view a request addresses, or nil for a
+// passthrough view of an upstream that is not in the catalog or that the
+// tenant does not see.
+func (sc *scope) toolView(req *proto.Request) *catalog.View {
 	if req.View == "" {
-		return snap.Federated
+		return sc.cat.Federated
 	}
-	return snap.Pass[req.View]
+	if !sc.pol.Upstream(req.View) {
+		return nil
+	}
+	return sc.cat.Pass[req.View]
 }
 
-type listParams struct {
-	Cursor string `json:"cursor"`
-}
-
-// list answers a list method of kind from the snapshot.
-func (s *Service) list(m *nats.Msg, req *proto.Request, kind string) {
-	var p listParams
-	if err := decodeParams(req.Params, &p); err != nil {
-		s.fail(m, proto.Errorf(proto.CodeInvalidParams, "invalid params: %v", err))
-		return
-	}
-	v := s.snap.Load().List(kind, req.View)
+// tool returns the tool a tools/call names in its view if the tenant may
+// call it, else nil (unknown and denied alike): one map lookup and one
+// policy decision, without allocating.
+func (sc *scope) tool(req *proto.Request) *catalog.Entry {
+	v := sc.toolView(req)
 	if v == nil {
-		s.fail(m, proto.Errorf(proto.CodeInvalidParams, "unknown upstream %q", req.View))
+		return nil
+	}
+	e, ok := v.Lookup(req.Name)
+	if !ok || !sc.pol.Allowed(policy.KindTools, e.Upstream, e.Subject) {
+		return nil
+	}
+	return e
+}
+
+// list answers a list method of kind from the tenant's cached view.
+func (s *Service) list(m *nats.Msg, sc *scope, req *proto.Request, kind string) {
+	data, perr := s.listReply(sc, req, kind)
+	if perr != nil {
+		s.fail(m, perr)
 		return
 	}
-	page, err := v.Page(p.Cursor, s.cfg.PageSize)
-	if err != nil {
-		s.fail(m, proto.Errorf(proto.CodeInvalidParams, "invalid cursor"))
-		return
-	}
-	if err := bus.RespondReply(s.nc, m.Reply, &proto.Reply{Result: page}); err != nil {
+	if err := bus.Respond(s.nc, m.Reply, data); err != nil {
 		s.log.Warn("reply failed", proto.LogSubject, m.Subject, proto.LogErr, err)
 	}
 }
 
-func (s *Service) toolsCall(m *nats.Msg, req *proto.Request) {
-	v := s.view(req)
-	var e *catalog.Entry
-	if v != nil {
-		e, _ = v.Lookup(req.Name)
+// listReply returns the encoded reply of a list request (shared: not to
+// be modified): the gateway side of a list, without the bus.
+func (s *Service) listReply(sc *scope, req *proto.Request, kind string) ([]byte, *proto.Error) {
+	cursor, perr := listCursor(req.Params)
+	if perr != nil {
+		return nil, perr
 	}
+	return s.views.page(sc, kind, req.View, cursor)
+}
+
+// toolsCall routes tools/call by the tool's name in the view. A tool the
+// tenant's policy denies takes the path of a name the view does not have,
+// before anything else looks at it (parameter headers, placement).
+func (s *Service) toolsCall(m *nats.Msg, sc *scope, req *proto.Request) {
+	e := sc.tool(req)
 	if e == nil {
-		s.fail(m, s.unknownTool(req))
+		s.fail(m, s.unknownTool(sc, req))
 		return
 	}
 	if len(e.Params) > 0 && req.Protocol >= protocol2026 {
@@ -138,12 +163,12 @@ func (s *Service) toolsCall(m *nats.Msg, req *proto.Request) {
 		return
 	}
 	req.Upstream, req.Name = e.Upstream, e.Orig
-	s.send(m, req, worker)
+	s.send(m, sc, req, worker)
 }
 
 // send forwards req to worker, answering the edge if that fails.
-func (s *Service) send(m *nats.Msg, req *proto.Request, worker string) {
-	if err := s.forward(m, req, worker); err != nil {
+func (s *Service) send(m *nats.Msg, sc *scope, req *proto.Request, worker string) {
+	if err := s.forward(m, sc, req, worker); err != nil {
 		s.log.Warn("forward failed", proto.LogWorker, worker, proto.LogErr, err)
 		s.fail(m, proto.Errorf(proto.CodeInternal, "router could not forward the call"))
 	}
@@ -151,26 +176,28 @@ func (s *Service) send(m *nats.Msg, req *proto.Request, worker string) {
 
 // to places req on upstream with name as the upstream's own name (or ""
 // to leave the params as sent) and forwards it.
-func (s *Service) to(m *nats.Msg, req *proto.Request, upstream, name string) {
+func (s *Service) to(m *nats.Msg, sc *scope, req *proto.Request, upstream, name string) {
 	worker, perr := s.place(req, upstream)
 	if perr != nil {
 		s.fail(m, perr)
 		return
 	}
 	req.Upstream, req.Name = upstream, name
-	s.send(m, req, worker)
+	s.send(m, sc, req, worker)
 }
 
-// unknownTool explains a name the view does not list: if it belongs to a
-// catalog upstream that is not up (so its tools are not known now), the
-// error names that upstream; otherwise the tool is unknown (-32602).
-func (s *Service) unknownTool(req *proto.Request) *proto.Error {
-	snap := s.snap.Load()
+// unknownTool explains a name the view does not list or the tenant may not
+// call: if it belongs to a catalog upstream the tenant sees that is not up
+// (so its tools are not known now), the error names that upstream;
+// otherwise the tool is unknown (-32602). Upstreams the tenant does not
+// see are never named, up or down, so a denied name answers exactly as a
+// name that does not exist.
+func (s *Service) unknownTool(sc *scope, req *proto.Request) *proto.Error {
 	u := req.View
 	if u == "" {
-		u = snap.UpstreamOf(req.Name)
+		u = sc.cat.UpstreamOf(req.Name, sc.pol)
 	}
-	if u != "" && snap.Upstreams[u] && !s.presence.View().Up(u) {
+	if u != "" && sc.cat.Upstreams[u] && sc.pol.Upstream(u) && !s.presence.View().Up(u) {
 		if _, perr := s.place(req, u); perr != nil {
 			return perr
 		}
@@ -180,7 +207,9 @@ func (s *Service) unknownTool(req *proto.Request) *proto.Error {
 
 // forward sends the placement note, then the call, both to be answered on
 // the edge's reply subject. Their order is kept: both leave this connection.
-func (s *Service) forward(m *nats.Msg, req *proto.Request, worker string) error {
+// The client's Authorization (proto.HdrAuthorization) goes along only to
+// an upstream whose spec asks for it (see authFor).
+func (s *Service) forward(m *nats.Msg, sc *scope, req *proto.Request, worker string) error {
 	data, err := proto.Marshal(req)
 	if err != nil {
 		return err
@@ -203,11 +232,29 @@ func (s *Service) forward(m *nats.Msg, req *proto.Request, worker string) error 
 		Header:  nats.Header{proto.HdrReplyTo: []string{m.Reply}},
 		Data:    data,
 	}
+	if auth := authFor(sc, m.Header, req.Upstream); auth != nil {
+		fwd.Header[proto.HdrAuthorization] = auth
+	}
 	if hop.Traced(m.Header) {
 		hop.Copy(fwd.Header, m.Header)
 		hop.Set(fwd.Header, hop.RouterOut)
 	}
 	return s.nc.PublishMsg(fwd)
+}
+
+// authFor returns the route message's proto.HdrAuthorization values when
+// upstream's spec sets Auth.Passthrough, else nil: a forwarded call is
+// built with fresh headers, so the client's credentials reach no other
+// upstream.
+func authFor(sc *scope, h nats.Header, upstream string) []string {
+	if len(h) == 0 {
+		return nil
+	}
+	v := h[proto.HdrAuthorization]
+	if len(v) == 0 || !sc.cat.Passthrough(upstream) {
+		return nil
+	}
+	return v
 }
 
 // onUndelivered receives NATS's no-responders status for a forwarded call:

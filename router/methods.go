@@ -9,6 +9,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/switchyard-mcp/switchyard/internal/bus"
+	"github.com/switchyard-mcp/switchyard/internal/policy"
 	"github.com/switchyard-mcp/switchyard/internal/taskid"
 	"github.com/switchyard-mcp/switchyard/proto"
 )
@@ -19,49 +20,70 @@ import (
 const codeResourceNotFound = proto.CodeInvalidParams
 
 // passthrough returns the upstream of a passthrough view, and false (after
-// answering the edge) when the view names no catalog upstream.
-func (s *Service) passthrough(m *nats.Msg, req *proto.Request) (string, bool) {
-	if !s.snap.Load().Upstreams[req.View] {
-		s.fail(m, proto.Errorf(proto.CodeInvalidParams, "unknown upstream %q", req.View))
+// answering the edge) when the view names no catalog upstream or one the
+// tenant does not see: the same answer for both.
+func (s *Service) passthrough(m *nats.Msg, sc *scope, req *proto.Request) (string, bool) {
+	if !sc.cat.Upstreams[req.View] || !sc.pol.Upstream(req.View) {
+		s.fail(m, errUnknownUpstream(req.View))
 		return "", false
 	}
 	return req.View, true
 }
 
 // promptsGet routes prompts/get by the prompt's name (req.Name, from the
-// edge): in the federated view the name is mapped back to the upstream's.
-// An unknown federated name is -32602, as the specification asks for an
-// invalid prompt name.
-func (s *Service) promptsGet(m *nats.Msg, req *proto.Request) {
+// edge): in the federated view the name is mapped back to the upstream's;
+// in a passthrough view it is the upstream's own and the params go as
+// sent. A name the view does not list, or one the tenant's policy denies,
+// is -32602 "unknown prompt", as the specification asks for an invalid
+// prompt name: the router answers it in both views, so that a denied
+// prompt and a nonexistent one get the same answer.
+func (s *Service) promptsGet(m *nats.Msg, sc *scope, req *proto.Request) {
 	if req.View != "" {
-		if u, ok := s.passthrough(m, req); ok {
-			s.to(m, req, u, "")
+		if _, ok := s.passthrough(m, sc, req); !ok {
+			return
 		}
-		return
 	}
-	e, ok := s.snap.Load().List(proto.KindPrompts, "").Lookup(req.Name)
-	if !ok {
+	v := sc.cat.List(proto.KindPrompts, req.View)
+	e, ok := v.Lookup(req.Name)
+	if !ok || !sc.pol.Allowed(policy.KindPrompts, e.Upstream, e.Subject) {
 		s.fail(m, proto.Errorf(proto.CodeInvalidParams, "unknown prompt %q", req.Name))
 		return
 	}
-	s.to(m, req, e.Upstream, e.Orig)
+	name := e.Orig
+	if req.View != "" {
+		name = "" // the upstream's own name already
+	}
+	s.to(m, sc, req, e.Upstream, name)
 }
 
 // resourceCall routes resources/read, subscribe and unsubscribe by the URI
-// (req.Name, from the edge); URIs are never renamed.
-func (s *Service) resourceCall(m *nats.Msg, req *proto.Request) {
+// (req.Name, from the edge); URIs are never renamed. A URI the tenant's
+// policy denies gets the answer of a URI no upstream has.
+func (s *Service) resourceCall(m *nats.Msg, sc *scope, req *proto.Request) {
 	if req.View != "" {
-		if u, ok := s.passthrough(m, req); ok {
-			s.to(m, req, u, "")
+		u, ok := s.passthrough(m, sc, req)
+		if !ok {
+			return
 		}
+		if !sc.cat.PassthroughResource(u, req.Name, sc.pol) {
+			s.fail(m, resourceNotFound(req.Name))
+			return
+		}
+		s.to(m, sc, req, u, "")
 		return
 	}
-	u, ok := s.snap.Load().ResourceUpstream(req.Name)
+	u, ok := sc.cat.ResourceUpstream(req.Name, sc.pol)
 	if !ok {
-		s.fail(m, &proto.Error{Code: codeResourceNotFound, Msg: "Resource not found", Data: resourceData(req.Name)})
+		s.fail(m, resourceNotFound(req.Name))
 		return
 	}
-	s.to(m, req, u, "")
+	s.to(m, sc, req, u, "")
+}
+
+// resourceNotFound is the answer for a URI no upstream serves (or the
+// tenant may not use).
+func resourceNotFound(uri string) *proto.Error {
+	return &proto.Error{Code: codeResourceNotFound, Msg: "Resource not found", Data: resourceData(uri)}
 }
 
 func resourceData(uri string) []byte {
@@ -72,14 +94,15 @@ func resourceData(uri string) []byte {
 // taskCall routes tasks/get, tasks/update and tasks/cancel (SEP-2663) to
 // the upstream named in the gateway task id (req.Name, from the edge; see
 // internal/taskid), which a worker of that upstream then verifies. An id
-// naming no upstream of the view is -32602, as an unknown taskId is.
-func (s *Service) taskCall(m *nats.Msg, req *proto.Request) {
+// naming no upstream of the view, or one the tenant does not see, is
+// -32602, as an unknown taskId is.
+func (s *Service) taskCall(m *nats.Msg, sc *scope, req *proto.Request) {
 	u, ok := taskid.Upstream(req.Name)
-	if !ok || !s.snap.Load().Upstreams[u] || (req.View != "" && req.View != u) {
+	if !ok || !sc.cat.Upstreams[u] || !sc.pol.Upstream(u) || (req.View != "" && req.View != u) {
 		s.fail(m, proto.Errorf(proto.CodeInvalidParams, "%s: unknown taskId %q", req.Method, req.Name))
 		return
 	}
-	s.to(m, req, u, "")
+	s.to(m, sc, req, u, "")
 }
 
 type completeParams struct {
@@ -92,12 +115,13 @@ type completeParams struct {
 
 // complete routes completion/complete by its reference: a prompt by name
 // (renamed like prompts/get), a resource template by its URI template.
-func (s *Service) complete(m *nats.Msg, req *proto.Request) {
+// A reference to an item the tenant may not use is answered as
+// prompts/get and resources/read answer an unknown one.
+func (s *Service) complete(m *nats.Msg, sc *scope, req *proto.Request) {
 	if req.View != "" {
-		if u, ok := s.passthrough(m, req); ok {
-			s.to(m, req, u, "")
+		if _, ok := s.passthrough(m, sc, req); !ok {
+			return
 		}
-		return
 	}
 	var p completeParams
 	if err := decodeParams(req.Params, &p); err != nil {
@@ -107,38 +131,46 @@ func (s *Service) complete(m *nats.Msg, req *proto.Request) {
 	switch p.Ref.Type {
 	case "ref/prompt":
 		req.Name = p.Ref.Name
-		s.promptsGet(m, req)
+		s.promptsGet(m, sc, req)
 	case "ref/resource":
 		req.Name = p.Ref.URI
-		s.resourceCall(m, req)
+		s.resourceCall(m, sc, req)
 	default:
 		s.fail(m, proto.Errorf(proto.CodeInvalidParams, "unknown completion reference type %q", p.Ref.Type))
 	}
 }
 
 // setLevel forwards logging/setLevel: in a passthrough view to its
-// upstream; in the federated view to every upstream that is up, answering
-// once all have (an upstream without logging, -32601, counts as done).
-func (s *Service) setLevel(m *nats.Msg, req *proto.Request) {
+// upstream; in the federated view to every upstream the tenant sees that
+// is up, answering once all have (an upstream without logging, -32601,
+// counts as done).
+func (s *Service) setLevel(m *nats.Msg, sc *scope, req *proto.Request) {
 	if req.View != "" {
-		if u, ok := s.passthrough(m, req); ok {
-			s.to(m, req, u, "")
+		if u, ok := s.passthrough(m, sc, req); ok {
+			s.to(m, sc, req, u, "")
 		}
 		return
 	}
-	snap, pres := s.snap.Load(), s.presence.View()
-	var ups []string
-	for u := range snap.Upstreams {
-		if pres.Up(u) {
-			ups = append(ups, u)
+	pres := s.presence.View()
+	var ups []fanTarget
+	for u := range sc.cat.Upstreams {
+		if sc.pol.Upstream(u) && pres.Up(u) {
+			ups = append(ups, fanTarget{upstream: u, auth: authFor(sc, m.Header, u)})
 		}
 	}
 	go s.fanOut(m, *req, ups)
 }
 
+// fanTarget is one upstream of a fan-out and the Authorization values its
+// call carries (nil unless its spec asks for passthrough).
+type fanTarget struct {
+	upstream string
+	auth     []string
+}
+
 // fanOut sends req to one worker of each upstream and answers the edge
 // with {} when every upstream accepted it, else with the first error.
-func (s *Service) fanOut(m *nats.Msg, req proto.Request, ups []string) {
+func (s *Service) fanOut(m *nats.Msg, req proto.Request, ups []fanTarget) {
 	deadline := time.Now().Add(30 * time.Second)
 	if req.DeadlineUnixMs > 0 {
 		deadline = time.UnixMilli(req.DeadlineUnixMs)
@@ -164,8 +196,9 @@ func (s *Service) fanOut(m *nats.Msg, req proto.Request, ups []string) {
 	}
 }
 
-// ask sends req to a worker of upstream and waits for its reply.
-func (s *Service) ask(req proto.Request, upstream string, timeout time.Duration) *proto.Error {
+// ask sends req to a worker of t's upstream and waits for its reply.
+func (s *Service) ask(req proto.Request, t fanTarget, timeout time.Duration) *proto.Error {
+	upstream := t.upstream
 	worker, perr := s.place(&req, upstream)
 	if perr != nil {
 		return perr
@@ -179,7 +212,11 @@ func (s *Service) ask(req proto.Request, upstream string, timeout time.Duration)
 	if err != nil {
 		return proto.Errorf(proto.CodeInternal, "router: %v", err)
 	}
-	msg, err := s.nc.Request(string(subj), data, timeout)
+	out := &nats.Msg{Subject: string(subj), Data: data}
+	if t.auth != nil {
+		out.Header = nats.Header{proto.HdrAuthorization: t.auth}
+	}
+	msg, err := s.nc.RequestMsg(out, timeout)
 	switch {
 	case errors.Is(err, nats.ErrTimeout):
 		return proto.Errorf(proto.CodeTimeout, "upstream %s did not answer in time", upstream)

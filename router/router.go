@@ -13,12 +13,15 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/switchyard-mcp/switchyard/internal/bus"
+	"github.com/switchyard-mcp/switchyard/internal/config"
+	"github.com/switchyard-mcp/switchyard/internal/tenancy"
 	"github.com/switchyard-mcp/switchyard/proto"
 	"github.com/switchyard-mcp/switchyard/router/internal/catalog"
 )
 
-// DefaultTenant is the tenant every client belongs to until tenancy lands.
-const DefaultTenant = "default"
+// DefaultTenant is the tenant of a configuration without tenants
+// (config.DefaultTenant): anonymous, every upstream, default allow.
+const DefaultTenant = config.DefaultTenant
 
 // Config configures a router. The zero value of each field means its default.
 type Config struct {
@@ -31,6 +34,18 @@ type Config struct {
 	// Subscriptions is how many queue subscriptions share the intake, each
 	// with its own delivery goroutine. Default 2.
 	Subscriptions int
+	// Tenancy is where the router reads tenants and their policies, once
+	// per request. Nil: the router watches the tenancy buckets itself
+	// (tenancy.Watcher on its connection, run by Run; Ready waits for its
+	// first load). A Source given here is polled for a new snapshot every
+	// TenancyPoll, to announce what changed (see the package doc).
+	Tenancy tenancy.Source
+	// TenancyPoll is how often a Tenancy source given in the Config is
+	// checked for a new snapshot. Default 250ms.
+	TenancyPoll time.Duration
+	// ViewCacheBytes bounds the memory of the tenants' filtered,
+	// pre-rendered lists (least recently used out first). Default 64 MiB.
+	ViewCacheBytes int
 }
 
 // Service is a running router. Create it with [New]; [Service.Run] once.
@@ -42,6 +57,11 @@ type Service struct {
 
 	fwdPrefix string // reply prefix of forwarded calls: <inbox>.f.<worker>.<edge reply>
 
+	tenancy tenancy.Source
+	watcher *tenancy.Watcher // nil when Config.Tenancy was given
+	views   *viewCache
+	kick    chan struct{} // wakes the announcer; capacity 1
+
 	snap  atomic.Pointer[catalog.Snapshot]
 	ready atomic.Bool
 	rr    atomic.Uint64
@@ -50,8 +70,11 @@ type Service struct {
 	state   *catalog.State
 	loadedU bool // catalog watch delivered its current values
 	loadedT bool // list-set watch delivered its current values
-	// announced is the last snapshot whose changes were published.
-	announced *catalog.Snapshot
+
+	// Owned by the announcer goroutine: the catalog and tenancy snapshots
+	// whose lists were last announced.
+	annCat *catalog.Snapshot
+	annTen *tenancy.Snapshot
 }
 
 // New validates cfg and returns a router. It does no I/O.
@@ -71,21 +94,42 @@ func New(cfg Config, nc *nats.Conn, log *slog.Logger) (*Service, error) {
 	if cfg.Subscriptions == 0 {
 		cfg.Subscriptions = 2
 	}
-	if cfg.PageSize < 0 || cfg.Subscriptions < 0 {
-		return nil, errors.New("router: page size and subscriptions must be positive")
+	if cfg.TenancyPoll == 0 {
+		cfg.TenancyPoll = 250 * time.Millisecond
+	}
+	if cfg.ViewCacheBytes == 0 {
+		cfg.ViewCacheBytes = 64 << 20
+	}
+	if cfg.PageSize < 0 || cfg.Subscriptions < 0 || cfg.TenancyPoll < 0 || cfg.ViewCacheBytes < 0 {
+		return nil, errors.New("router: page size, subscriptions, tenancy poll and view cache bytes must be positive")
 	}
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
 	log = log.With(proto.LogComponent, "router", "router_id", cfg.ID)
-	s := &Service{cfg: cfg, nc: nc, log: log, state: catalog.NewState(cfg.NameSeparator)}
+	s := &Service{cfg: cfg, nc: nc, log: log, state: catalog.NewState(cfg.NameSeparator),
+		tenancy: cfg.Tenancy, views: newViewCache(cfg.PageSize, cfg.ViewCacheBytes), kick: make(chan struct{}, 1)}
+	if s.tenancy == nil {
+		js, err := jetstream.New(nc)
+		if err != nil {
+			return nil, fmt.Errorf("router: jetstream: %w", err)
+		}
+		w, err := tenancy.NewWatcher(js, tenancy.WatcherConfig{OnChange: func(*tenancy.Snapshot) { s.wake() }}, log)
+		if err != nil {
+			return nil, fmt.Errorf("router: tenancy: %w", err)
+		}
+		s.tenancy, s.watcher = w, w
+	}
 	s.presence = bus.NewPresence(nc, log)
 	s.snap.Store(s.state.Build(func(string) bool { return false }))
 	return s, nil
 }
 
-// Ready reports whether the router has loaded the catalog and is consuming calls.
-func (s *Service) Ready() bool { return s.ready.Load() }
+// Ready reports whether the router has loaded the catalog (and, when it
+// watches the tenancy buckets itself, the tenants) and is consuming calls.
+func (s *Service) Ready() bool {
+	return s.ready.Load() && (s.watcher == nil || s.watcher.Ready())
+}
 
 // Run subscribes and serves until ctx ends, then drains its subscriptions.
 func (s *Service) Run(ctx context.Context) error {
@@ -118,6 +162,10 @@ func (s *Service) Run(ctx context.Context) error {
 	run(func() { _ = s.presence.Run(ctx) })
 	run(func() { _ = bus.Watch(ctx, js, proto.BucketUpstreams, s.onUpstream) })
 	run(func() { _ = bus.Watch(ctx, js, proto.BucketLists, s.onListSet) })
+	if s.watcher != nil {
+		run(func() { _ = s.watcher.Run(ctx) })
+	}
+	run(func() { s.announcer(ctx) })
 	s.log.Info("router running")
 	<-ctx.Done()
 	s.ready.Store(false)
@@ -135,6 +183,9 @@ func (s *Service) onUpstream(ev *bus.KVEvent, initial bool) {
 		s.loadedU = true
 	} else {
 		s.state.SetUpstream(ev.Key, !ev.Deleted)
+		if !ev.Deleted {
+			s.state.SetPassthrough(ev.Key, s.passthroughOf(ev))
+		}
 	}
 	s.mu.Unlock()
 	s.rebuild()
@@ -174,40 +225,31 @@ func (s *Service) onListSet(ev *bus.KVEvent, initial bool) {
 	s.rebuild()
 }
 
-// rebuild makes a new snapshot, publishes it, and announces what changed,
-// one list_changed event per list kind.
+// passthroughOf reports whether an upstream spec asks for the client's
+// Authorization on its calls. A spec that does not decode is logged and
+// gets no passthrough: the client's credentials are kept back rather
+// than sent where nobody asked for them.
+func (s *Service) passthroughOf(ev *bus.KVEvent) bool {
+	var spec proto.UpstreamSpec
+	if err := proto.Unmarshal(ev.Value, &spec); err != nil {
+		s.log.Warn("bad upstream spec", proto.LogUpstream, ev.Key, proto.LogErr, err)
+		return false
+	}
+	return spec.Auth != nil && spec.Auth.Passthrough
+}
+
+// rebuild makes a new snapshot, publishes it, and has the announcer tell
+// the tenants what changed.
 func (s *Service) rebuild() {
 	view := s.presence.View()
 	s.mu.Lock()
 	next := s.state.Build(view.Up)
 	s.snap.Store(next)
 	ready := s.loadedU && s.loadedT
-	changed := map[string][]string{}
-	if ready {
-		for _, kind := range proto.ListKinds {
-			if c := catalog.ChangedKind(kind, s.announced, next); len(c) > 0 {
-				changed[kind] = c
-			}
-		}
-		s.announced = next
-	}
 	s.mu.Unlock()
 	s.ready.Store(ready)
-	for _, kind := range proto.ListKinds {
-		if ups := changed[kind]; len(ups) > 0 {
-			s.announce(kind, ups)
-		}
-	}
-}
-
-func (s *Service) announce(kind string, upstreams []string) {
-	subj, _ := proto.EvtListChangedSubject(DefaultTenant)
-	data, err := proto.Marshal(&proto.ListChanged{Tenant: DefaultTenant, Kind: kind, Upstreams: upstreams})
-	if err == nil {
-		err = s.nc.Publish(subj, data)
-	}
-	if err != nil {
-		s.log.Warn("list_changed not published", proto.LogErr, err)
+	if ready {
+		s.wake()
 	}
 }
 

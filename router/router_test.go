@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -13,8 +14,10 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/switchyard-mcp/switchyard/internal/bus"
+	"github.com/switchyard-mcp/switchyard/internal/config"
 	"github.com/switchyard-mcp/switchyard/internal/paramhdr"
 	"github.com/switchyard-mcp/switchyard/internal/taskid"
+	"github.com/switchyard-mcp/switchyard/internal/tenancy"
 	"github.com/switchyard-mcp/switchyard/proto"
 	"github.com/switchyard-mcp/switchyard/testutil/natstest"
 )
@@ -26,9 +29,27 @@ type rig struct {
 	kv     jetstream.KeyValue
 	tools  jetstream.KeyValue
 	r      *Service
+	src    *swapSource // the router's tenancy; config.DefaultTenants until swapped
 
 	mu    sync.Mutex
 	beats map[string]map[string]bool // guarded by mu: workers still beating
+}
+
+// swapSource is a tenancy.Source whose snapshot a test replaces.
+type swapSource struct {
+	p atomic.Pointer[tenancy.Snapshot]
+}
+
+func (s *swapSource) Current() *tenancy.Snapshot { return s.p.Load() }
+
+// set replaces the snapshot with one of tenants.
+func (s *swapSource) set(t testing.TB, tenants ...tenancy.Tenant) {
+	t.Helper()
+	snap := tenancy.NewSnapshot(tenants, nil)
+	if p := snap.Problems(); len(p) > 0 {
+		t.Fatalf("tenants: %v", p)
+	}
+	s.p.Store(snap)
 }
 
 func newRig(t *testing.T) *rig {
@@ -46,7 +67,9 @@ func newRig(t *testing.T) *rig {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := New(Config{PageSize: 2}, natstest.Connect(t, s), nil)
+	src := &swapSource{}
+	src.set(t, config.DefaultTenants()...)
+	r, err := New(Config{PageSize: 2, Tenancy: src, TenancyPoll: 20 * time.Millisecond}, natstest.Connect(t, s), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,7 +88,7 @@ func newRig(t *testing.T) *rig {
 	if err := c.Start(); err != nil {
 		t.Fatal(err)
 	}
-	return &rig{t: t, nc: nc, caller: c, kv: kv, tools: tools, r: r}
+	return &rig{t: t, nc: nc, caller: c, kv: kv, tools: tools, r: r, src: src}
 }
 
 func (g *rig) upstream(name string, tools ...string) {
@@ -110,7 +133,8 @@ func (g *rig) worker(id string, up map[string]bool) *nats.Subscription {
 	sub, err := g.nc.Subscribe(subj, func(m *nats.Msg) {
 		var req proto.Request
 		_ = proto.Unmarshal(m.Data, &req)
-		res, _ := json.Marshal(map[string]string{"worker": id, "tool": req.Name, "upstream": req.Upstream, "method": req.Method})
+		res, _ := json.Marshal(map[string]string{"worker": id, "tool": req.Name, "upstream": req.Upstream, "method": req.Method,
+			"auth": m.Header.Get(proto.HdrAuthorization)})
 		to := m.Header.Get(proto.HdrReplyTo)
 		if to == "" {
 			to = m.Reply // a router's own request (logging/setLevel fan-out)
@@ -174,8 +198,13 @@ func (g *rig) publishBeat(id string, up map[string]bool) {
 }
 
 func (g *rig) call(op string, req *proto.Request) (map[string]string, error) {
+	return g.callAs(DefaultTenant, op, req)
+}
+
+// callAs is call for tenant.
+func (g *rig) callAs(tenant, op string, req *proto.Request) (map[string]string, error) {
 	data, _ := proto.Marshal(req)
-	subj, _ := proto.AppendRouteSubject(nil, DefaultTenant, op)
+	subj, _ := proto.AppendRouteSubject(nil, tenant, op)
 	ctx, cancel := context.WithTimeout(g.t.Context(), 5*time.Second)
 	defer cancel()
 	out, err := g.caller.Request(ctx, string(subj), data)
@@ -453,7 +482,7 @@ func TestRouterMethods(t *testing.T) {
 		upstream, worker, named string
 	}{
 		{"prompt, federated", proto.OpPromptsGet, proto.Request{Method: "prompts/get", Name: "a__greet"}, "a", "w-a", "greet"},
-		{"prompt, passthrough", proto.OpPromptsGet, proto.Request{Method: "prompts/get", View: "a", Name: "unlisted"}, "a", "w-a", ""},
+		{"prompt, passthrough", proto.OpPromptsGet, proto.Request{Method: "prompts/get", View: "a", Name: "greet"}, "a", "w-a", ""},
 		{"resource by URI", proto.OpResourcesRead, proto.Request{Method: "resources/read", Name: "b://doc"}, "b", "w-b", ""},
 		{"resource by template", proto.OpResourcesSubscribe, proto.Request{Method: "resources/subscribe", Name: "b://item/7"}, "b", "w-b", ""},
 		{"resource, passthrough", proto.OpResourcesUnsubscribe, proto.Request{Method: "resources/unsubscribe", View: "a", Name: "a://x"}, "a", "w-a", ""},
@@ -570,8 +599,13 @@ func TestRouterParamHeaders(t *testing.T) {
 
 // callMsg is call with the route message's headers taken from msg.
 func (g *rig) callMsg(op string, req *proto.Request, msg *nats.Msg) (map[string]string, error) {
+	return g.callMsgAs(DefaultTenant, op, req, msg)
+}
+
+// callMsgAs is callMsg for tenant.
+func (g *rig) callMsgAs(tenant, op string, req *proto.Request, msg *nats.Msg) (map[string]string, error) {
 	data, _ := proto.Marshal(req)
-	subj, _ := proto.AppendRouteSubject(nil, DefaultTenant, op)
+	subj, _ := proto.AppendRouteSubject(nil, tenant, op)
 	ctx, cancel := context.WithTimeout(g.t.Context(), 5*time.Second)
 	defer cancel()
 	k := g.caller.New()
@@ -591,5 +625,10 @@ func (g *rig) callMsg(op string, req *proto.Request, msg *nats.Msg) (map[string]
 	if rep.Error != nil {
 		return nil, rep.Error
 	}
-	return map[string]string{"raw": string(rep.Result)}, nil
+	var m map[string]string
+	if json.Unmarshal(rep.Result, &m) != nil {
+		m = map[string]string{}
+	}
+	m["raw"] = string(rep.Result)
+	return m, nil
 }

@@ -10,11 +10,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/switchyard-mcp/switchyard/internal/paramhdr"
+	"github.com/switchyard-mcp/switchyard/internal/policy"
 	"github.com/switchyard-mcp/switchyard/proto"
 	"github.com/switchyard-mcp/switchyard/router/internal/names"
 )
@@ -26,7 +28,13 @@ type Entry struct {
 	Name     string // name in this view
 	Upstream string
 	Orig     string // the upstream's own name
-	JSON     []byte
+	// Subject is what a tenant's policy is matched on (internal/policy):
+	// for tools and prompts the federated name clients see in the
+	// federated view, also in a passthrough view (where Name is the
+	// upstream's own); for resources the URI, for templates the URI
+	// template (both equal to Name).
+	Subject string
+	JSON    []byte
 	// Params are a tool's SEP-2243 parameter-header bindings (nil for most
 	// tools, and for other kinds).
 	Params []paramhdr.Binding
@@ -62,20 +70,59 @@ type Snapshot struct {
 	templates []template // federated resource templates, in list order
 	// Upstreams holds every upstream in the catalog, with or without tools.
 	Upstreams map[string]bool
-	sep       string
+	// Seq orders the snapshots of one State: a later Build has a larger Seq.
+	Seq         uint64
+	sep         string
+	passthrough map[string]bool             // upstreams whose spec sets Auth.Passthrough
+	isUp        map[string]bool             // as up() said at Build
+	hints       map[string]map[string]Hints // kind -> upstream -> hints, as at Build
 }
 
-// UpstreamOf returns the catalog upstream a federated name belongs to by
-// its "<upstream><sep>" prefix (the longest match), or "".
-func (s *Snapshot) UpstreamOf(name string) string {
+// UpstreamOf returns the catalog upstream visible to pol that a federated
+// name belongs to by its "<upstream><sep>" prefix (the longest match), or
+// "". Upstreams pol does not see are left out, as if they did not exist.
+func (s *Snapshot) UpstreamOf(name string, pol *policy.Policy) string {
 	best := ""
 	for u := range s.Upstreams {
-		if len(u) > len(best) && strings.HasPrefix(name, u+s.sep) {
+		if len(u) > len(best) && len(name) >= len(u)+len(s.sep) && strings.HasPrefix(name, u) &&
+			strings.HasPrefix(name[len(u):], s.sep) && pol.Upstream(u) {
 			best = u
 		}
 	}
 	return best
 }
+
+// Passthrough reports whether upstream's spec asks for the client's
+// Authorization header on its calls (proto.UpstreamAuth.Passthrough).
+func (s *Snapshot) Passthrough(upstream string) bool { return s.passthrough[upstream] }
+
+// FederatedHints returns the page members carrying the caching hints of
+// the federated list of kind as pol sees it: merged over the upstreams
+// that were up at Build and that pol sees (see [State] merged); nil when
+// none of them gave hints.
+func (s *Snapshot) FederatedHints(kind string, pol *policy.Policy) []byte {
+	ups := make([]string, 0, len(s.isUp))
+	for u, up := range s.isUp {
+		if up && pol.Upstream(u) && s.lists[kind] != nil && s.lists[kind].pass[u] != nil {
+			ups = append(ups, u)
+		}
+	}
+	return mergeHints(s.hints[kind], ups)
+}
+
+// ResultKey is the member of a list result holding the items: "tools",
+// "prompts", "resources" or "resourceTemplates".
+func (v *View) ResultKey() string { return v.resultKey }
+
+// Listed returns the items of upstreams that are up, sorted by Name. The
+// slice is shared: callers must not modify it.
+func (v *View) Listed() []*Entry { return v.listed }
+
+// PageHints returns the caching-hint members of the view's pages, or nil.
+func (v *View) PageHints() []byte { return v.hints }
+
+// Notified is the latest upstream list_changed behind the view (Unix ns).
+func (v *View) Notified() int64 { return v.notified }
 
 // cursorTag starts every cursor, so that a cursor this router did not
 // issue is refused rather than read as a tool name.
@@ -114,28 +161,49 @@ func (v *View) Page(cursor string, size int) ([]byte, error) {
 		}
 	}
 	end := min(start+size, len(v.listed))
-	n := 32 + len(v.hints)
-	for _, e := range v.listed[start:end] {
+	var next []byte
+	if end < len(v.listed) {
+		next = base64.RawURLEncoding.AppendEncode(nil, []byte(cursorTag+v.listed[end-1].Name))
+	}
+	return AppendPage(nil, v.resultKey, v.listed[start:end], v.hints, next), nil
+}
+
+// PageLen is the length of the result [AppendPage] renders.
+func PageLen(resultKey string, es []*Entry, hints, next []byte) int {
+	n := len(`{"":[]}`) + len(resultKey) + len(hints)
+	for _, e := range es {
 		n += len(e.JSON) + 1
 	}
-	b := make([]byte, 0, n+64)
+	if next != nil {
+		n += len(`,"nextCursor":""`) + len(next)
+	}
+	return n
+}
+
+// AppendPage appends a list result (the object of tools/list,
+// prompts/list, resources/list or resources/templates/list) to dst: the
+// items es under resultKey, then hints (caching-hint members, or nil),
+// then nextCursor when next is not nil (next is the cursor as it goes
+// on the wire, without quotes). It allocates only when dst lacks room.
+func AppendPage(dst []byte, resultKey string, es []*Entry, hints, next []byte) []byte {
+	b := dst
 	b = append(b, `{"`...)
-	b = append(b, v.resultKey...)
+	b = append(b, resultKey...)
 	b = append(b, `":[`...)
-	for i, e := range v.listed[start:end] {
+	for i, e := range es {
 		if i > 0 {
 			b = append(b, ',')
 		}
 		b = append(b, e.JSON...)
 	}
 	b = append(b, ']')
-	b = append(b, v.hints...)
-	if end < len(v.listed) {
+	b = append(b, hints...)
+	if next != nil {
 		b = append(b, `,"nextCursor":"`...)
-		b = base64.RawURLEncoding.AppendEncode(b, []byte(cursorTag+v.listed[end-1].Name))
+		b = append(b, next...)
 		b = append(b, '"')
 	}
-	return append(b, '}'), nil
+	return append(b, '}')
 }
 
 // Names returns the listed names, in order.
@@ -173,8 +241,10 @@ type item struct {
 type State struct {
 	sep       string
 	upstreams map[string]bool
+	pass      map[string]bool              // upstreams whose Auth.Passthrough is set
 	lists     map[string]map[string][]item // kind -> upstream -> items
 	hints     map[string]map[string]Hints  // kind -> upstream -> caching hints
+	seq       uint64                       // Seq of the last Build
 }
 
 // Hints are an upstream's SEP-2549 caching hints on one list: TTLMs nil
@@ -189,7 +259,7 @@ type Hints struct {
 
 // NewState returns an empty state using sep between upstream and item names.
 func NewState(sep string) *State {
-	s := &State{sep: sep, upstreams: map[string]bool{}, lists: map[string]map[string][]item{}, hints: map[string]map[string]Hints{}}
+	s := &State{sep: sep, upstreams: map[string]bool{}, pass: map[string]bool{}, lists: map[string]map[string][]item{}, hints: map[string]map[string]Hints{}}
 	for k := range kinds {
 		s.lists[k] = map[string][]item{}
 		s.hints[k] = map[string]Hints{}
@@ -198,11 +268,23 @@ func NewState(sep string) *State {
 }
 
 // SetUpstream records that upstream exists in the catalog (or not).
+// Removing it also clears its passthrough flag.
 func (s *State) SetUpstream(name string, exists bool) {
 	if exists {
 		s.upstreams[name] = true
 	} else {
 		delete(s.upstreams, name)
+		delete(s.pass, name)
+	}
+}
+
+// SetPassthrough records whether upstream's spec sets
+// proto.UpstreamAuth.Passthrough.
+func (s *State) SetPassthrough(name string, on bool) {
+	if on {
+		s.pass[name] = true
+	} else {
+		delete(s.pass, name)
 	}
 }
 
@@ -260,17 +342,24 @@ func (s *State) SetList(kind, upstream string, raw [][]byte) error {
 
 // Build makes a snapshot; up reports whether an upstream is serving.
 func (s *State) Build(up func(upstream string) bool) *Snapshot {
+	s.seq++
 	snap := &Snapshot{Pass: map[string]*View{}, Upstreams: make(map[string]bool, len(s.upstreams)),
-		sep: s.sep, lists: make(map[string]*kindViews, len(kinds))}
+		Seq: s.seq, sep: s.sep, lists: make(map[string]*kindViews, len(kinds)),
+		passthrough: make(map[string]bool, len(s.pass)), hints: make(map[string]map[string]Hints, len(kinds))}
 	for u := range s.upstreams {
 		snap.Upstreams[u] = true
+		if s.pass[u] {
+			snap.passthrough[u] = true
+		}
 	}
 	isUp := make(map[string]bool, len(s.upstreams))
 	for u := range s.upstreams {
 		isUp[u] = up(u)
 	}
+	snap.isUp = isUp
 	for kind, spec := range kinds {
 		snap.lists[kind] = s.buildKind(kind, spec, isUp)
+		snap.hints[kind] = maps.Clone(s.hints[kind])
 	}
 	tools := snap.lists[proto.KindTools]
 	snap.Federated, snap.Pass = tools.federated, tools.pass
@@ -305,13 +394,14 @@ func (s *State) buildKind(kind string, spec kindSpec, isUp map[string]bool) *kin
 		items := s.lists[kind][u]
 		pv := newView(spec)
 		for _, it := range items {
-			pe := &Entry{Name: it.name, Upstream: u, Orig: it.name, JSON: it.raw}
+			pe := &Entry{Name: it.name, Subject: it.name, Upstream: u, Orig: it.name, JSON: it.raw}
 			if kind == proto.KindTools {
 				pe.Params = paramhdr.Bindings(it.raw)
 			}
 			fe := pe
 			if spec.renamed {
-				fe = &Entry{Name: fed[names.Pair{Upstream: u, Tool: it.name}], Upstream: u, Orig: it.name, Params: pe.Params}
+				pe.Subject = fed[names.Pair{Upstream: u, Tool: it.name}]
+				fe = &Entry{Name: pe.Subject, Subject: pe.Subject, Upstream: u, Orig: it.name, Params: pe.Params}
 				fe.JSON = rename(it.fields, fe.Name)
 			}
 			pv.all[pe.Name] = pe
@@ -326,28 +416,33 @@ func (s *State) buildKind(kind string, spec kindSpec, isUp map[string]bool) *kin
 			}
 		}
 		sortEntries(pv.listed)
-		pv.hints = s.merged(kind, []string{u}, isUp)
+		if isUp[u] {
+			pv.hints = mergeHints(s.hints[kind], []string{u})
+		}
 		pv.notified = s.hints[kind][u].Notified
 		kv.federated.notified = max(kv.federated.notified, pv.notified)
 		kv.pass[u] = pv
 	}
 	sortEntries(kv.federated.listed)
-	kv.federated.hints = s.merged(kind, ups, isUp)
+	upUps := make([]string, 0, len(ups))
+	for _, u := range ups {
+		if isUp[u] {
+			upUps = append(upUps, u)
+		}
+	}
+	kv.federated.hints = mergeHints(s.hints[kind], upUps)
 	return kv
 }
 
-// merged returns the page members for the caching hints of a list merged
-// from ups (those that are up): the smallest ttlMs, counting an upstream
-// without one as 0, and "public" only when every one said so; nil when
-// none of them gave hints.
-func (s *State) merged(kind string, ups []string, isUp map[string]bool) []byte {
+// mergeHints returns the page members for the caching hints of a list
+// merged from ups (upstreams that are up), by hs: the smallest ttlMs,
+// counting an upstream without one as 0, and "public" only when every
+// one said so; nil when none of them gave hints.
+func mergeHints(hs map[string]Hints, ups []string) []byte {
 	var ttl int64 = -1
 	scope, any := "public", false
 	for _, u := range ups {
-		if !isUp[u] {
-			continue
-		}
-		h := s.hints[kind][u]
+		h := hs[u]
 		ok := h.TTLMs != nil || h.Scope != ""
 		any = any || ok
 		t := int64(0)

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"slices"
 	"testing"
+
+	"github.com/switchyard-mcp/switchyard/internal/policy"
 )
 
 func toolJSON(name string) []byte {
@@ -21,6 +23,16 @@ func state(t *testing.T) *State {
 		}
 	}
 	return s
+}
+
+// allowAll is the default tenant's policy: every upstream, default allow.
+func allowAll(t testing.TB) *policy.Policy {
+	t.Helper()
+	p, err := policy.Compile(policy.Spec{AllUpstreams: true, Default: policy.Allow})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
 }
 
 type page struct {

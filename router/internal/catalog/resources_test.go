@@ -135,7 +135,7 @@ func TestCatalogResourceUpstream(t *testing.T) {
 		{"a://item/{id}", "a", true}, // a completion ref names the template
 		{"c://nothing", "", false},
 	} {
-		if got, ok := snap.ResourceUpstream(c.uri); got != c.want || ok != c.ok {
+		if got, ok := snap.ResourceUpstream(c.uri, allowAll(t)); got != c.want || ok != c.ok {
 			t.Errorf("ResourceUpstream(%q) = %q, %v; want %q, %v", c.uri, got, ok, c.want, c.ok)
 		}
 	}
@@ -145,7 +145,7 @@ func TestCatalogResourceUpstream(t *testing.T) {
 	if err := one.SetList(proto.KindResources, "only", itemsJSON("uri", "x://1")); err != nil {
 		t.Fatal(err)
 	}
-	if got, ok := one.Build(func(string) bool { return true }).ResourceUpstream("y://unlisted"); got != "only" || !ok {
+	if got, ok := one.Build(func(string) bool { return true }).ResourceUpstream("y://unlisted", allowAll(t)); got != "only" || !ok {
 		t.Errorf("single resource upstream: %q %v", got, ok)
 	}
 }
