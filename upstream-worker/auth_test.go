@@ -28,6 +28,7 @@ type seenReq struct {
 	text   string // a tools/call's arguments.text
 	auth   string // Authorization
 	apiKey string // X-Api-Key
+	answer bool   // a POSTed JSON-RPC response (to the upstream's request)
 }
 
 func (r seenReq) String() string {
@@ -77,9 +78,10 @@ func serveAuth(t *testing.T, kind string, require bool, users map[string]string)
 			var m struct {
 				Method string
 				Params struct{ Arguments struct{ Text string } }
+				Result json.RawMessage
 			}
 			if json.Unmarshal(body, &m) == nil {
-				sr.rpc, sr.text = m.Method, m.Params.Arguments.Text
+				sr.rpc, sr.text, sr.answer = m.Method, m.Params.Arguments.Text, m.Method == "" && m.Result != nil
 			}
 		}
 		a.mu.Lock()
@@ -271,6 +273,37 @@ func TestWorkerUpstreamAuthPassthrough(t *testing.T) {
 				t.Errorf("a session was opened with a stateless call's token: %v", inits)
 			}
 		})
+	}
+}
+
+// TestWorkerUpstreamAuthPassthroughRelay: the client's answer to the
+// upstream's request during its call (an elicitation, relayed through the
+// edge) goes upstream with the call's credentials.
+func TestWorkerUpstreamAuthPassthroughRelay(t *testing.T) {
+	t.Setenv("SY_TEST_UPSTREAM_BEARER", "worker-tok")
+	up := serveAuth(t, proto.TransportStreamable, true, map[string]string{"worker-tok": "", "client-tok": ""})
+	e := startWorker(t, Config{}, authSpec("up", proto.TransportStreamable, up.ts.URL, &proto.UpstreamAuth{
+		BearerEnv: "SY_TEST_UPSTREAM_BEARER", Passthrough: true,
+	}))
+	e.waitUp("up")
+	req := toolCall("up", "chatty", `{}`)
+	req.ID, req.ClientCaps = 7, []byte(`{"elicitation":{}}`)
+	r, _ := e.edgeCallHeader(t.Context(), proto.OpToolsCall, req, nats.Header{proto.HdrAuthorization: {"Bearer client-tok"}},
+		elicited(map[string]string{"name": "ada"}), nil)
+	if r.Error != nil || !strings.Contains(string(r.Result), "name=ada") {
+		t.Fatalf("reply %s %v", r.Result, r.Error)
+	}
+	answers := 0
+	for _, sr := range up.seen() {
+		if sr.answer {
+			answers++
+			if sr.auth != "Bearer client-tok" {
+				t.Errorf("the client's answer went upstream with %q", sr.auth)
+			}
+		}
+	}
+	if answers == 0 {
+		t.Fatalf("no answer seen: %v", up.seen())
 	}
 }
 

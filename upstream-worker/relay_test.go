@@ -66,6 +66,12 @@ func member(obj []byte, key string) string {
 // message first.
 func (e *env) edgeCall(ctx context.Context, op string, req proto.Request, answer func(relayed) string, onMsg func(relayed)) (*proto.Reply, []relayed) {
 	e.t.Helper()
+	return e.edgeCallHeader(ctx, op, req, nil, answer, onMsg)
+}
+
+// edgeCallHeader is edgeCall with the further headers hdr on the call.
+func (e *env) edgeCallHeader(ctx context.Context, op string, req proto.Request, hdr nats.Header, answer func(relayed) string, onMsg func(relayed)) (*proto.Reply, []relayed) {
+	e.t.Helper()
 	data, err := proto.Marshal(&req)
 	if err != nil {
 		e.t.Fatal(err)
@@ -74,6 +80,9 @@ func (e *env) edgeCall(ctx context.Context, op string, req proto.Request, answer
 	k := e.caller.New()
 	defer k.Close()
 	m := &nats.Msg{Subject: string(subj), Reply: e.nc.NewInbox(), Data: data, Header: nats.Header{proto.HdrReplyTo: []string{k.Reply()}}}
+	for h, v := range hdr {
+		m.Header[h] = v
+	}
 	if err := e.nc.PublishMsg(m); err != nil {
 		e.t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync/atomic"
 
+	"github.com/switchyard-mcp/switchyard/internal/apikey"
 	"github.com/switchyard-mcp/switchyard/internal/config"
 )
 
@@ -39,13 +40,23 @@ type authKey struct{}
 // header value for a call to a passthrough upstream (proto.HdrAuthorization
 // on the forwarded call). Every HTTP request the call sends to the
 // upstream carries it as its Authorization header, if the upstream's spec
-// has Auth.Passthrough; otherwise it is ignored. An empty v, or one that
-// is not a valid header value (control characters), is ignored.
+// has Auth.Passthrough; otherwise it is ignored. An empty v, one that is
+// not a valid header value (control characters), and a Switchyard API key
+// ("Bearer syk_..."), which is the gateway's credential and no
+// upstream's, are ignored: the call then carries the injected
+// credentials.
 func WithAuthorization(ctx context.Context, v string) context.Context {
-	if v == "" || !validHeaderValue(v) {
+	if v == "" || !validHeaderValue(v) || gatewayKey(v) {
 		return ctx
 	}
 	return context.WithValue(ctx, authKey{}, v)
+}
+
+// gatewayKey reports whether the Authorization value v presents a
+// Switchyard API key.
+func gatewayKey(v string) bool {
+	scheme, tok, ok := strings.Cut(v, " ")
+	return ok && strings.EqualFold(scheme, "Bearer") && strings.HasPrefix(strings.TrimLeft(tok, " "), apikey.Prefix)
 }
 
 // authorization returns the client Authorization ctx carries, if any.

@@ -70,10 +70,10 @@ func TestAuthRoundTripper(t *testing.T) {
 	}
 }
 
-// TestWithAuthorizationInvalid: a value that cannot be a header value is
-// not carried.
+// TestWithAuthorizationInvalid: a value that cannot be a header value,
+// or that presents a Switchyard API key, is not carried.
 func TestWithAuthorizationInvalid(t *testing.T) {
-	for _, v := range []string{"", "Bearer a\r\nX-Evil: 1", "Bearer \x00"} {
+	for _, v := range []string{"", "Bearer a\r\nX-Evil: 1", "Bearer \x00", "Bearer syk_abc", "bearer   syk_abc"} {
 		if _, ok := authorization(WithAuthorization(context.Background(), v)); ok {
 			t.Errorf("%q carried", v)
 		}

@@ -482,7 +482,7 @@ func (u *Upstream) inStream(ctx context.Context, rc *rawConn, st *callState, m *
 	}
 	// The event's buffer is reused: keep copies.
 	um := &upMsg{method: method, id: bytes.Clone(m.ID), params: bytes.Clone(m.Params)}
-	u.goAsk(st, st.relay, um, u.httpReplier(rc, um.id, method))
+	u.goAsk(st, st.relay, um, u.httpReplier(ctx, rc, um.id, method))
 }
 
 // streamNote handles a notification from a call's response stream.
@@ -508,10 +508,16 @@ func (u *Upstream) streamNote(st *callState, method string, params []byte) {
 }
 
 // httpReplier POSTs the answer to the upstream's request id on the
-// session, bounded like a cancellation; a failure is logged.
-func (u *Upstream) httpReplier(rc *rawConn, id []byte, method string) replier {
+// session, bounded like a cancellation; a failure is logged. It goes with
+// the credentials of call (its client's Authorization on a passthrough
+// upstream), which it may outlive.
+func (u *Upstream) httpReplier(call context.Context, rc *rawConn, id []byte, method string) replier {
+	life := u.closer.Life()
+	if v, ok := authorization(call); ok {
+		life = context.WithValue(life, authKey{}, v)
+	}
 	return func(result []byte, werr *jsonrpc.Error) {
-		ctx, cancel := context.WithTimeout(u.closer.Life(), cancelTimeout)
+		ctx, cancel := context.WithTimeout(life, cancelTimeout)
 		defer cancel()
 		if err := rc.post(ctx, responseBody(id, result, werr), nil); err != nil {
 			u.log.Debug("answer to upstream request failed", proto.LogMethod, method, proto.LogErr, err)
