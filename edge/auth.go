@@ -48,6 +48,19 @@ type identity struct {
 	principal string
 	user      string
 	policy    *policy.Policy
+	// jwt is set for a JWT bearer: the only credential a passthrough
+	// upstream may receive (an API key is the gateway's own secret).
+	jwt bool
+}
+
+// passAuthorization returns the Authorization header to send toward
+// passthrough upstreams for a request of id with headers h: the client's
+// JWT bearer, never an API key.
+func passAuthorization(id *identity, h http.Header) string {
+	if id == nil || !id.jwt {
+		return ""
+	}
+	return h.Get("Authorization")
 }
 
 type identityKey struct{}
@@ -55,6 +68,9 @@ type identityKey struct{}
 // principalExtra is the TokenInfo.Extra key of the identity's principal,
 // for the SDK path's calls.
 const principalExtra = "switchyard.principal"
+
+// jwtExtra is the TokenInfo.Extra key saying the credential was a JWT.
+const jwtExtra = "switchyard.jwt"
 
 // identityOf returns the identity the handler stored in ctx, or nil.
 func identityOf(ctx context.Context) *identity {
@@ -140,7 +156,7 @@ func (s *Service) authJWT(ctx context.Context, token string, snap *tenancy.Snaps
 		}
 	}
 	_, pol, _ := snap.Tenant(name)
-	return &identity{tenant: name, principal: sub, user: name + "\x00jwt\x00" + p.Issuer + "\x00" + sub, policy: pol}, nil
+	return &identity{tenant: name, principal: sub, user: name + "\x00jwt\x00" + p.Issuer + "\x00" + sub, policy: pol, jwt: true}, nil
 }
 
 // jwtFailure maps a verification error to its answer: a key set that
@@ -193,7 +209,7 @@ func bindSessions(next http.Handler) http.Handler {
 		if id == nil || id.user == "" {
 			return nil, auth.ErrInvalidToken // unreachable: see view.ServeHTTP
 		}
-		return &auth.TokenInfo{UserID: id.user, Extra: map[string]any{principalExtra: id.principal}}, nil
+		return &auth.TokenInfo{UserID: id.user, Extra: map[string]any{principalExtra: id.principal, jwtExtra: id.jwt}}, nil
 	}
 	return auth.RequireBearerToken(verify, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(next)
 }

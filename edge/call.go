@@ -156,11 +156,11 @@ func (s *Service) forward(ctx context.Context, v *view, method, op, name string,
 	preq := proto.Request{Method: method, Tenant: v.tenant, Edge: s.cfg.ID, View: v.name, Name: name, Params: params}
 	var authz string
 	if ex := req.GetExtra(); ex != nil {
-		if ex.TokenInfo != nil {
-			preq.Principal, _ = ex.TokenInfo.Extra[principalExtra].(string)
-		}
-		if s.passthrough.Load() && ex.Header != nil {
-			authz = ex.Header.Get("Authorization")
+		if ti := ex.TokenInfo; ti != nil {
+			preq.Principal, _ = ti.Extra[principalExtra].(string)
+			if jwt, _ := ti.Extra[jwtExtra].(bool); jwt && s.passthrough.Load() && ex.Header != nil {
+				authz = ex.Header.Get("Authorization")
+			}
 		}
 	}
 	if ss, ok := req.GetSession().(*mcp.ServerSession); ok {

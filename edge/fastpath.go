@@ -169,7 +169,7 @@ func (s *Service) runFast(w http.ResponseWriter, r *http.Request, v *view, fc *f
 			extra = paramHeaders(r.Header)
 		}
 		if s.passthrough.Load() {
-			extra = withAuthorization(extra, r.Header.Get("Authorization"))
+			extra = withAuthorization(extra, passAuthorization(identityOf(r.Context()), r.Header))
 		}
 		raw, timing, err = s.roundTrip(ctx, &preq, fc.op, stamps, extra, onMsg)
 	}
