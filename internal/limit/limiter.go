@@ -6,6 +6,7 @@ import (
 	"math"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -96,6 +97,7 @@ type tenantState struct {
 	gen        uint64 // bumped when lim or view changes
 	share      Share
 	pburst     int           // principal burst before division (0: no principal rate)
+	now        time.Time     // latest time given to the buckets
 	bucket     *rate.Limiter // nil: no tenant rate
 	principals map[string]*principalState
 	nextSweep  int
@@ -184,6 +186,17 @@ func (l *Limiter) Admit(tenant string, lim tenancy.Limits, principal string) (Ti
 			ts.mu.Unlock()
 			continue
 		}
+		if !now.IsZero() {
+			// Admits that read the clock before the lock may get it in
+			// another order: a bucket given an earlier time than its last
+			// would move its clock back and count that interval's refill
+			// twice.
+			if now.Before(ts.now) {
+				now = ts.now
+			} else {
+				ts.now = now
+			}
+		}
 		if ts.lim != lim || ts.view != view {
 			ts.apply(lim, view, now)
 		}
@@ -255,6 +268,7 @@ func (l *Limiter) tenant(name string) *tenantState {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if ts = l.tenants[name]; ts == nil {
+		name = strings.Clone(name) // as for principals
 		ts = &tenantState{name: name, hash: hashString(fnvOffset, name)}
 		l.tenants[name] = ts
 	}
@@ -303,7 +317,9 @@ func (ts *tenantState) principal(l *Limiter, p string, now time.Time) *principal
 			gen:    ts.gen,
 			last:   now,
 		}
-		ts.principals[p] = ps
+		// A copy: p may point into a buffer of the caller's (a decoded
+		// token) that the table must not keep alive.
+		ts.principals[strings.Clone(p)] = ps
 		return ps
 	}
 	if ps.gen != ts.gen {

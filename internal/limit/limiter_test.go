@@ -525,3 +525,29 @@ func (l *Limiter) tenantCount() int {
 	defer l.mu.RUnlock()
 	return len(l.tenants)
 }
+
+// TestLimitClockOrder: admits whose clock reads reach the buckets out of
+// order (read before the tenant's lock) must not count a refill twice.
+func TestLimitClockOrder(t *testing.T) {
+	base := newClock().Now()
+	var calls atomic.Int64
+	// Alternates between base+10ms and base+5ms, as two goroutines that
+	// read the clock in one order and took the lock in the other would.
+	now := func() time.Time {
+		if calls.Add(1)%2 == 1 {
+			return base.Add(10 * time.Millisecond)
+		}
+		return base.Add(5 * time.Millisecond)
+	}
+	l, err := New(Config{Now: now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lim := tenancy.Limits{Rate: 1000, Burst: 100, PrincipalRate: 1000, PrincipalBurst: 100}
+	ts, _ := admitN(l, 1000, "acme", lim, "alice")
+	// A full bucket of 100 at base+5ms at the earliest, plus at most 10ms
+	// of refill at 1000/s.
+	if len(ts) > 110 {
+		t.Fatalf("admitted %d, at most 110 fit by base+10ms", len(ts))
+	}
+}
