@@ -14,6 +14,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/switchyard-mcp/switchyard/internal/tenancy"
+	"github.com/switchyard-mcp/switchyard/proto"
 	"github.com/switchyard-mcp/switchyard/testutil/natstest"
 )
 
@@ -77,12 +78,16 @@ func (e *edge) halt(t *testing.T) {
 // waitFor polls cond until it holds or 10s pass.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	deadline := time.NewTimer(10 * time.Second)
+	defer deadline.Stop()
 	for !cond() {
-		if time.Now().After(deadline) {
+		select {
+		case <-tick.C:
+		case <-deadline.C:
 			t.Fatalf("not within 10s: %s", what)
 		}
-		time.Sleep(5 * time.Millisecond)
 	}
 }
 
@@ -104,7 +109,7 @@ func fill(t *testing.T, e *edge, tenant string, lim tenancy.Limits, principal st
 	for range 1000 {
 		tk, err := e.lim.Admit(tenant, lim, principal)
 		if err != nil {
-			if err.Code != 0 && err.Code != -32069 {
+			if err.Code != proto.CodeLimited {
 				t.Fatalf("%s: %v", e.id, err)
 			}
 			return ts
