@@ -2,8 +2,10 @@ package edge
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
@@ -142,9 +144,9 @@ func jwtConfig(p *idp.IdP, audience string) *jwtauth.Config {
 }
 
 // newAuthEnv starts an IdP and an edge that authenticates against it and
-// the tenants of authTenants(anonymous). auth, if set, is applied to the
-// AuthConfig before the edge starts.
-func newAuthEnv(t *testing.T, anonymous bool, auth func(*AuthConfig)) *authEnv {
+// the tenants of authTenants(anonymous). tweak, if set, may change the
+// rig's options (its auth field already set) before the edge starts.
+func newAuthEnv(t *testing.T, anonymous bool, tweak func(*rigOpts)) *authEnv {
 	t.Helper()
 	p := idp.Start(t, idp.Options{Audience: authAudience})
 	keys, recs := mintKeys(t)
@@ -152,12 +154,12 @@ func newAuthEnv(t *testing.T, anonymous bool, auth func(*AuthConfig)) *authEnv {
 	if probs := snap.Problems(); len(probs) > 0 {
 		t.Fatalf("snapshot problems: %v", probs)
 	}
-	ac := AuthConfig{JWT: jwtConfig(p, authAudience)}
-	if auth != nil {
-		auth(&ac)
+	o := &rigOpts{tenancy: tenancy.Static{Snap: snap}, auth: AuthConfig{JWT: jwtConfig(p, authAudience)}}
+	if tweak != nil {
+		tweak(o)
 	}
 	c := &capture{}
-	g := newRigWith(t, c.handle, &rigOpts{tenancy: tenancy.Static{Snap: snap}, auth: ac})
+	g := newRigWith(t, c.handle, o)
 	c.mu.Lock()
 	c.nc = g.nc
 	c.mu.Unlock()
@@ -165,8 +167,9 @@ func newAuthEnv(t *testing.T, anonymous bool, auth func(*AuthConfig)) *authEnv {
 }
 
 // do sends one request to path. auth is the whole Authorization header
-// ("" for none); sid the session, if any.
-func (e *authEnv) do(t *testing.T, method, path, auth, sid, body string) (int, http.Header, string) {
+// ("" for none); sid the session, if any; hdr more headers, name then
+// value.
+func (e *authEnv) do(t *testing.T, method, path, auth, sid, body string, hdr ...string) (int, http.Header, string) {
 	t.Helper()
 	req, err := http.NewRequestWithContext(t.Context(), method, e.base+path, strings.NewReader(body))
 	if err != nil {
@@ -182,6 +185,9 @@ func (e *authEnv) do(t *testing.T, method, path, auth, sid, body string) (int, h
 	if sid != "" {
 		req.Header.Set("Mcp-Session-Id", sid)
 		req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
+	}
+	for i := 0; i+1 < len(hdr); i += 2 {
+		req.Header.Set(hdr[i], hdr[i+1])
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
@@ -391,10 +397,10 @@ func TestAuthResourceMetadata(t *testing.T) {
 }
 
 func TestAuthResourceMetadataConfigured(t *testing.T) {
-	e := newAuthEnv(t, false, func(a *AuthConfig) {
-		a.PublicURL = "https://gw.example.test/"
-		a.AuthorizationServers = []string{"https://login.example.test"}
-		a.ScopesSupported = []string{"mcp:tools"}
+	e := newAuthEnv(t, false, func(o *rigOpts) {
+		o.auth.PublicURL = "https://gw.example.test/"
+		o.auth.AuthorizationServers = []string{"https://login.example.test"}
+		o.auth.ScopesSupported = []string{"mcp:tools"}
 	})
 	code, _, body := e.do(t, http.MethodGet, "/.well-known/oauth-protected-resource/mcp/up", "", "", "")
 	var md oauthex.ProtectedResourceMetadata
@@ -622,4 +628,59 @@ func TestAuthUpstreamHiddenByPolicy(t *testing.T) {
 	checkRouted(t, e.listTools(t, "/mcp/up", alice, sid), "acme", "alice")
 	// beta's federated view is there.
 	e.initialize(t, "/mcp", carol)
+}
+
+// TestAuthPrincipalOnEveryPath checks the tenant and principal of calls
+// served by the fast path, by the SDK (the principal travels in the SDK's
+// TokenInfo) and statelessly (2026-07-28), for an API key and a JWT.
+func TestAuthPrincipalOnEveryPath(t *testing.T) {
+	call := `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"up__echo","arguments":{}}}`
+	call2026 := `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"up__echo","arguments":{},` + meta2026 + `}}`
+	for _, sdkOnly := range []bool{false, true} {
+		t.Run(fmt.Sprintf("noFastPath=%v", sdkOnly), func(t *testing.T) {
+			e := newAuthEnv(t, false, func(o *rigOpts) { o.noFastPath = sdkOnly })
+			for _, who := range []struct{ name, auth, tenant, principal string }{
+				{"key", "Bearer " + e.keys["carol"], "beta", "carol"},
+				{"jwt", "Bearer " + e.idp.Token(t, map[string]any{"sub": "zed", "org": "acme"}), "acme", "zed"},
+			} {
+				t.Run(who.name, func(t *testing.T) {
+					sid := e.initialize(t, "/mcp", who.auth)
+					if code, _, b := e.do(t, http.MethodPost, "/mcp", who.auth, sid, call); code != http.StatusOK {
+						t.Fatalf("stateful: %d %s", code, b)
+					}
+					checkRouted(t, e.c.last(t, "tools/call"), who.tenant, who.principal)
+					if code, _, b := e.do(t, http.MethodPost, "/mcp", who.auth, "", call2026, hdr2026("tools/call", "up__echo")...); code != http.StatusOK {
+						t.Fatalf("2026: %d %s", code, b)
+					}
+					got := e.c.last(t, "tools/call")
+					checkRouted(t, got, who.tenant, who.principal)
+					if got.req.Protocol != protocol2026 || got.req.Session != "" {
+						t.Fatalf("2026 call routed as %+v", got.req)
+					}
+				})
+			}
+			// Without credentials the stateless path is refused too.
+			code, h, b := e.do(t, http.MethodPost, "/mcp", "", "", call2026, hdr2026("tools/call", "up__echo")...)
+			check401(t, e, "/mcp", code, h, b, "")
+		})
+	}
+}
+
+// TestAuthJWKSUnavailable: a token of an issuer whose key set has never
+// been fetched is the gateway's failure, 503 with Retry-After, not the
+// client's (no challenge that would send it to authorize again).
+func TestAuthJWKSUnavailable(t *testing.T) {
+	dead := httptest.NewServer(http.NotFoundHandler())
+	dead.Close()
+	e := newAuthEnv(t, false, func(o *rigOpts) {
+		o.auth.JWT.Issuers[0].JWKSURL = dead.URL + "/jwks"
+	})
+	code, h, b := e.do(t, http.MethodPost, "/mcp", "Bearer "+e.idp.Token(t, map[string]any{"org": "acme"}), "", initBody)
+	if code != http.StatusServiceUnavailable || h.Get("Retry-After") == "" || h.Get("WWW-Authenticate") != "" {
+		t.Fatalf("got %d (Retry-After %q, WWW-Authenticate %q) %s", code, h.Get("Retry-After"), h.Get("WWW-Authenticate"), b)
+	}
+	// API keys do not depend on it.
+	if code, _, b := e.do(t, http.MethodPost, "/mcp", "Bearer "+e.keys["alice"], "", initBody); code != http.StatusOK {
+		t.Fatalf("API key: %d %s", code, b)
+	}
 }
