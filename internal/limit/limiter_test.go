@@ -551,3 +551,34 @@ func TestLimitClockOrder(t *testing.T) {
 		t.Fatalf("admitted %d, at most 110 fit by base+10ms", len(ts))
 	}
 }
+
+// TestLimitAdmitAllocs: within limits, an admission of a known tenant and
+// principal allocates nothing; a refusal allocates its error and data.
+func TestLimitAdmitAllocs(t *testing.T) {
+	l, _ := newLimiter(t, Config{Fleet: Fixed{V: NewView("b", []string{"a", "c"})}})
+	lim := tenancy.Limits{Rate: 1, Burst: 1 << 30, PrincipalRate: 1, PrincipalBurst: 1 << 30, MaxInFlight: 1 << 20}
+	tk, _ := l.Admit("acme", lim, "alice")
+	tk.Done()
+	if n := testing.AllocsPerRun(1000, func() {
+		tk, err := l.Admit("acme", lim, "alice")
+		if err != nil {
+			t.Fatal(err)
+		}
+		tk.Done()
+	}); n != 0 {
+		t.Fatalf("%v allocations per admission", n)
+	}
+	full := tenancy.Limits{MaxInFlight: 3} // one on each of the 3 edges
+	held, err := l.Admit("full", full, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Done()
+	if n := testing.AllocsPerRun(1000, func() {
+		if _, err := l.Admit("full", full, ""); err == nil {
+			t.Fatal("admitted over the cap")
+		}
+	}); n > 2 {
+		t.Fatalf("%v allocations per refusal", n)
+	}
+}
