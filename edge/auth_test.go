@@ -6,8 +6,10 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -683,4 +685,50 @@ func TestAuthJWKSUnavailable(t *testing.T) {
 	if code, _, b := e.do(t, http.MethodPost, "/mcp", "Bearer "+e.keys["alice"], "", initBody); code != http.StatusOK {
 		t.Fatalf("API key: %d %s", code, b)
 	}
+}
+
+// swapSource is a tenancy.Source whose snapshot a test replaces, as a
+// Watcher's changes when tenancy-svc revokes a key or deletes a tenant.
+type swapSource struct {
+	p atomic.Pointer[tenancy.Snapshot]
+}
+
+func (s *swapSource) Current() *tenancy.Snapshot { return s.p.Load() }
+
+// TestAuthRevokedMidSession: every request authenticates again, so a key
+// revoked, or a tenant deleted, while its session is open stops the very
+// next request.
+func TestAuthRevokedMidSession(t *testing.T) {
+	keys, recs := mintKeys(t)
+	src := &swapSource{}
+	src.p.Store(tenancy.NewSnapshot(authTenants(false), recs))
+	e := newAuthEnv(t, false, func(o *rigOpts) { o.tenancy = src })
+	e.keys = keys // the snapshot's keys, not the ones newAuthEnv minted
+	alice, carol := "Bearer "+keys["alice"], "Bearer "+keys["carol"]
+	aliceSID := e.initialize(t, "/mcp", alice)
+	carolSID := e.initialize(t, "/mcp", carol)
+	checkRouted(t, e.listTools(t, "/mcp", alice, aliceSID), "acme", "alice")
+
+	// alice's key is revoked.
+	revoked := slices.Clone(recs)
+	for i := range revoked {
+		if revoked[i].Principal == "alice" {
+			revoked[i].Revoked = true
+		}
+	}
+	src.p.Store(tenancy.NewSnapshot(authTenants(false), revoked))
+	code, h, b := e.do(t, http.MethodPost, "/mcp", alice, aliceSID, `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{}}`)
+	check401(t, e, "/mcp", code, h, b, "invalid_token")
+	checkRouted(t, e.listTools(t, "/mcp", carol, carolSID), "beta", "carol")
+
+	// Tenant beta is deleted: carol's key names a tenant that is gone.
+	var rest []tenancy.Tenant
+	for _, tn := range authTenants(false) {
+		if tn.Name != "beta" {
+			rest = append(rest, tn)
+		}
+	}
+	src.p.Store(tenancy.NewSnapshot(rest, revoked))
+	code, h, b = e.do(t, http.MethodPost, "/mcp", carol, carolSID, `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{}}`)
+	check401(t, e, "/mcp", code, h, b, "invalid_token")
 }
