@@ -171,7 +171,9 @@ func (f *Fleet) Stale() (stale bool, since time.Time, reason string) {
 // after every failure; then it deletes the edge's key (bounded by
 // OpTimeout), so the others grow their shares at once, and returns nil,
 // with every goroutine it started exited. It returns an error only if
-// called twice. Cancel it before draining the NATS connection.
+// called twice. Cancel it after the edge's calls in flight have ended
+// (the others take over this edge's share as soon as the key is gone)
+// and before draining the NATS connection.
 func (f *Fleet) Run(ctx context.Context) error {
 	if !f.ran.CompareAndSwap(false, true) {
 		return errors.New("limit: fleet Run called twice")
