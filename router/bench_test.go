@@ -154,7 +154,8 @@ func checkBenchList(b *testing.B, s *Service, sh benchShape, req *proto.Request)
 		b.Fatal(perr)
 	}
 	_, pol, _ := s.tenancy.Current().Tenant(sh.tenant)
-	l := s.views.get(&scope{tenant: sh.tenant, pol: pol, cat: s.snap.Load()}, viewKey{tenant: sh.tenant, pol: pol, kind: proto.KindTools})
+	cat := s.snap.Load()
+	l := s.views.get(&scope{tenant: sh.tenant, pol: pol, cat: cat}, cat.Federated, viewKey{tenant: sh.tenant, pol: pol, kind: proto.KindTools})
 	want := sh.wantVisible
 	if want == 0 {
 		want = 500

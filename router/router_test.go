@@ -535,11 +535,16 @@ func TestRouterMethods(t *testing.T) {
 		if err != nil || got["raw"] != "{}" {
 			t.Fatalf("got %v, %v", got, err)
 		}
-		mu.Lock()
-		defer mu.Unlock()
-		if !setLevel["a"] || !setLevel["b"] {
-			t.Fatalf("setLevel reached %v, want a and b", setLevel)
-		}
+		// The recording subscription runs beside the fake worker that
+		// answers: what it saw is awaited.
+		eventually(t, func() error {
+			mu.Lock()
+			defer mu.Unlock()
+			if !setLevel["a"] || !setLevel["b"] {
+				return fmt.Errorf("setLevel reached %v, want a and b", setLevel)
+			}
+			return nil
+		})
 	})
 }
 

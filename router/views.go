@@ -99,10 +99,14 @@ func errUnknownUpstream(view string) *proto.Error {
 // upstream; a cursor issued for another tenant, kind or view, or not by a
 // router at all, is an invalid cursor.
 func (c *viewCache) page(sc *scope, kind, view string, cursor []byte) ([]byte, *proto.Error) {
-	if view != "" && (!sc.pol.Upstream(view) || sc.cat.List(kind, view) == nil) {
+	v := sc.cat.List(kind, view)
+	switch {
+	case view != "" && (v == nil || !sc.pol.Upstream(view)):
 		return nil, errUnknownUpstream(view)
+	case v == nil:
+		return nil, proto.Errorf(proto.CodeInternal, "router: no list of kind %q", kind) // listOps has only known kinds
 	}
-	l := c.get(sc, viewKey{tenant: sc.tenant, pol: sc.pol, kind: kind, view: view})
+	l := c.get(sc, v, viewKey{tenant: sc.tenant, pol: sc.pol, kind: kind, view: view})
 	if len(cursor) == 0 {
 		return l.page(0), nil
 	}
@@ -116,8 +120,9 @@ func (c *viewCache) page(sc *scope, kind, view string, cursor []byte) ([]byte, *
 	return l.render(start, c.pageSize), nil
 }
 
-// get returns the list of key over sc.cat, from the cache or built now.
-func (c *viewCache) get(sc *scope, key viewKey) *tlist {
+// get returns the list of key (v is its catalog view in sc.cat), from the
+// cache or built now.
+func (c *viewCache) get(sc *scope, v *catalog.View, key viewKey) *tlist {
 	seq := sc.cat.Seq
 	c.mu.Lock()
 	if seq > c.seq {
@@ -136,7 +141,7 @@ func (c *viewCache) get(sc *scope, key viewKey) *tlist {
 	// Built outside the lock: a cold list of a thousand items takes a
 	// while, and other tenants' hits must not wait for it. Two requests
 	// may build the same list at once; the first one in is kept.
-	l := build(sc, key, c.pageSize)
+	l := build(sc, v, key, c.pageSize)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if seq != c.seq || l.bytes > c.maxBytes {
@@ -195,13 +200,10 @@ func (c *viewCache) pushFront(l *tlist) {
 	c.ring.next = l
 }
 
-// build filters the view of key in sc.cat by sc.pol and renders its pages.
-func build(sc *scope, key viewKey, size int) *tlist {
-	v := sc.cat.List(key.kind, key.view)
+// build filters v, the catalog view of key in sc.cat, by sc.pol and
+// prepares its pages.
+func build(sc *scope, v *catalog.View, key viewKey, size int) *tlist {
 	l := &tlist{key: key, seq: sc.cat.Seq, bind: cursorBinding(key.tenant, key.kind, key.view)}
-	if v == nil {
-		v = sc.cat.List(proto.KindTools, "") // unreachable for a known kind; an empty list is the safe answer
-	}
 	l.result = v.ResultKey()
 	pk := policy.Kind(key.kind)
 	listed := v.Listed()

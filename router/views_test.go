@@ -41,7 +41,7 @@ func TestRouterViewCache(t *testing.T) {
 		}
 		return &scope{tenant: name, pol: pol, cat: cat}
 	}
-	one := build(scopeOf(0, cur), viewKey{tenant: "t0", pol: scopeOf(0, cur).pol, kind: proto.KindTools}, 4)
+	one := build(scopeOf(0, cur), cur.Federated, viewKey{tenant: "t0", pol: scopeOf(0, cur).pol, kind: proto.KindTools}, 4)
 	c := newViewCache(4, 3*one.bytes) // room for three lists
 	for i := range 4 {
 		if _, perr := c.page(scopeOf(i, cur), proto.KindTools, "", nil); perr != nil {
