@@ -106,7 +106,7 @@ func (s *Service) authenticate(r *http.Request, snap *tenancy.Snapshot) (*identi
 	scheme, token, ok := strings.Cut(h, " ")
 	token = strings.TrimLeft(token, " ")
 	if !ok || !strings.EqualFold(scheme, "Bearer") || token == "" || strings.ContainsAny(token, " \t") {
-		return nil, &authFailure{status: http.StatusUnauthorized, code: "invalid_request", desc: "the Authorization header must be \"Bearer <token>\""}
+		return nil, &authFailure{status: http.StatusUnauthorized, code: "invalid_request", desc: "the Authorization header must be Bearer and one token"}
 	}
 	if strings.HasPrefix(token, apikey.Prefix) {
 		return s.authKey(token, snap)
@@ -114,7 +114,7 @@ func (s *Service) authenticate(r *http.Request, snap *tenancy.Snapshot) (*identi
 	if s.jwt == nil {
 		return nil, &authFailure{status: http.StatusUnauthorized, code: "invalid_token", desc: "the bearer token is not a valid API key"}
 	}
-	return s.authJWT(r.Context(), token, snap)
+	return s.authJWT(r.Context(), token, s.publicBase(r)+r.URL.EscapedPath(), snap)
 }
 
 // authKey authenticates an API key. Every failure reads the same to the
@@ -134,11 +134,25 @@ func (s *Service) authKey(key string, snap *tenancy.Snapshot) (*identity, *authF
 }
 
 // authJWT verifies a JWT and resolves its principal's tenant.
-func (s *Service) authJWT(ctx context.Context, token string, snap *tenancy.Snapshot) (*identity, *authFailure) {
+// resource is the URL of the endpoint it was presented to, an audience
+// the token may name (RFC 8707, as the protected resource metadata says).
+func (s *Service) authJWT(ctx context.Context, token, resource string, snap *tenancy.Snapshot) (*identity, *authFailure) {
 	p := principalPool.Get().(*tenant.Principal)
 	defer func() { p.Reset(); principalPool.Put(p) }()
-	if err := s.jwt.Verify(ctx, token, p); err != nil {
+	if err := s.jwt.VerifyFor(ctx, token, resource, p); err != nil {
 		return nil, jwtFailure(err)
+	}
+	sub := ""
+	for _, c := range p.Claims {
+		if c.Name == "sub" {
+			sub = c.Value
+			break
+		}
+	}
+	if sub == "" {
+		// Sessions and per-principal limits key on it (RFC 9068 requires
+		// it in access tokens); tokens without one would share both.
+		return nil, &authFailure{status: http.StatusUnauthorized, code: "invalid_token", desc: "the token has no sub claim"}
 	}
 	name, err := snap.ResolvePrincipal(p)
 	if err != nil {
@@ -147,13 +161,6 @@ func (s *Service) authJWT(ctx context.Context, token string, snap *tenancy.Snaps
 			desc = "the token's principal matches more than one tenant"
 		}
 		return nil, &authFailure{status: http.StatusForbidden, desc: desc}
-	}
-	sub := ""
-	for _, c := range p.Claims {
-		if c.Name == "sub" {
-			sub = c.Value
-			break
-		}
 	}
 	_, pol, _ := snap.Tenant(name)
 	return &identity{tenant: name, principal: sub, user: name + "\x00jwt\x00" + p.Issuer + "\x00" + sub, policy: pol, jwt: true}, nil
@@ -185,6 +192,8 @@ func jwtFailure(err error) *authFailure {
 // a Bearer challenge naming the protected resource metadata (MCP
 // authorization; RFC 9728 section 5.1), 403 or 503 without one.
 func (s *Service) writeAuthFailure(w http.ResponseWriter, r *http.Request, f *authFailure) {
+	// RFC 6750 section 3: the description's characters exclude '"' and '\'.
+	f.desc = strings.NewReplacer(`"`, "'", `\`, "/").Replace(f.desc)
 	if f.status == http.StatusUnauthorized {
 		c := `Bearer resource_metadata="` + s.resourceMetadataURL(r) + `"`
 		if f.code != "" {

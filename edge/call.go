@@ -163,6 +163,11 @@ func (s *Service) forward(ctx context.Context, v *view, method, op, name string,
 			}
 		}
 	}
+	done, perr := s.admit(&preq)
+	if perr != nil {
+		return nil, s.toJSONRPC(perr, method)
+	}
+	defer done()
 	if ss, ok := req.GetSession().(*mcp.ServerSession); ok {
 		preq.Session = ss.ID()
 		if cs := s.sessions.of(ss); cs != nil {

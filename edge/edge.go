@@ -18,6 +18,7 @@ import (
 
 	"github.com/switchyard-mcp/switchyard/internal/bus"
 	"github.com/switchyard-mcp/switchyard/internal/jwtauth"
+	"github.com/switchyard-mcp/switchyard/internal/limit"
 	"github.com/switchyard-mcp/switchyard/internal/tenancy"
 	"github.com/switchyard-mcp/switchyard/proto"
 )
@@ -60,7 +61,9 @@ type Service struct {
 	tenancy  tenancy.Source
 	watcher  *tenancy.Watcher  // nil when Config.Tenancy was given
 	jwt      *jwtauth.Verifier // nil without JWT issuers
-	routes   sync.Map          // tenant -> map[op]route subject
+	fleet    *limit.Fleet      // the live edges, for each one's share of the limits
+	limits   *limit.Limiter
+	routes   sync.Map // tenant -> map[op]route subject
 
 	// passthrough is set while some catalog upstream takes the client's
 	// Authorization header (proto.UpstreamAuth.Passthrough).
@@ -105,12 +108,18 @@ func New(cfg Config, nc *nats.Conn, log *slog.Logger) (*Service, error) {
 	s.caller = bus.NewCaller(nc, int(cfg.MaxResultBytes))
 	s.events = mcp.NewMemoryEventStore(nil)
 	s.presence = bus.NewPresence(nc, log)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return nil, fmt.Errorf("edge: jetstream: %w", err)
+	}
+	if s.fleet, err = limit.NewFleet(js, limit.FleetConfig{ID: cfg.ID}, log); err != nil {
+		return nil, err
+	}
+	if s.limits, err = limit.New(limit.Config{Fleet: s.fleet}); err != nil {
+		return nil, err
+	}
 	s.tenancy = cfg.Tenancy
 	if s.tenancy == nil {
-		js, err := jetstream.New(nc)
-		if err != nil {
-			return nil, fmt.Errorf("edge: jetstream: %w", err)
-		}
 		if s.watcher, err = tenancy.NewWatcher(js, tenancy.WatcherConfig{}, log); err != nil {
 			return nil, err
 		}
@@ -158,7 +167,7 @@ func (c *Config) fill() error {
 // Ready reports whether the edge is listening, has loaded the catalog and
 // the tenancy state, and is connected to NATS.
 func (s *Service) Ready() bool {
-	return s.ready.Load() && s.nc.IsConnected() && (s.watcher == nil || s.watcher.Ready())
+	return s.ready.Load() && s.nc.IsConnected() && (s.watcher == nil || s.watcher.Ready()) && s.fleet.Ready()
 }
 
 // Addr is the address the edge listens on, once Run has bound it ("" before).
@@ -207,6 +216,10 @@ func (s *Service) Run(ctx context.Context) error {
 	if s.watcher != nil {
 		run(func() { _ = s.watcher.Run(ctx) })
 	}
+	// The fleet leaves (its key deleted, so the others take over this
+	// edge's share) only after the HTTP server has finished its calls.
+	run(func() { _ = s.fleet.Run(ctx) })
+	run(func() { s.sweepLimits(ctx) })
 	serveErr := make(chan error, 1)
 	run(func() { serveErr <- srv.Serve(ln) })
 	s.log.Info("edge listening", "addr", addr)
@@ -337,5 +350,22 @@ func (s *Service) serveReady(w http.ResponseWriter, _ *http.Request) {
 			msg += "tenancy: stale since " + since.UTC().Format(time.RFC3339) + ": " + reason + "\n"
 		}
 	}
+	if stale, since, reason := s.fleet.Stale(); stale {
+		msg += "limits fleet: stale since " + since.UTC().Format(time.RFC3339) + ": " + reason + "\n"
+	}
 	_, _ = w.Write([]byte(msg))
+}
+
+// sweepLimits frees the limiter's idle per-principal state once a minute.
+func (s *Service) sweepLimits(ctx context.Context) {
+	t := time.NewTicker(time.Minute)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			s.limits.Sweep()
+		}
+	}
 }

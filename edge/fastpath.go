@@ -132,6 +132,13 @@ func (s *Service) runFast(w http.ResponseWriter, r *http.Request, v *view, fc *f
 	if len(preq.Params) == 0 {
 		preq.Params = emptyParams
 	}
+	done, perr := s.admit(&preq)
+	if perr != nil {
+		setRetryAfter(w, perr)
+		s.writeResponse(&fastOut{w: w}, fc.protocol, m.ID, nil, s.toJSONRPC(perr, m.Method))
+		return
+	}
+	defer done()
 	if cs := fc.session; cs != nil {
 		preq.Session, preq.ClientCaps = cs.id, cs.caps
 		id := idKey(m.ID)

@@ -253,6 +253,17 @@ func (v *Verifier) Close() error {
 // set fetch, which happens when no set of the issuer is cached or the kid
 // is not in it, at most once per [Config.MinRefreshInterval] per set.
 func (v *Verifier) Verify(ctx context.Context, token string, p *tenant.Principal) error {
+	return v.VerifyFor(ctx, token, "", p)
+}
+
+// VerifyFor is [Verifier.Verify] that also accepts, besides the issuer's
+// audiences, an aud equal to resource (when not ""): the URL of the
+// endpoint the token was presented to. A client following RFC 9728 asks
+// its authorization server for a token for exactly that resource (RFC
+// 8707), so each endpoint of a gateway needs no audience of its own in
+// the configuration; a token for one endpoint is not accepted at another
+// unless a configured audience covers it.
+func (v *Verifier) VerifyFor(ctx context.Context, token, resource string, p *tenant.Principal) error {
 	p.Reset()
 	switch {
 	case token == "":
@@ -286,7 +297,7 @@ func (v *Verifier) Verify(ctx context.Context, token string, p *tenant.Principal
 	if iss, _ := tok.Issuer(); iss != is.name {
 		return errUnknownIss
 	}
-	if aud, _ := tok.Audience(); !slices.ContainsFunc(aud, is.acceptsAudience) {
+	if aud, _ := tok.Audience(); !slices.ContainsFunc(aud, is.acceptsAudience) && (resource == "" || !slices.Contains(aud, resource)) {
 		return errAudience
 	}
 	if err := is.fill(p, tok); err != nil {
