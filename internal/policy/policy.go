@@ -11,8 +11,8 @@ type Kind string
 
 // The kinds a policy decides on.
 const (
-	KindTools             Kind = "tools"              // subject: <upstream><sep><tool>
-	KindPrompts           Kind = "prompts"            // subject: <upstream><sep><prompt>
+	KindTools             Kind = "tools"              // subject: the federated name, <upstream><sep><tool>
+	KindPrompts           Kind = "prompts"            // subject: the federated name, <upstream><sep><prompt>
 	KindResources         Kind = "resources"          // subject: the URI
 	KindResourceTemplates Kind = "resource_templates" // subject: the URI template
 )
@@ -201,9 +201,11 @@ func (p *Policy) Upstream(upstream string) bool {
 // Allowed reports whether the tenant may see and use the item of kind
 // kind served by upstream whose policy subject is subject:
 //
-//   - tools and prompts: the federated name <upstream><sep><name>, joined
-//     with the router's name separator from the upstream's own name (not a
-//     shortened federated name, and not a passthrough view's bare name);
+//   - tools and prompts: the federated name clients see in the federated
+//     view, <upstream><sep><name>, or the short form the router gives a
+//     long or clashing name (which keeps its start, so prefix globs
+//     apply); a passthrough view's bare name is decided as that federated
+//     name too (docs/policy.md);
 //   - resources: the URI; resource templates: the URI template.
 //
 // It is false when the upstream is not visible, when the first matching

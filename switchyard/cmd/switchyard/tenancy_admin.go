@@ -27,8 +27,8 @@ const tenancyUsage = `usage: switchyard tenancy <tenant|key> <verb> [flags]
 
 Administers tenants and API keys through tenancy-svc's admin endpoints
 (switchyard.v1.tenancy.admin.*). Whoever may publish there is an admin.
-Note: tenants, keys and policies are stored, not yet enforced: edges and
-routers still serve every request as tenant "default" (docs/tenancy.md).
+Changes take effect on every edge and router within a second
+(docs/tenancy.md, docs/policy.md, docs/limits.md).
 
   tenant put     --name NAME [--file FILE|-] [--anonymous] [--all-upstreams]
                  [--upstream NAME]... [--allow [KIND:]GLOB]... [--deny [KIND:]GLOB]...
