@@ -19,7 +19,7 @@ import (
 // (key "tenant.<name>" or "apikey.<id>", value "config"). Only those are
 // deleted when the configuration no longer names them, and the admin
 // endpoints refuse to change or delete a configured tenant.
-const bucketSeeded = "switchyard_tenancy_seeded"
+const bucketSeeded = tenancy.BucketSeeded
 
 const (
 	markTenant = "tenant."
@@ -68,6 +68,10 @@ func (s *Service) seed(ctx context.Context, js jetstream.JetStream) error {
 		return fmt.Errorf("seed upstreams: %w", err)
 	}
 	if err := s.seedTenancy(ctx); err != nil {
+		return fmt.Errorf("seed tenants: %w", err)
+	}
+	// Only now may edges and routers load the tenancy state.
+	if err := putIfChanged(ctx, s.st.seeded, tenancy.KeySeeded, []byte("1")); err != nil {
 		return fmt.Errorf("seed tenants: %w", err)
 	}
 	s.seeded = true

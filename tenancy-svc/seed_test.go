@@ -204,7 +204,7 @@ func TestTenancySeedTenants(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			var wantMarks []string
+			wantMarks := []string{tenancy.KeySeeded} // what edges and routers wait for
 			for _, x := range tt.second {
 				wantMarks = append(wantMarks, "tenant."+x.Name)
 			}

@@ -19,7 +19,17 @@ import (
 const (
 	BucketTenants = "switchyard_tenants"
 	BucketAPIKeys = "switchyard_apikeys"
+	// BucketSeeded is tenancy-svc's provenance bucket (which entries the
+	// configuration seeded), and holds [KeySeeded].
+	BucketSeeded = "switchyard_tenancy_seeded"
 )
+
+// KeySeeded is the key tenancy-svc writes to [BucketSeeded] once it has
+// made the tenancy buckets match its configuration for the first time in
+// this store. A [Watcher] loads nothing before it exists: buckets that
+// exist but are not seeded yet would otherwise read as "no tenants", and
+// every request would be refused until the seed landed.
+const KeySeeded = "seeded"
 
 // Tenant is one tenant's record (KV [BucketTenants], key Name).
 //

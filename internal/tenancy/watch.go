@@ -64,7 +64,9 @@ type WatcherConfig struct {
 // current values, so a half-loaded state is never served. Until the
 // first load, [Watcher.Current] is an empty snapshot that resolves
 // nothing and [Watcher.Ready] is false; missing buckets (tenancy-svc
-// creates them) are waited for, not created.
+// creates them) are waited for, not created, and so is tenancy-svc's
+// [KeySeeded] mark, checked at the start of every watch, so that buckets
+// not seeded yet (a fresh or lost store) are never served as empty.
 //
 // Current, Ready and Stale are safe for concurrent use; Run is called
 // once.
@@ -238,6 +240,9 @@ func (w *Watcher) session(ctx context.Context, nc *nats.Conn, status <-chan nats
 	if !nc.IsConnected() {
 		return false, errDisconnected
 	}
+	if err := w.checkSeeded(ctx); err != nil {
+		return false, err
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	tkv, tw, err := w.open(ctx, cancel, BucketTenants)
@@ -388,6 +393,29 @@ func (w *Watcher) open(ctx context.Context, cancel context.CancelFunc, bucket st
 		return nil, nil, fmt.Errorf("watch bucket %s: %w", bucket, err)
 	}
 	return kv, kw, nil
+}
+
+// errNotSeeded: tenancy-svc has not seeded this store yet.
+var errNotSeeded = errors.New("tenancy-svc has not seeded the tenancy buckets yet (" + BucketSeeded + " has no key " + KeySeeded + ")")
+
+// checkSeeded returns errNotSeeded until tenancy-svc has written
+// KeySeeded (a lookup error is returned as is).
+func (w *Watcher) checkSeeded(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, w.cfg.OpTimeout)
+	defer cancel()
+	kv, err := w.js.KeyValue(ctx, BucketSeeded)
+	if errors.Is(err, jetstream.ErrBucketNotFound) {
+		return errNotSeeded
+	}
+	if err != nil {
+		return fmt.Errorf("open bucket %s: %w", BucketSeeded, err)
+	}
+	if _, err := kv.Get(ctx, KeySeeded); errors.Is(err, jetstream.ErrKeyNotFound) {
+		return errNotSeeded
+	} else if err != nil {
+		return fmt.Errorf("read %s/%s: %w", BucketSeeded, KeySeeded, err)
+	}
+	return nil
 }
 
 // probe asks both buckets for their status.

@@ -64,7 +64,20 @@ func buckets(t *testing.T, js jetstream.JetStream) (tenants, keys jetstream.KeyV
 	if keys, err = js.CreateKeyValue(t.Context(), jetstream.KeyValueConfig{Bucket: BucketAPIKeys, History: 5}); err != nil {
 		t.Fatal(err)
 	}
+	markSeeded(t, js)
 	return tenants, keys
+}
+
+// markSeeded writes tenancy-svc's KeySeeded mark.
+func markSeeded(t *testing.T, js jetstream.JetStream) {
+	t.Helper()
+	kv, err := js.CreateOrUpdateKeyValue(t.Context(), jetstream.KeyValueConfig{Bucket: BucketSeeded})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kv.Put(t.Context(), KeySeeded, []byte("1")); err != nil {
+		t.Fatal(err)
+	}
 }
 
 func putTenant(t *testing.T, kv jetstream.KeyValue, ten Tenant) {
@@ -355,6 +368,12 @@ func TestTenancyWatchBucketsMissing(t *testing.T) {
 	js := newJS(t)
 	w := newWatcher(t, js, fastConfig)
 	run(t, w)
+	// Not seeded: the reason says so, and nothing is loaded.
+	waitFor(t, slow, "stale reason names the seed mark", func() bool {
+		_, _, reason := w.Stale()
+		return strings.Contains(reason, KeySeeded)
+	})
+	markSeeded(t, js)
 	waitFor(t, slow, "stale reason names the missing bucket", func() bool {
 		_, _, reason := w.Stale()
 		return strings.Contains(reason, BucketTenants)
