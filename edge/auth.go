@@ -137,10 +137,17 @@ func (s *Service) authKey(key string, snap *tenancy.Snapshot) (*identity, *authF
 // resource is the URL of the endpoint it was presented to, an audience
 // the token may name (RFC 8707, as the protected resource metadata says).
 func (s *Service) authJWT(ctx context.Context, token, resource string, snap *tenancy.Snapshot) (*identity, *authFailure) {
-	p := principalPool.Get().(*tenant.Principal)
-	defer func() { p.Reset(); principalPool.Put(p) }()
-	if err := s.jwt.VerifyFor(ctx, token, resource, p); err != nil {
-		return nil, jwtFailure(err)
+	now, keys := time.Now(), s.jwt.KeySetID()
+	key := jwtCacheKey(resource, token)
+	p := s.jwtCache.get(key, now, keys)
+	if p == nil {
+		p = principalPool.Get().(*tenant.Principal)
+		defer func() { p.Reset(); principalPool.Put(p) }()
+		exp, err := s.jwt.VerifyFor(ctx, token, resource, p)
+		if err != nil {
+			return nil, jwtFailure(err)
+		}
+		s.jwtCache.put(key, p, exp, now, keys)
 	}
 	sub := ""
 	for _, c := range p.Claims {

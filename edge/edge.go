@@ -61,6 +61,7 @@ type Service struct {
 	tenancy  tenancy.Source
 	watcher  *tenancy.Watcher  // nil when Config.Tenancy was given
 	jwt      *jwtauth.Verifier // nil without JWT issuers
+	jwtCache jwtCache          // verified tokens, briefly (jwtcache.go)
 	fleet    *limit.Fleet      // the live edges, for each one's share of the limits
 	limits   *limit.Limiter
 	routes   sync.Map // tenant -> map[op]route subject

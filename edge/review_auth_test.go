@@ -288,3 +288,37 @@ func TestReviewMalformedAuthorizationStatus(t *testing.T) {
 		t.Errorf("malformed Bearer header: %d, RFC 6750 3.1 invalid_request is 400", code)
 	}
 }
+
+// TestReviewSuspendedCallsEscapeInFlight: a 2026-07-28 call suspended for
+// the client's input keeps its bus call, its worker and its upstream call
+// open until the deadline (bridge.go suspend), but its in-flight ticket
+// is released when the input_required answer goes out (runFast/forward
+// defer done()). With max_in_flight 1, a client opens any number of
+// concurrent upstream calls of an eliciting tool: each one suspends and
+// frees the only slot for the next.
+func TestReviewSuspendedCallsEscapeInFlight(t *testing.T) {
+	reviewDefect(t, "a call suspended for input (2026 bridge) releases its in-flight ticket while its upstream call stays open")
+	keys, recs := mintKeys(t)
+	ts := authTenants(false)
+	for i := range ts {
+		if ts[i].Name == "acme" {
+			ts[i].Limits = tenancy.Limits{MaxInFlight: 1}
+		}
+	}
+	var nc *nats.Conn
+	g := newRigWith(t, chattyWorker(t, &nc), &rigOpts{tenancy: tenancy.Static{Snap: tenancy.NewSnapshot(ts, recs)}})
+	nc = g.nc
+	const meta = `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"elicitation":{}},"io.modelcontextprotocol/clientInfo":{"name":"t","version":"1"}}`
+	call := func() string {
+		_, body, _ := g.post(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"up__x","arguments":{},`+meta+`}}`,
+			"Mcp-Protocol-Version", "2026-07-28", "Mcp-Method", "tools/call", "Mcp-Name", "up__x", "Authorization", "Bearer "+keys["alice"])
+		return body
+	}
+	if first := call(); !strings.Contains(first, "input_required") {
+		t.Fatalf("first call: %s", first)
+	}
+	// The first call is still open at the worker, waiting for its input.
+	if second := call(); !strings.Contains(second, "-32069") {
+		t.Fatalf("max_in_flight 1, one call open upstream, a second one was admitted: %.200s", second)
+	}
+}

@@ -253,7 +253,8 @@ func (v *Verifier) Close() error {
 // set fetch, which happens when no set of the issuer is cached or the kid
 // is not in it, at most once per [Config.MinRefreshInterval] per set.
 func (v *Verifier) Verify(ctx context.Context, token string, p *tenant.Principal) error {
-	return v.VerifyFor(ctx, token, "", p)
+	_, err := v.VerifyFor(ctx, token, "", p)
+	return err
 }
 
 // VerifyFor is [Verifier.Verify] that also accepts, besides the issuer's
@@ -262,49 +263,58 @@ func (v *Verifier) Verify(ctx context.Context, token string, p *tenant.Principal
 // its authorization server for a token for exactly that resource (RFC
 // 8707), so each endpoint of a gateway needs no audience of its own in
 // the configuration; a token for one endpoint is not accepted at another
-// unless a configured audience covers it.
-func (v *Verifier) VerifyFor(ctx context.Context, token, resource string, p *tenant.Principal) error {
+// unless a configured audience covers it. It also returns the token's
+// expiry (exp), for callers that cache the result.
+func (v *Verifier) VerifyFor(ctx context.Context, token, resource string, p *tenant.Principal) (exp time.Time, err error) {
+	exp, err = v.verifyFor(ctx, token, resource, p)
+	if err != nil {
+		p.Reset()
+	}
+	return exp, err
+}
+
+func (v *Verifier) verifyFor(ctx context.Context, token, resource string, p *tenant.Principal) (time.Time, error) {
 	p.Reset()
 	switch {
 	case token == "":
-		return errEmpty
+		return time.Time{}, errEmpty
 	case len(token) > v.maxTokenBytes:
-		return errTooLong
+		return time.Time{}, errTooLong
 	}
 	u, err := parseUnverified(token)
 	if err != nil {
-		return err
+		return time.Time{}, err
 	}
 	if u.iss == "" {
-		return errNoIss
+		return time.Time{}, errNoIss
 	}
 	is := v.issuers[u.iss]
 	if is == nil {
-		return errUnknownIss
+		return time.Time{}, errUnknownIss
 	}
 	alg, ok := is.alg(u.alg)
 	if !ok {
-		return errAlg
+		return time.Time{}, errAlg
 	}
 	keys, err := v.keysFor(ctx, is.keys, u.kid)
 	if err != nil {
-		return err
+		return time.Time{}, err
 	}
 	tok, err := is.verify(token, alg, keys)
 	if err != nil {
-		return err
+		return time.Time{}, err
 	}
 	if iss, _ := tok.Issuer(); iss != is.name {
-		return errUnknownIss
+		return time.Time{}, errUnknownIss
 	}
 	if aud, _ := tok.Audience(); !slices.ContainsFunc(aud, is.acceptsAudience) && (resource == "" || !slices.Contains(aud, resource)) {
-		return errAudience
+		return time.Time{}, errAudience
 	}
 	if err := is.fill(p, tok); err != nil {
-		p.Reset()
-		return err
+		return time.Time{}, err
 	}
-	return nil
+	exp, _ := tok.Expiration()
+	return exp, nil
 }
 
 func (is *issuer) alg(name string) (*algorithm, bool) {
@@ -483,7 +493,24 @@ func (src *keySource) current() *keySet {
 	}
 	ks := newKeySet(set)
 	src.ks.Store(ks)
+	keySetGen.Add(1)
 	return ks
+}
+
+// keySetGen counts key sets taken into use, by every Verifier.
+var keySetGen atomic.Uint64
+
+// KeySetID identifies the key sets of every issuer as fetched now: it
+// changes whenever one of them is replaced (a background refresh, a
+// fetch forced by an unknown kid, a rotation), and may change for other
+// Verifiers' sets too. A caller that caches verifications keeps each one
+// only while KeySetID is unchanged, so a key dropped from a JWKS stops
+// its tokens as soon as the new set is fetched. It does no I/O.
+func (v *Verifier) KeySetID() uint64 {
+	for _, src := range v.sets {
+		src.current()
+	}
+	return keySetGen.Load()
 }
 
 // refresh fetches src's set now, or joins the fetch in progress, unless a
