@@ -77,7 +77,9 @@ func TestTenancyAdminDiscovery(t *testing.T) {
 	}
 	var subjects []string
 	for _, ep := range info.Endpoints {
-		subjects = append(subjects, ep.Subject)
+		if strings.HasPrefix(ep.Subject, tenancy.AdminGroup+".") { // resolve_test checks the others
+			subjects = append(subjects, ep.Subject)
+		}
 	}
 	want := []string{
 		tenancy.SubjTenantPut, tenancy.SubjTenantGet, tenancy.SubjTenantList, tenancy.SubjTenantDelete,

@@ -1,6 +1,7 @@
 // Package tenancy is Switchyard's tenancy service. It owns three KV
-// buckets, seeds them from its configuration, and serves the admin micro
-// service that changes tenants and API keys.
+// buckets, seeds them from its configuration, and serves the micro
+// service that changes tenants and API keys (admin) and answers lookups
+// about them (resolve).
 //
 // # Buckets
 //
@@ -45,4 +46,18 @@
 // to those subjects administers tenancy: restrict them with NATS
 // permissions. Requests are queued (bounded) to the Run goroutine, which
 // serves them one at a time between reconciliations.
+//
+// # Resolve endpoints
+//
+// The same micro service has a second group, tenancy.ResolveGroup
+// (switchyard.v1.tenancy.resolve), in the same queue group: key (which
+// tenant and principal an API key authenticates as; every refusal but
+// expiry reads "not a valid key", and the key is never logged or
+// echoed), principal (which tenant a principal's claims and groups
+// select; none and ambiguous are errors) and access (what a tenant's
+// policy decides for one item). They answer from a tenancy.Watcher
+// snapshot of the buckets that Run keeps current, as an edge would, on
+// the NATS callback goroutine (snapshot reads, no I/O), never through the
+// admin mailbox; 503 until the snapshot has loaded. Edges do not call
+// them: they resolve from their own snapshot.
 package tenancy

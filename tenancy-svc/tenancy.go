@@ -47,6 +47,8 @@ type Service struct {
 	nc      *nats.Conn
 	log     *slog.Logger
 	mailbox chan job // admin requests for the Run goroutine; bounded
+	js      jetstream.JetStream
+	watch   *tenancy.Watcher // the snapshot the resolve endpoints answer from
 	ready   atomic.Bool
 
 	// Owned by the Run goroutine.
@@ -108,30 +110,50 @@ func New(cfg Config, nc *nats.Conn, log *slog.Logger) (*Service, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	js, err := jetstream.New(nc) // no I/O
+	if err != nil {
+		return nil, fmt.Errorf("tenancy: jetstream: %w", err)
+	}
+	watch, err := tenancy.NewWatcher(js, tenancy.WatcherConfig{}, log)
+	if err != nil {
+		return nil, fmt.Errorf("tenancy: %w", err)
+	}
 	return &Service{
 		cfg: cfg, nc: nc, log: log.With(proto.LogComponent, "tenancy"),
 		mailbox: make(chan job, mailboxLen),
+		js:      js, watch: watch,
 	}, nil
 }
 
-// Ready reports whether the buckets have been seeded and the admin service
-// is serving.
-func (s *Service) Ready() bool { return s.ready.Load() }
+// Ready reports whether the buckets have been seeded, the micro service
+// (admin and resolve endpoints) is serving, and the snapshot the resolve
+// endpoints answer from has loaded. It stays true while that snapshot is
+// stale (KV unreachable: the last one keeps serving).
+func (s *Service) Ready() bool { return s.ready.Load() && s.watch.Ready() }
 
 // reconcileEvery is how often the buckets are checked against the config.
 const reconcileEvery = 10 * time.Second
 
 // Run opens and seeds the buckets (retrying while JetStream is
-// unavailable), starts the admin micro service, and then serves admin
-// requests and reconciles the buckets with the config every
-// reconcileEvery until ctx ends. Admin requests and seeding run on this
-// goroutine only, one at a time. It returns nil when ctx ends, or an error
-// if the micro service cannot start.
+// unavailable), starts the micro service (admin and resolve endpoints),
+// and then serves admin requests and reconciles the buckets with the
+// config every reconcileEvery until ctx ends. Admin requests and seeding
+// run on this goroutine only, one at a time; resolve requests are
+// answered on the NATS callback goroutines from a tenancy.Watcher's
+// snapshot, which a goroutine of Run keeps current. It returns nil when
+// ctx ends, or an error if the micro service cannot start; either way
+// that goroutine has exited. Run is called once.
 func (s *Service) Run(ctx context.Context) error {
-	js, err := jetstream.New(s.nc)
-	if err != nil {
-		return fmt.Errorf("tenancy: jetstream: %w", err)
-	}
+	js := s.js
+	wctx, wcancel := context.WithCancel(ctx)
+	wdone := make(chan struct{})
+	go func() {
+		defer close(wdone)
+		if err := s.watch.Run(wctx); err != nil {
+			s.log.Error("tenancy watcher failed", proto.LogErr, err)
+		}
+	}()
+	defer func() { wcancel(); <-wdone }()
 	backoff := 100 * time.Millisecond
 	for {
 		err := s.seed(ctx, js)
@@ -151,7 +173,7 @@ func (s *Service) Run(ctx context.Context) error {
 		if ctx.Err() != nil {
 			return nil
 		}
-		return fmt.Errorf("tenancy: admin service: %w", err)
+		return fmt.Errorf("tenancy: micro service: %w", err)
 	}
 	// Ready means the endpoints answer: the server has the subscriptions.
 	if err := s.nc.FlushTimeout(5 * time.Second); err != nil {
@@ -182,12 +204,12 @@ func (s *Service) Run(ctx context.Context) error {
 	}
 }
 
-// startAdmin adds the admin micro service and its endpoints.
+// startAdmin adds the micro service with its admin and resolve endpoints.
 func (s *Service) startAdmin() (micro.Service, error) {
 	svc, err := micro.AddService(s.nc, micro.Config{
 		Name:        tenancy.AdminService,
 		Version:     s.cfg.Version,
-		Description: "Switchyard tenancy: tenants and API keys",
+		Description: "Switchyard tenancy: tenants and API keys (admin), key, principal and access lookups (resolve)",
 		QueueGroup:  tenancy.AdminService,
 		Metadata: map[string]string{
 			"buckets": tenancy.BucketTenants + "," + tenancy.BucketAPIKeys + "," + proto.BucketUpstreams,
@@ -202,6 +224,10 @@ func (s *Service) startAdmin() (micro.Service, error) {
 			_ = svc.Stop()
 			return nil, fmt.Errorf("endpoint %s: %w", ep.name, err)
 		}
+	}
+	if err := s.addResolve(svc); err != nil {
+		_ = svc.Stop()
+		return nil, err
 	}
 	return svc, nil
 }
