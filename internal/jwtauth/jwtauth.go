@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -258,12 +259,13 @@ func (v *Verifier) Verify(ctx context.Context, token string, p *tenant.Principal
 }
 
 // VerifyFor is [Verifier.Verify] that also accepts, besides the issuer's
-// audiences, an aud equal to resource (when not ""): the URL of the
-// endpoint the token was presented to. A client following RFC 9728 asks
-// its authorization server for a token for exactly that resource (RFC
-// 8707), so each endpoint of a gateway needs no audience of its own in
-// the configuration; a token for one endpoint is not accepted at another
-// unless a configured audience covers it. It also returns the token's
+// audiences, an aud equal to resource, the URL of the endpoint the token
+// was presented to, when resource lies under a configured audience
+// ("https://gw/mcp/github" under "https://gw/mcp"). A client following
+// RFC 9728 asks its authorization server for a token for exactly that
+// resource (RFC 8707), so each endpoint below a configured audience needs
+// no audience of its own; a token for one endpoint is not accepted at
+// another unless a configured audience names it. It also returns the token's
 // expiry (exp), for callers that cache the result.
 func (v *Verifier) VerifyFor(ctx context.Context, token, resource string, p *tenant.Principal) (exp time.Time, err error) {
 	exp, err = v.verifyFor(ctx, token, resource, p)
@@ -307,7 +309,7 @@ func (v *Verifier) verifyFor(ctx context.Context, token, resource string, p *ten
 	if iss, _ := tok.Issuer(); iss != is.name {
 		return time.Time{}, errUnknownIss
 	}
-	if aud, _ := tok.Audience(); !slices.ContainsFunc(aud, is.acceptsAudience) && (resource == "" || !slices.Contains(aud, resource)) {
+	if aud, _ := tok.Audience(); !slices.ContainsFunc(aud, is.acceptsAudience) && !(is.covers(resource) && slices.Contains(aud, resource)) {
 		return time.Time{}, errAudience
 	}
 	if err := is.fill(p, tok); err != nil {
@@ -328,6 +330,22 @@ func (is *issuer) alg(name string) (*algorithm, bool) {
 
 func (is *issuer) acceptsAudience(aud string) bool {
 	return slices.Contains(is.audiences, aud)
+}
+
+// covers reports whether resource lies under one of the issuer's
+// audiences (an audience, then "/"): the configuration, not the request,
+// decides which resource URLs may be audiences, so a client cannot make
+// its token's aud acceptable by choosing the Host it sends.
+func (is *issuer) covers(resource string) bool {
+	if resource == "" {
+		return false
+	}
+	for _, a := range is.audiences {
+		if len(resource) > len(a)+1 && strings.HasPrefix(resource, a) && resource[len(a)] == '/' {
+			return true
+		}
+	}
+	return false
 }
 
 // verify checks the signature with the first key that fits and validates
