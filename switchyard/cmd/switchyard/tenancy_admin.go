@@ -12,6 +12,7 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+	"unicode"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/micro"
@@ -23,12 +24,14 @@ import (
 	"github.com/switchyard-mcp/switchyard/internal/tenant"
 )
 
-const tenancyUsage = `usage: switchyard tenancy <tenant|key> <verb> [flags]
+const tenancyUsage = `usage: switchyard tenancy <tenant|key|resolve> <verb> [flags]
 
 Administers tenants and API keys through tenancy-svc's admin endpoints
 (switchyard.v1.tenancy.admin.*). Whoever may publish there is an admin.
 Changes take effect on every edge and router within a second
-(docs/tenancy.md, docs/policy.md, docs/limits.md).
+(docs/tenancy.md, docs/policy.md, docs/limits.md). resolve asks
+tenancy-svc's resolve endpoints (switchyard.v1.tenancy.resolve.*) what a
+key, a principal or a tenant's policy resolves to.
 
   tenant put     --name NAME [--file FILE|-] [--anonymous] [--all-upstreams]
                  [--upstream NAME]... [--allow [KIND:]GLOB]... [--deny [KIND:]GLOB]...
@@ -42,6 +45,15 @@ Changes take effect on every edge and router within a second
                  (prints the key once, on stdout; only its hash is stored)
   key revoke     ID
   key list       [--tenant NAME]
+  resolve key    [--key-env VAR]
+                 (reads the key from stdin, or from $VAR; never from the
+                 command line, where ps shows it)
+  resolve principal [--issuer ISS] [--claim NAME=VALUE]... [--group GROUP]...
+                 (the tenant whose selectors match; at least one claim or group)
+  resolve access --tenant NAME --kind KIND --upstream NAME --subject S
+                 (what the tenant's policy decides; S is the federated name
+                 <upstream>__<name> for tools and prompts, the URI or URI
+                 template for resources and resource_templates)
 
 Common flags: --nats URL (env SWITCHYARD_NATS; default nats://127.0.0.1:4222),
 --creds FILE (env SWITCHYARD_NATS_CREDS), --timeout 10s, --json.
@@ -81,6 +93,10 @@ func runTenancy(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		"key create":    c.keyCreate,
 		"key revoke":    c.keyRevoke,
 		"key list":      c.keyList,
+
+		"resolve key":       c.resolveKey,
+		"resolve principal": c.resolvePrincipal,
+		"resolve access":    c.resolveAccess,
 	}[noun+" "+verb]
 	if !ok {
 		fmt.Fprintf(stderr, "switchyard tenancy: unknown command %q\n\n%s", noun+" "+verb, tenancyUsage)
@@ -564,4 +580,141 @@ func dash(s string) string {
 		return "-"
 	}
 	return s
+}
+
+// maxKeyInput bounds what resolve key reads from stdin (bytes); a key is
+// under 100.
+const maxKeyInput = 4096
+
+// readKey reads one API key from the environment variable env, or from
+// stdin when env is empty. Its errors never quote the input.
+func (c *tenancyCLI) readKey(env string) (string, error) {
+	var key string
+	if env != "" {
+		key = os.Getenv(env)
+		if key == "" {
+			return "", errUsage{fmt.Sprintf("--key-env %s: the variable is unset or empty", env)}
+		}
+	} else {
+		if f, ok := c.stdin.(*os.File); ok {
+			if st, err := f.Stat(); err == nil && st.Mode()&os.ModeCharDevice != 0 {
+				fmt.Fprintln(c.stderr, "reading the API key from stdin (end with Ctrl-D); pipe it in to keep it off the screen")
+			}
+		}
+		b, err := io.ReadAll(io.LimitReader(c.stdin, maxKeyInput+1))
+		if err != nil {
+			return "", fmt.Errorf("read stdin: %w", err)
+		}
+		if len(b) > maxKeyInput {
+			return "", errUsage{fmt.Sprintf("stdin holds more than %d bytes: not one API key", maxKeyInput)}
+		}
+		key = string(b)
+	}
+	key = strings.TrimSpace(key)
+	switch {
+	case key == "":
+		return "", errUsage{"no API key on stdin (or use --key-env VAR)"}
+	case strings.ContainsFunc(key, unicode.IsSpace):
+		return "", errUsage{"the input holds more than one word: give exactly one API key"}
+	}
+	return key, nil
+}
+
+func (c *tenancyCLI) resolveKey(args []string) (int, error) {
+	fs := c.flags("resolve key")
+	keyEnv := fs.String("key-env", "", "read the key from this environment variable (default: stdin)")
+	pos, err := parse(fs, args)
+	if err != nil {
+		return flagExit(err), nil
+	}
+	if len(pos) > 0 { // not quoted: it may be the key
+		return usagef("the key is read from stdin or --key-env VAR, never from the command line (ps shows it to every user)")
+	}
+	key, err := c.readKey(*keyEnv)
+	if err != nil {
+		return exitCode(err), err
+	}
+	var out tenancy.ResolveKeyReply
+	if err := c.call(tenancy.SubjResolveKey, tenancy.ResolveKeyRequest{Key: key}, &out); err != nil {
+		return 1, err
+	}
+	return c.done(out, func(w io.Writer) {
+		fmt.Fprintf(w, "API key %s: tenant %s, principal %s\n", out.KeyID, out.Tenant, out.Principal)
+	})
+}
+
+func (c *tenancyCLI) resolvePrincipal(args []string) (int, error) {
+	fs := c.flags("resolve principal")
+	issuer := fs.String("issuer", "", "the issuer that vouched for the principal (a JWT's iss)")
+	var claims, groups listFlag
+	fs.Var(&claims, "claim", "a claim value NAME=VALUE (repeatable; repeat a name for several values)")
+	fs.Var(&groups, "group", "a group the principal is in (repeatable)")
+	pos, err := parse(fs, args)
+	if err != nil {
+		return flagExit(err), nil
+	}
+	if len(pos) > 0 {
+		return usagef("unexpected argument %q", pos[0])
+	}
+	req := tenancy.ResolvePrincipalRequest{Issuer: *issuer, Groups: groups}
+	for _, cl := range claims {
+		name, value, ok := strings.Cut(cl, "=")
+		if !ok || name == "" {
+			return usagef("--claim %q: want NAME=VALUE", cl)
+		}
+		if req.Claims == nil {
+			req.Claims = map[string][]string{}
+		}
+		req.Claims[name] = append(req.Claims[name], value)
+	}
+	if len(claims) == 0 && len(groups) == 0 {
+		return usagef("give at least one --claim or --group")
+	}
+	var out tenancy.ResolvePrincipalReply
+	if err := c.call(tenancy.SubjResolvePrincipal, req, &out); err != nil {
+		return 1, err
+	}
+	return c.done(out, func(w io.Writer) {
+		fmt.Fprintf(w, "tenant %s\n", out.Tenant)
+	})
+}
+
+func (c *tenancyCLI) resolveAccess(args []string) (int, error) {
+	fs := c.flags("resolve access")
+	var req tenancy.ResolveAccessRequest
+	fs.StringVar(&req.Tenant, "tenant", "", "the tenant whose policy decides (required)")
+	fs.StringVar(&req.Kind, "kind", "", "tools, prompts, resources or resource_templates (required)")
+	fs.StringVar(&req.Upstream, "upstream", "", "the upstream serving the item (required)")
+	fs.StringVar(&req.Subject, "subject", "", "the federated name (tools, prompts), URI or URI template (required)")
+	pos, err := parse(fs, args)
+	if err != nil {
+		return flagExit(err), nil
+	}
+	switch policy.Kind(req.Kind) {
+	case policy.KindTools, policy.KindPrompts, policy.KindResources, policy.KindResourceTemplates:
+	default:
+		if req.Kind != "" {
+			return usagef("--kind %q: want tools, prompts, resources or resource_templates", req.Kind)
+		}
+	}
+	switch {
+	case len(pos) > 0:
+		return usagef("unexpected argument %q", pos[0])
+	case req.Tenant == "" || req.Kind == "" || req.Upstream == "" || req.Subject == "":
+		return usagef("--tenant, --kind, --upstream and --subject are required")
+	}
+	var out tenancy.ResolveAccessReply
+	if err := c.call(tenancy.SubjResolveAccess, req, &out); err != nil {
+		return 1, err
+	}
+	return c.done(out, func(w io.Writer) {
+		switch {
+		case out.Allowed:
+			fmt.Fprintf(w, "allowed: tenant %s sees %s %q of upstream %s\n", req.Tenant, req.Kind, req.Subject, req.Upstream)
+		case out.UpstreamVisible:
+			fmt.Fprintf(w, "denied: tenant %s sees upstream %s, but its rules (or default) deny %s %q\n", req.Tenant, req.Upstream, req.Kind, req.Subject)
+		default:
+			fmt.Fprintf(w, "denied: tenant %s does not see upstream %s\n", req.Tenant, req.Upstream)
+		}
+	})
 }

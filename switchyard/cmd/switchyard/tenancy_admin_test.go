@@ -225,12 +225,24 @@ func TestTenancyCLIUsage(t *testing.T) {
 		{"key create with a bad time", []string{"key", "create", "--tenant", "a", "--principal", "p", "--expires-at", "tomorrow"}, 2, "--expires-at"},
 		{"key revoke without id", []string{"key", "revoke"}, 2, "key id required"},
 		{"unknown flag", []string{"key", "list", "--bogus"}, 2, "bogus"},
+		{"resolve alone", []string{"resolve"}, 2, "usage: switchyard tenancy"},
+		{"resolve key on the command line", []string{"resolve", "key", "syk_secret"}, 2, "never from the command line"},
+		{"resolve key from empty stdin", []string{"resolve", "key"}, 2, "no API key on stdin"},
+		{"resolve key from an unset variable", []string{"resolve", "key", "--key-env", "SWITCHYARD_TEST_UNSET_KEY"}, 2, "SWITCHYARD_TEST_UNSET_KEY"},
+		{"resolve key --key", []string{"resolve", "key", "--key=syk_secret"}, 2, "-key"},
+		{"resolve principal without claims", []string{"resolve", "principal", "--issuer", "https://i"}, 2, "at least one --claim or --group"},
+		{"resolve principal with a bad claim", []string{"resolve", "principal", "--claim", "=v"}, 2, "NAME=VALUE"},
+		{"resolve access without subject", []string{"resolve", "access", "--tenant", "a", "--kind", "tools", "--upstream", "u"}, 2, "--subject"},
+		{"resolve access with a bad kind", []string{"resolve", "access", "--tenant", "a", "--kind", "tool", "--upstream", "u", "--subject", "u__t"}, 2, `--kind "tool"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			r := cli(t, "", "", tt.args...)
 			if r.code != tt.code || !strings.Contains(r.stderr, tt.want) {
 				t.Errorf("exit %d, stderr %q; want exit %d mentioning %q", r.code, r.stderr, tt.code, tt.want)
+			}
+			if strings.Contains(r.stderr, "syk_secret") {
+				t.Errorf("stderr %q echoes the key", r.stderr)
 			}
 		})
 	}
@@ -324,5 +336,111 @@ limits: {rate: 1}
 	}
 	if _, err := tf.build(fs, strings.NewReader("name: a\nanonymus: true\n")); err == nil || !strings.Contains(err.Error(), "anonymus") {
 		t.Errorf("unknown key: %v", err)
+	}
+}
+
+// eventually runs the command until ok accepts its result: a change
+// reaches tenancy-svc's resolve snapshot asynchronously.
+func eventually(t *testing.T, what string, run func() cliResult, ok func(cliResult) bool) cliResult {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		r := run()
+		if ok(r) {
+			return r
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not seen within 10s; last exit %d\nstdout: %s\nstderr: %s", what, r.code, r.stdout, r.stderr)
+		}
+		select {
+		case <-t.Context().Done():
+			t.Fatal(t.Context().Err())
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+}
+
+func TestTenancyCLIResolve(t *testing.T) {
+	url := startTenancy(t)
+	mustCLI(t, url, "", "tenant", "put", "--name", "acme", "--upstream", "github",
+		"--allow", "tools:github__get_*", "--deny", "tools:github__*", "--default", "allow",
+		"--claim", "org=acme", "--group", "shared")
+	mustCLI(t, url, "", "tenant", "put", "--name", "beta", "--all-upstreams", "--group", "shared")
+	key := strings.TrimSpace(mustCLI(t, url, "", "key", "create", "--tenant", "acme", "--principal", "alice").stdout)
+	id, _, ok := apikey.Parse(key)
+	if !ok {
+		t.Fatalf("key create printed %q", key)
+	}
+
+	// resolve key: from stdin (a trailing newline is fine), then from a
+	// variable; the key never appears in the output.
+	r := eventually(t, "new key resolves", func() cliResult { return cli(t, url, key+"\n", "resolve", "key") },
+		func(r cliResult) bool { return r.code == 0 })
+	if want := "API key " + id + ": tenant acme, principal alice\n"; r.stdout != want {
+		t.Errorf("resolve key: %q, want %q", r.stdout, want)
+	}
+	t.Setenv("SWITCHYARD_TEST_KEY", key)
+	r = mustCLI(t, url, "", "resolve", "key", "--key-env", "SWITCHYARD_TEST_KEY", "--json")
+	var kr tenancy.ResolveKeyReply
+	if err := json.Unmarshal([]byte(r.stdout), &kr); err != nil || kr != (tenancy.ResolveKeyReply{Tenant: "acme", Principal: "alice", KeyID: id}) {
+		t.Errorf("resolve key --json: %v %s", err, r.stdout)
+	}
+	mustCLI(t, url, "", "key", "revoke", id)
+	r = eventually(t, "revocation", func() cliResult { return cli(t, url, key, "resolve", "key") },
+		func(r cliResult) bool { return r.code != 0 })
+	if r.code != 1 || !strings.Contains(r.stderr, "not a valid key") || !strings.Contains(r.stderr, "404") {
+		t.Errorf("revoked key: exit %d stderr %q", r.code, r.stderr)
+	}
+	for _, out := range []string{r.stdout, r.stderr} {
+		if strings.Contains(out, key) || strings.Contains(out, key[4:]) {
+			t.Errorf("output %q holds the key", out)
+		}
+	}
+
+	// resolve principal.
+	r = mustCLI(t, url, "", "resolve", "principal", "--issuer", "https://idp", "--claim", "sub=u1", "--claim", "org=acme")
+	if r.stdout != "tenant acme\n" {
+		t.Errorf("resolve principal: %q", r.stdout)
+	}
+	r = mustCLI(t, url, "", "resolve", "principal", "--claim", "org=nope", "--claim", "org=acme", "--json")
+	var pr tenancy.ResolvePrincipalReply
+	if err := json.Unmarshal([]byte(r.stdout), &pr); err != nil || pr.Tenant != "acme" {
+		t.Errorf("resolve principal --json: %v %s", err, r.stdout)
+	}
+
+	// resolve access: one line per outcome.
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--tenant", "acme", "--kind", "tools", "--upstream", "github", "--subject", "github__get_issue"}, `allowed: tenant acme sees tools "github__get_issue" of upstream github`},
+		{[]string{"--tenant", "acme", "--kind", "tools", "--upstream", "github", "--subject", "github__delete_repo"}, "denied: tenant acme sees upstream github, but its rules (or default) deny"},
+		{[]string{"--tenant", "acme", "--kind", "prompts", "--upstream", "gitlab", "--subject", "gitlab__p"}, "denied: tenant acme does not see upstream gitlab"},
+	} {
+		r := mustCLI(t, url, "", append([]string{"resolve", "access"}, tc.args...)...)
+		if !strings.HasPrefix(r.stdout, tc.want) {
+			t.Errorf("resolve access %q: %q, want %q", tc.args, r.stdout, tc.want)
+		}
+	}
+	r = mustCLI(t, url, "", "resolve", "access", "--tenant", "beta", "--kind", "resources", "--upstream", "x", "--subject", "file:///a", "--json")
+	var ar tenancy.ResolveAccessReply
+	if err := json.Unmarshal([]byte(r.stdout), &ar); err != nil || ar != (tenancy.ResolveAccessReply{UpstreamVisible: true}) {
+		t.Errorf("resolve access --json: %v %s (beta's default is deny)", err, r.stdout)
+	}
+
+	// Server-side refusals exit 1 with the code in the message.
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"resolve", "principal", "--group", "shared"}, "409"},
+		{[]string{"resolve", "principal", "--group", "nobody"}, "404"},
+		{[]string{"resolve", "access", "--tenant", "ghost", "--kind", "tools", "--upstream", "u", "--subject", "u__t"}, "404"},
+		{[]string{"resolve", "access", "--tenant", "acme", "--kind", "tools", "--upstream", "Not A Slug", "--subject", "u__t"}, "400"},
+	} {
+		r := cli(t, url, "", tc.args...)
+		if r.code != 1 || !strings.Contains(r.stderr, tc.want) {
+			t.Errorf("%q: exit %d stderr %q, want 1 mentioning %q", tc.args, r.code, r.stderr, tc.want)
+		}
 	}
 }
