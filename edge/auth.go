@@ -94,8 +94,12 @@ var principalPool = sync.Pool{New: func() any { return new(tenant.Principal) }}
 // principal against snap. A request without an Authorization header is
 // the anonymous tenant's, if there is one.
 func (s *Service) authenticate(r *http.Request, snap *tenancy.Snapshot) (*identity, *authFailure) {
-	h := r.Header.Get("Authorization")
-	if h == "" {
+	vals := r.Header.Values("Authorization")
+	if len(vals) > 1 {
+		// A proxy in front could read another one than the edge does.
+		return nil, &authFailure{status: http.StatusBadRequest, code: "invalid_request", desc: "more than one Authorization header"}
+	}
+	if len(vals) == 0 || vals[0] == "" {
 		name, ok := snap.Anonymous()
 		if !ok {
 			return nil, &authFailure{status: http.StatusUnauthorized, desc: "authentication required"}
@@ -103,10 +107,14 @@ func (s *Service) authenticate(r *http.Request, snap *tenancy.Snapshot) (*identi
 		_, p, _ := snap.Tenant(name)
 		return &identity{tenant: name, policy: p}, nil
 	}
-	scheme, token, ok := strings.Cut(h, " ")
+	scheme, token, _ := strings.Cut(vals[0], " ")
+	if !strings.EqualFold(scheme, "Bearer") {
+		// Another scheme: a bare challenge (RFC 6750 section 3.1).
+		return nil, &authFailure{status: http.StatusUnauthorized, desc: "a Bearer token is required"}
+	}
 	token = strings.TrimLeft(token, " ")
-	if !ok || !strings.EqualFold(scheme, "Bearer") || token == "" || strings.ContainsAny(token, " \t") {
-		return nil, &authFailure{status: http.StatusUnauthorized, code: "invalid_request", desc: "the Authorization header must be Bearer and one token"}
+	if token == "" || strings.ContainsAny(token, " \t") {
+		return nil, &authFailure{status: http.StatusBadRequest, code: "invalid_request", desc: "the Authorization header must be Bearer and one token"}
 	}
 	if strings.HasPrefix(token, apikey.Prefix) {
 		return s.authKey(token, snap)
@@ -195,13 +203,14 @@ func jwtFailure(err error) *authFailure {
 	return &authFailure{status: http.StatusUnauthorized, code: "invalid_token", desc: desc}
 }
 
-// writeAuthFailure answers a request that did not authenticate: 401 with
-// a Bearer challenge naming the protected resource metadata (MCP
-// authorization; RFC 9728 section 5.1), 403 or 503 without one.
+// writeAuthFailure answers a request that did not authenticate: 401 (or
+// 400 for a malformed request, RFC 6750 section 3.1) with a Bearer
+// challenge naming the protected resource metadata (MCP authorization;
+// RFC 9728 section 5.1), 403 or 503 without one.
 func (s *Service) writeAuthFailure(w http.ResponseWriter, r *http.Request, f *authFailure) {
 	// RFC 6750 section 3: the description's characters exclude '"' and '\'.
 	f.desc = strings.NewReplacer(`"`, "'", `\`, "/").Replace(f.desc)
-	if f.status == http.StatusUnauthorized {
+	if f.status == http.StatusUnauthorized || f.status == http.StatusBadRequest {
 		c := `Bearer resource_metadata="` + s.resourceMetadataURL(r) + `"`
 		if f.code != "" {
 			c += `, error="` + f.code + `", error_description="` + f.desc + `"`

@@ -293,7 +293,7 @@ func TestAuthMalformedCredentials(t *testing.T) {
 	for _, tc := range []struct {
 		name, auth, errCode string
 	}{
-		{"basic scheme", "Basic YWxpY2U6c2VjcmV0", "invalid_request"},
+		{"basic scheme", "Basic YWxpY2U6c2VjcmV0", ""},
 		{"bearer without token", "Bearer", "invalid_request"},
 		{"bearer with blank token", "Bearer   ", "invalid_request"},
 		{"two tokens", "Bearer a b", "invalid_request"},
@@ -302,14 +302,16 @@ func TestAuthMalformedCredentials(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			code, h, b := e.do(t, http.MethodPost, "/mcp", tc.auth, "", initBody)
-			if tc.errCode == "invalid_token" {
+			// RFC 6750 section 3.1: another scheme gets a bare 401
+			// challenge, a malformed Bearer request 400 invalid_request.
+			if tc.errCode != "invalid_request" {
 				check401(t, e, "/mcp", code, h, b, tc.errCode)
 				return
 			}
 			// Read without a parser: TestAuthChallengeSyntax holds the
 			// parse of this challenge.
 			c := h.Get("WWW-Authenticate")
-			if code != http.StatusUnauthorized || !strings.HasPrefix(c, `Bearer resource_metadata="`+e.base+`/.well-known/oauth-protected-resource/mcp", `) ||
+			if code != http.StatusBadRequest || !strings.HasPrefix(c, `Bearer resource_metadata="`+e.base+`/.well-known/oauth-protected-resource/mcp", `) ||
 				!strings.Contains(c, `error="invalid_request"`) {
 				t.Fatalf("got %d, WWW-Authenticate %q", code, c)
 			}
@@ -332,7 +334,7 @@ func TestAuthChallengeSyntax(t *testing.T) {
 	// description with '"' would end its quoted-string early.
 	for _, tc := range []struct{ name, auth, errCode, skip string }{
 		{"no credentials", "", "", ""},
-		{"basic scheme", "Basic YWxpY2U6c2VjcmV0", "invalid_request", ""},
+		{"basic scheme", "Basic YWxpY2U6c2VjcmV0", "", ""},
 		{"bearer without token", "Bearer", "invalid_request", ""},
 		{"unknown key", "Bearer " + e.keys["unknown"], "invalid_token", ""},
 		{"expired key", "Bearer " + e.keys["expired"], "invalid_token", ""},
@@ -343,6 +345,9 @@ func TestAuthChallengeSyntax(t *testing.T) {
 				t.Skip(tc.skip)
 			}
 			code, h, b := e.do(t, http.MethodPost, "/mcp", tc.auth, "", initBody)
+			if tc.errCode == "invalid_request" && code == http.StatusBadRequest {
+				code = http.StatusUnauthorized // 400 carries the same challenge
+			}
 			check401(t, e, "/mcp", code, h, b, tc.errCode)
 			d := challenge(t, h)["error_description"]
 			for i := 0; i < len(d); i++ {

@@ -89,10 +89,15 @@ type suspended struct {
 func (*suspended) Error() string { return "call suspended for the client's input" }
 
 // suspension is a suspended call waiting for its client to call again.
+// Only the caller that made it (same tenant, same identity user) may
+// resume it, and it keeps the call's in-flight ticket: the call still
+// runs at its worker.
 type suspension struct {
 	suspended
-	asked *upMsg
-	timer *time.Timer
+	asked   *upMsg
+	timer   *time.Timer
+	user    string // identity.user of the caller ("" anonymous)
+	release func() // the call's limit ticket
 }
 
 // suspensions holds the suspended calls by token. Safe for concurrent use.
@@ -120,12 +125,18 @@ func (t *suspensions) take(token string) *suspension {
 
 // suspend parks sp until its deadline and returns the input_required
 // result that asks the client for u.
-func (s *Service) suspend(sp *suspended, u *upMsg) []byte {
+//
+// user is the caller's identity user and release its limit ticket, which
+// the suspension holds until the call ends (resumed or timed out).
+func (s *Service) suspend(sp *suspended, u *upMsg, user string, release func()) []byte {
 	token := bus.RandomToken(20)
-	sus := &suspension{suspended: *sp, asked: u}
+	sus := &suspension{suspended: *sp, asked: u, user: user, release: release}
 	s.bridged.put(token, sus)
 	sus.timer = time.AfterFunc(time.Until(sp.deadline), func() {
 		if s.bridged.take(token) != nil {
+			if sus.release != nil {
+				sus.release()
+			}
 			sus.k.Close()
 			s.cancelAtWorker(sus.k)
 			s.refuse(u, "the client did not answer in time")
@@ -165,10 +176,16 @@ func bridgeRetry(params []byte) (state string, responses []byte, ok bool) {
 //
 // retry is the retried request (method, view and name as the client sent
 // them): a requestState given to another request is refused and stays
-// valid for its own.
-func (s *Service) resume(ctx context.Context, state string, responses []byte, retry *proto.Request, onMsg func(*nats.Msg) bool) ([]byte, nats.Header, error) {
+// valid for its own. A requestState of another tenant or caller (user)
+// reads exactly as one that does not exist. The suspension's limit
+// ticket passes to *release, for the caller to end with the call.
+func (s *Service) resume(ctx context.Context, state string, responses []byte, retry *proto.Request, user string, release *func(), onMsg func(*nats.Msg) bool) ([]byte, nats.Header, error) {
 	token := strings.TrimPrefix(state, bridgePrefix)
 	sus := s.bridged.take(token)
+	if sus != nil && (sus.preq.Tenant != retry.Tenant || sus.user != user) {
+		s.bridged.put(token, sus)
+		sus = nil
+	}
 	if sus == nil {
 		return nil, nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "unknown or expired requestState"}
 	}
@@ -177,6 +194,7 @@ func (s *Service) resume(ctx context.Context, state string, responses []byte, re
 		return nil, nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "requestState belongs to another request"}
 	}
 	sus.timer.Stop()
+	*release = sus.release
 	var answer []byte
 	jsonscan.Members(responses, func(k, v []byte) {
 		if jsonscan.KeyIs(k, inputKey) {

@@ -154,20 +154,22 @@ func (s *Service) forward(ctx context.Context, v *view, method, op, name string,
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "invalid params"}
 	}
 	preq := proto.Request{Method: method, Tenant: v.tenant, Edge: s.cfg.ID, View: v.name, Name: name, Params: params}
-	var authz string
+	var authz, user string
 	if ex := req.GetExtra(); ex != nil {
 		if ti := ex.TokenInfo; ti != nil {
+			user = ti.UserID
 			preq.Principal, _ = ti.Extra[principalExtra].(string)
 			if jwt, _ := ti.Extra[jwtExtra].(bool); jwt && s.passthrough.Load() && ex.Header != nil {
 				authz = ex.Header.Get("Authorization")
 			}
 		}
 	}
-	done, perr := s.admit(&preq)
-	if perr != nil {
-		return nil, s.toJSONRPC(perr, method)
-	}
-	defer done()
+	var release func() // the call's limit ticket; a suspension takes it over
+	defer func() {
+		if release != nil {
+			release()
+		}
+	}()
 	if ss, ok := req.GetSession().(*mcp.ServerSession); ok {
 		preq.Session = ss.ID()
 		if cs := s.sessions.of(ss); cs != nil {
@@ -199,8 +201,13 @@ func (s *Service) forward(ctx context.Context, v *view, method, op, name string,
 	var raw []byte
 	var timing nats.Header
 	if state, responses, ok := bridgeRetry(params); ok && preq.Session == "" {
-		raw, timing, err = s.resume(ctx, state, responses, &preq, onMsg)
+		raw, timing, err = s.resume(ctx, state, responses, &preq, user, &release, onMsg)
 	} else {
+		done, perr := s.admit(&preq)
+		if perr != nil {
+			return nil, s.toJSONRPC(perr, method)
+		}
+		release = done
 		var extra nats.Header
 		if op == proto.OpToolsCall && preq.Protocol >= protocol2026 && req.GetExtra() != nil {
 			extra = paramHeaders(req.GetExtra().Header)
@@ -210,7 +217,9 @@ func (s *Service) forward(ctx context.Context, v *view, method, op, name string,
 	}
 	var sp *suspended
 	if errors.As(err, &sp) {
-		return &rawResult{raw: s.suspend(sp, br.asked)}, nil
+		held := release
+		release = nil
+		return &rawResult{raw: s.suspend(sp, br.asked, user, held)}, nil
 	}
 	if err != nil {
 		return nil, err

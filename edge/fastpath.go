@@ -121,8 +121,9 @@ func (s *Service) runFast(w http.ResponseWriter, r *http.Request, v *view, fc *f
 	ctx, cancel := context.WithCancel(parent)
 	defer cancel()
 	preq := proto.Request{Method: m.Method, Tenant: v.tenant, Edge: s.cfg.ID, View: v.name, Protocol: fc.protocol, Params: m.Params}
+	var user string
 	if id := identityOf(r.Context()); id != nil {
-		preq.Principal = id.principal
+		preq.Principal, user = id.principal, id.user
 	}
 	if fc.op == proto.OpToolsCall {
 		preq.Name = p.Name
@@ -132,13 +133,25 @@ func (s *Service) runFast(w http.ResponseWriter, r *http.Request, v *view, fc *f
 	if len(preq.Params) == 0 {
 		preq.Params = emptyParams
 	}
-	done, perr := s.admit(&preq)
-	if perr != nil {
-		setRetryAfter(w, perr)
-		s.writeResponse(&fastOut{w: w}, fc.protocol, m.ID, nil, s.toJSONRPC(perr, m.Method))
-		return
+	// The call's limit ticket: a resumed call carries on with the one its
+	// suspension held; a suspension takes it over.
+	var release func()
+	defer func() {
+		if release != nil {
+			release()
+		}
+	}()
+	state, responses, resuming := bridgeRetry(m.Params)
+	resuming = resuming && fc.session == nil
+	if !resuming {
+		done, perr := s.admit(&preq)
+		if perr != nil {
+			setRetryAfter(w, perr)
+			s.writeResponse(&fastOut{w: w}, fc.protocol, m.ID, nil, s.toJSONRPC(perr, m.Method))
+			return
+		}
+		release = done
 	}
-	defer done()
 	if cs := fc.session; cs != nil {
 		preq.Session, preq.ClientCaps = cs.id, cs.caps
 		id := idKey(m.ID)
@@ -168,8 +181,8 @@ func (s *Service) runFast(w http.ResponseWriter, r *http.Request, v *view, fc *f
 	} else {
 		onMsg = logGate(onMsg, fc.session.level())
 	}
-	if state, responses, ok := bridgeRetry(m.Params); ok && fc.session == nil {
-		raw, timing, err = s.resume(ctx, state, responses, &preq, onMsg)
+	if resuming {
+		raw, timing, err = s.resume(ctx, state, responses, &preq, user, &release, onMsg)
 	} else {
 		var extra nats.Header
 		if fc.session == nil && fc.op == proto.OpToolsCall {
@@ -182,7 +195,9 @@ func (s *Service) runFast(w http.ResponseWriter, r *http.Request, v *view, fc *f
 	}
 	var sp *suspended
 	if errors.As(err, &sp) {
-		raw, timing, err = s.suspend(sp, br.asked), nil, nil
+		held := release
+		release = nil
+		raw, timing, err = s.suspend(sp, br.asked, user, held), nil, nil
 	}
 	if err != nil {
 		var je *jsonrpc.Error

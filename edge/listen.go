@@ -47,6 +47,18 @@ const listenPrefix = "-listen-"
 // the upstream subscription of a URI the first time a stream asks for it.
 func (s *Service) subscribeHandler(v *view) func(context.Context, *mcp.SubscribeRequest) error {
 	return func(ctx context.Context, req *mcp.SubscribeRequest) error {
+		// A subscription request is held to the tenant's limits like a
+		// call (its first one for a URI goes on the bus); an unsubscribe
+		// never is.
+		lreq := proto.Request{Tenant: v.tenant}
+		if ex := req.Extra; ex != nil && ex.TokenInfo != nil {
+			lreq.Principal, _ = ex.TokenInfo.Extra[principalExtra].(string)
+		}
+		done, perr := s.admit(&lreq)
+		if perr != nil {
+			return s.toJSONRPC(perr, "resources/subscribe")
+		}
+		defer done()
 		uri := req.Params.URI
 		s.subs.mu.Lock()
 		if s.subs.byURI == nil {
