@@ -65,6 +65,9 @@ type Service struct {
 	fleet    *limit.Fleet      // the live edges, for each one's share of the limits
 	limits   *limit.Limiter
 	routes   sync.Map // tenant -> map[op]route subject
+	// sseOwners binds legacy SSE sessions (their sessionid) to the view
+	// and caller that opened them (ssebind.go).
+	sseOwners sync.Map
 
 	// passthrough is set while some catalog upstream takes the client's
 	// Authorization header (proto.UpstreamAuth.Passthrough).

@@ -157,7 +157,6 @@ func TestReviewBridgeStateCrossTenant(t *testing.T) {
 // her stream). TestAuthSessionBinding's promise ("sessions bound to
 // caller") does not hold on /sse.
 func TestReviewSSESessionCrossPrincipal(t *testing.T) {
-	reviewDefect(t, "legacy /sse sessions are not bound to their caller")
 	e := newAuthEnv(t, false, nil)
 	alice, bob := "Bearer "+e.keys["alice"], "Bearer "+e.keys["bob"]
 	ctx, cancel := context.WithCancel(t.Context())

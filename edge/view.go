@@ -216,7 +216,7 @@ func (s *Service) endpoint(w http.ResponseWriter, r *http.Request, upstream stri
 	}
 	r = r.WithContext(context.WithValue(r.Context(), identityKey{}, id))
 	if sse {
-		v.serveSSE(w, r)
+		s.serveSSEBound(w, r, v, id)
 		return
 	}
 	s.serve(w, r, v)
