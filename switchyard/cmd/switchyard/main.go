@@ -21,8 +21,9 @@ commands:
                    one role against a NATS server
   probe URL        exit 0 if URL answers 2xx (container health checks)
   stdio --url URL  bridge MCP over stdin/stdout to a gateway (desktop clients)
-  tenancy <tenant|key> <verb>
-                   administer tenants and API keys (tenancy-svc's admin endpoints)
+  tenancy <tenant|key|resolve> <verb>
+                   administer tenants and API keys, resolve keys, principals
+                   and access (tenancy-svc's admin and resolve endpoints)
 
 Run 'switchyard <command> -h' for its flags.
 `
