@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"slices"
@@ -12,9 +13,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/nats-io/nats.go"
 
+	"github.com/switchyard-mcp/switchyard/internal/apikey"
+	"github.com/switchyard-mcp/switchyard/internal/policy"
+	"github.com/switchyard-mcp/switchyard/internal/tenancy"
 	"github.com/switchyard-mcp/switchyard/proto"
 )
 
@@ -545,4 +550,421 @@ func sortedCopy(s []string) []string {
 	s = slices.Clone(s)
 	slices.Sort(s)
 	return s
+}
+
+// TestIntegrationTenancyLiveChange runs every role as its own process,
+// with two edges, creates a tenant and its keys through the admin service
+// (the CLI), and shows that a live change takes effect on both edges in
+// under a second of the admin's reply: (a) a deny rule added for a tool
+// being called removes it from tools/list and makes tools/call answer
+// exactly as for an unknown tool; (b) a revoked key gets 401 on new
+// requests and its open sessions stop. It polls every 20 ms and logs the
+// measured delays.
+func TestIntegrationTenancyLiveChange(t *testing.T) {
+	fxURL, _ := startFixtureHTTP(t)
+	d := startDeployment(t, fmt.Sprintf(`
+call_timeout: 30s
+worker:
+  heartbeat_interval: 200ms
+tenants: []
+upstreams:
+  - name: fixture
+    url: %s
+`, fxURL), 2)
+	mcp1, mcp2 := d.edges[0]+"/mcp", d.edges[1]+"/mcp"
+
+	// The tenant and its keys come from the admin service, through the CLI.
+	d.cli(t, "tenant", "put", "--name", "live", "--upstream", "fixture", "--default", "allow")
+	key1 := strings.TrimSpace(d.cli(t, "key", "create", "--tenant", "live", "--principal", "p1"))
+	key2 := strings.TrimSpace(d.cli(t, "key", "create", "--tenant", "live", "--principal", "p2"))
+	id1, _, ok := apikey.Parse(key1)
+	if !ok {
+		t.Fatalf("key create printed %q, not a key", key1)
+	}
+	var keys tenancy.KeyListReply
+	if err := json.Unmarshal([]byte(d.cli(t, "key", "list", "--tenant", "live", "--json")), &keys); err != nil || len(keys.Keys) != 2 {
+		t.Fatalf("key list: %v %+v", err, keys)
+	}
+
+	nc, err := nats.Connect(d.natsURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+
+	// The deployment serves the tenant: p1 holds a go-sdk session on
+	// edge 1, p2 calls statelessly (2026-07-28) on both edges.
+	var sess1 *mcp.ClientSession
+	eventually(t, 30*time.Second, func() error {
+		cs, err := dialKey(t.Context(), mcp1, v2025, key1, nil)
+		if err != nil {
+			return err
+		}
+		names, _, err := listAll(t.Context(), cs)
+		if err == nil {
+			err = hasAll(names, "fixture__echo", "fixture__fail")
+		}
+		if err != nil {
+			_ = cs.Close()
+			return err
+		}
+		sess1 = cs
+		return nil
+	})
+	t.Cleanup(func() { _ = sess1.Close() })
+	p2 := []*keyClient{{url: mcp1, auth: "Bearer " + key2}, {url: mcp2, auth: "Bearer " + key2}}
+	echo := func(c *keyClient, name string) *rawAnswer {
+		return c.call(t, "tools/call", name, map[string]any{"name": name, "arguments": map[string]any{"text": "x"}})
+	}
+	for _, c := range p2 {
+		if a := echo(c, "fixture__echo"); a.status != http.StatusOK || len(a.result) == 0 {
+			t.Fatalf("p2's call on %s: HTTP %d %s", c.url, a.status, a.body)
+		}
+	}
+	const ghost = "fixture__zz_ghost"
+	unknown := echo(p2[0], ghost).rpcErr(t)
+	if unknown == nil || unknown.Code != -32602 {
+		t.Fatalf("unknown tool: %s", unknown)
+	}
+
+	t.Run("deny rule", func(t *testing.T) {
+		// p1 calls fixture__echo in a loop until the rule is in effect.
+		type attempt struct {
+			start time.Time
+			err   error
+		}
+		var (
+			mu       sync.Mutex
+			attempts []attempt
+		)
+		stop, stopped := make(chan struct{}), make(chan struct{})
+		go func() {
+			defer close(stopped)
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				start := time.Now()
+				_, err := sess1.CallTool(t.Context(), &mcp.CallToolParams{Name: "fixture__echo", Arguments: map[string]any{"text": "loop"}})
+				mu.Lock()
+				attempts = append(attempts, attempt{start, err})
+				mu.Unlock()
+			}
+		}()
+		stopLoop := sync.OnceFunc(func() { close(stop); <-stopped })
+		defer stopLoop()
+		eventually(t, 10*time.Second, func() error {
+			mu.Lock()
+			defer mu.Unlock()
+			if len(attempts) == 0 || attempts[len(attempts)-1].err != nil {
+				return fmt.Errorf("p1's calls: %d, last %v", len(attempts), attempts)
+			}
+			return nil
+		})
+
+		var info tenancy.TenantInfo
+		admin(t, nc, tenancy.SubjTenantGet, tenancy.TenantGetRequest{Name: "live"}, &info)
+		tn := info.Tenant
+		tn.Policy.Rules = append([]policy.Rule{{Effect: policy.Deny, Kind: policy.KindTools, Pattern: "fixture__echo"}}, tn.Policy.Rules...)
+		var put tenancy.TenantPutReply
+		replied := admin(t, nc, tenancy.SubjTenantPut, tenancy.TenantPutRequest{Tenant: tn, Revision: info.Revision}, &put)
+
+		want := *unknown
+		want.Message = strings.ReplaceAll(want.Message, ghost, "fixture__echo")
+		delay := within(t, replied, 10*time.Second, func() error {
+			ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+			defer cancel()
+			names, _, err := listAll(ctx, sess1)
+			if err != nil {
+				return err
+			}
+			if slices.Contains(names, "fixture__echo") {
+				return fmt.Errorf("tools/list on edge 1 still has fixture__echo: %v", names)
+			}
+			for _, c := range p2 {
+				if got := echo(c, "fixture__echo").rpcErr(t); got == nil || got.String() != want.String() {
+					return fmt.Errorf("tools/call fixture__echo on %s: %s, want %s", c.url, got, &want)
+				}
+				if names, _, err := listItems(t, rawRPC(c), "tools/list"); err != nil || slices.Contains(names, "fixture__echo") {
+					return fmt.Errorf("tools/list on %s: %v %s", c.url, names, err)
+				}
+			}
+			return nil
+		})
+		effective := replied.Add(delay)
+		t.Logf("deny rule: in effect on both edges %s after the admin reply (tools/list and tools/call, polled every 20 ms)", delay.Round(time.Millisecond))
+		if delay >= time.Second {
+			t.Errorf("deny rule took %s to take effect, want under 1 s", delay)
+		}
+
+		// The loop's calls that started once the rule was seen in effect
+		// answered as an unknown tool; the other tools still work.
+		eventually(t, 10*time.Second, func() error {
+			mu.Lock()
+			defer mu.Unlock()
+			if n := len(attempts); n == 0 || !attempts[n-1].start.After(effective) {
+				return errors.New("the loop made no call since the rule took effect")
+			}
+			return nil
+		})
+		stopLoop()
+		var after int
+		for _, a := range attempts {
+			if a.start.After(effective) {
+				after++
+				var je *jsonrpc.Error
+				if !errors.As(a.err, &je) || je.Code != want.Code || je.Message != want.Message {
+					t.Errorf("a call of the denied tool: %v", a.err)
+				}
+			}
+		}
+		t.Logf("deny rule: the loop made %d calls before the rule was seen in effect, %d after", len(attempts)-after, after)
+		res, err := sess1.CallTool(t.Context(), &mcp.CallToolParams{Name: "fixture__fail", Arguments: map[string]any{"reason": "still here"}})
+		if err != nil || !res.IsError {
+			t.Errorf("fixture__fail after the deny rule: %v %+v", err, res)
+		}
+	})
+
+	t.Run("key revocation", func(t *testing.T) {
+		// p1's open sessions: the go-sdk one on edge 1, a raw one on edge 2.
+		raw1 := as2025Session(t, mcp2, "Bearer "+key1)
+		fresh1 := []*keyClient{{url: mcp1, auth: "Bearer " + key1}, {url: mcp2, auth: "Bearer " + key1}}
+		for _, c := range append([]*keyClient{raw1}, fresh1...) {
+			if a := c.call(t, "tools/list", "", nil); a.status != http.StatusOK {
+				t.Fatalf("before revocation: HTTP %d %s", a.status, a.body)
+			}
+		}
+		var info tenancy.KeyInfo
+		replied := admin(t, nc, tenancy.SubjKeyRevoke, tenancy.KeyRevokeRequest{ID: id1}, &info)
+		if !info.Revoked {
+			t.Fatalf("key.revoke: %+v", info)
+		}
+		delay := within(t, replied, 10*time.Second, func() error {
+			for _, c := range fresh1 {
+				if a := c.call(t, "tools/list", "", nil); a.status != http.StatusUnauthorized {
+					return fmt.Errorf("a new request with the key on %s: HTTP %d %s", c.url, a.status, a.body)
+				}
+			}
+			if a := raw1.call(t, "tools/list", "", nil); a.status != http.StatusUnauthorized && a.status != http.StatusNotFound {
+				return fmt.Errorf("the key's open session on edge 2: HTTP %d %s", a.status, a.body)
+			}
+			ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+			defer cancel()
+			if _, err := sess1.ListTools(ctx, nil); err == nil {
+				return errors.New("the key's go-sdk session on edge 1 still lists tools")
+			}
+			return nil
+		})
+		t.Logf("key revocation: in effect on both edges %s after the admin reply (new requests and open sessions, polled every 20 ms)", delay.Round(time.Millisecond))
+		if delay >= time.Second {
+			t.Errorf("key revocation took %s to take effect, want under 1 s", delay)
+		}
+		a := fresh1[0].call(t, "tools/list", "", nil)
+		if wa := a.header.Get("WWW-Authenticate"); !strings.Contains(wa, `error="invalid_token"`) {
+			t.Errorf("revoked key: WWW-Authenticate %q", wa)
+		}
+		for _, c := range p2 {
+			if a := echo(c, "fixture__fail"); a.status != http.StatusOK || len(a.result) == 0 {
+				t.Errorf("the tenant's other key on %s after the revocation: HTTP %d %s", c.url, a.status, a.body)
+			}
+		}
+	})
+}
+
+// limitData is the data of a -32069 refusal.
+type limitData struct {
+	Limit        string `json:"limit"`
+	RetryAfterMs int64  `json:"retryAfterMs"`
+}
+
+// refusal decodes a -32069 refusal from e; ok is false for anything else.
+func refusal(e *rpcError) (d limitData, ok bool) {
+	if e == nil || e.Code != int64(proto.CodeLimited) || json.Unmarshal(e.Data, &d) != nil {
+		return d, false
+	}
+	return d, true
+}
+
+// callEcho is a 2026-07-28 tools/call of fixture__echo.
+func callEcho(t *testing.T, c *keyClient) *rawAnswer {
+	t.Helper()
+	return c.call(t, "tools/call", "fixture__echo", map[string]any{"name": "fixture__echo", "arguments": map[string]any{"text": "x"}})
+}
+
+// TestIntegrationTenantLimits: a tenant's rate and burst, a principal's,
+// and a tenant's calls in flight, enforced at the edge: over a limit the
+// request is refused at once with -32069 and {limit, retryAfterMs}, and
+// nothing is queued.
+func TestIntegrationTenantLimits(t *testing.T) {
+	fxURL, _ := startFixtureHTTP(t)
+	keys := map[string]string{}
+	for _, n := range []string{"RATED", "P1", "P2", "CAPPED"} {
+		keys[n] = mintKey(t)
+		t.Setenv("SY_TEST_"+n+"_KEY", keys[n])
+	}
+	// One key comes from a file, as a mounted secret would.
+	p1File := t.TempDir() + "/p1.key"
+	if err := writeFile(p1File, keys["P1"]+"\n"); err != nil {
+		t.Fatal(err)
+	}
+	g := startGateway(t, loadConfig(t, fmt.Sprintf(`
+call_timeout: 30s
+upstreams:
+  - name: fixture
+    url: %s
+tenants:
+  - name: rated
+    policy: {all_upstreams: true, default: allow}
+    limits: {rate: 0.01, burst: 3}
+  - name: per-principal
+    policy: {all_upstreams: true, default: allow}
+    limits: {principal_rate: 0.01, principal_burst: 2}
+  - name: capped
+    policy: {all_upstreams: true, default: allow}
+    limits: {max_in_flight: 2}
+api_keys:
+  - {tenant: rated, principal: r1, key_env: SY_TEST_RATED_KEY}
+  - {tenant: per-principal, principal: p1, key_file: %s}
+  - {tenant: per-principal, principal: p2, key_env: SY_TEST_P2_KEY}
+  - {tenant: capped, principal: c1, key_env: SY_TEST_CAPPED_KEY}
+`, fxURL, p1File)))
+	mcpURL := g.url + "/mcp"
+	client := func(name string) *keyClient { return &keyClient{url: mcpURL, auth: "Bearer " + keys[name]} }
+
+	// The catalog is ready: asked by the tenant without rate limits.
+	capped := client("CAPPED")
+	eventually(t, 20*time.Second, func() error {
+		if a := callEcho(t, capped); len(a.result) == 0 {
+			return fmt.Errorf("HTTP %d %s", a.status, a.body)
+		}
+		return nil
+	})
+
+	t.Run("tenant rate", func(t *testing.T) {
+		rated := client("RATED")
+		for i := range 3 { // the burst
+			if a := callEcho(t, rated); len(a.result) == 0 {
+				t.Fatalf("call %d of a burst of 3: HTTP %d %s", i+1, a.status, a.body)
+			}
+		}
+		// Refusals take no token: each one is refused the same way.
+		for range 3 {
+			a := callEcho(t, rated)
+			d, ok := refusal(a.rpcErr(t))
+			if !ok || d.Limit != "tenant_rate" || d.RetryAfterMs < 1 || d.RetryAfterMs > 100_000 {
+				t.Fatalf("beyond the burst: HTTP %d %s, want -32069 tenant_rate with retryAfterMs in (0, 100 s]", a.status, a.body)
+			}
+			if ra := a.header.Get("Retry-After"); ra == "" || ra == "0" {
+				t.Errorf("Retry-After %q on a refusal", ra)
+			}
+		}
+		// A 2025-era session of the tenant gets the same refusal.
+		cs := connectKey(t, mcpURL, v2025, keys["RATED"], nil)
+		_, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "fixture__echo", Arguments: map[string]any{"text": "x"}})
+		var je *jsonrpc.Error
+		if !errors.As(err, &je) {
+			t.Fatalf("2025 session beyond the burst: %v", err)
+		}
+		if d, ok := refusal(&rpcError{Code: je.Code, Message: je.Message, Data: je.Data}); !ok || d.Limit != "tenant_rate" {
+			t.Fatalf("2025 session beyond the burst: %v %s", je, je.Data)
+		}
+		// Other tenants are not affected.
+		if a := callEcho(t, capped); len(a.result) == 0 {
+			t.Fatalf("another tenant: HTTP %d %s", a.status, a.body)
+		}
+	})
+
+	t.Run("principal rate", func(t *testing.T) {
+		for _, p := range []string{"P1", "P2"} {
+			c := client(p)
+			for i := range 2 {
+				if a := callEcho(t, c); len(a.result) == 0 {
+					t.Fatalf("%s call %d of a burst of 2: HTTP %d %s", p, i+1, a.status, a.body)
+				}
+			}
+			a := callEcho(t, c)
+			if d, ok := refusal(a.rpcErr(t)); !ok || d.Limit != "principal_rate" || d.RetryAfterMs < 1 {
+				t.Fatalf("%s beyond its burst: HTTP %d %s, want -32069 principal_rate", p, a.status, a.body)
+			}
+		}
+	})
+
+	t.Run("in flight", func(t *testing.T) {
+		// Two slow calls hold the tenant's two slots; a go-sdk session
+		// cancels them (notifications/cancelled) at the end. They are in
+		// flight once a worker has them: watch the workers' subjects.
+		nc, err := nats.Connect("", nats.InProcessServer(g.ns))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer nc.Close()
+		reached := make(chan string, 16)
+		sub, err := nc.Subscribe(proto.Prefix+"worker.*."+proto.OpToolsCall, func(m *nats.Msg) {
+			var req proto.Request
+			if proto.Unmarshal(m.Data, &req) == nil && req.Tenant == "capped" {
+				reached <- req.Name
+			}
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer sub.Unsubscribe()
+		if err := nc.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		cs := connectKey(t, mcpURL, v2025, keys["CAPPED"], nil)
+		ctx, cancel := context.WithCancel(t.Context())
+		defer cancel()
+		done := make(chan error, 2)
+		for range 2 {
+			go func() {
+				_, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "fixture__slow", Arguments: map[string]any{"ms": 60_000}})
+				done <- err
+			}()
+		}
+		for range 2 {
+			select {
+			case name := <-reached:
+				if name != "slow" {
+					t.Fatalf("a worker got %q", name)
+				}
+			case err := <-done:
+				t.Fatalf("a slow call ended: %v", err)
+			case <-time.After(20 * time.Second):
+				t.Fatal("the slow calls did not reach a worker in 20 s")
+			}
+		}
+		// A third call is refused at once, while both are still running.
+		a := callEcho(t, capped)
+		got, ok := refusal(a.rpcErr(t))
+		if !ok || got.Limit != "in_flight" || got.RetryAfterMs != 100 {
+			t.Fatalf("third call: HTTP %d %.300s, want -32069 in_flight with retryAfterMs 100", a.status, a.body)
+		}
+		select {
+		case err := <-done:
+			t.Fatalf("a slow call ended before the refusal came back: %v", err)
+		default:
+		}
+		// Refused on a 2025-era session too.
+		_, err = cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "fixture__echo", Arguments: map[string]any{"text": "x"}})
+		var je *jsonrpc.Error
+		if !errors.As(err, &je) || je.Code != int64(proto.CodeLimited) {
+			t.Fatalf("session call while 2 are in flight: %v", err)
+		}
+		cancel()
+		for range 2 {
+			if err := <-done; err == nil {
+				t.Fatal("a cancelled slow call succeeded")
+			}
+		}
+		// The slots come back once the cancelled calls end.
+		eventually(t, 20*time.Second, func() error {
+			if a := callEcho(t, capped); len(a.result) == 0 {
+				return fmt.Errorf("HTTP %d %s", a.status, a.body)
+			}
+			return nil
+		})
+	})
 }
