@@ -114,9 +114,12 @@ type completeParams struct {
 }
 
 // complete routes completion/complete by its reference: a prompt by name
-// (renamed like prompts/get), a resource template by its URI template.
-// A reference to an item the tenant may not use is answered as
-// prompts/get and resources/read answer an unknown one.
+// (renamed like prompts/get), a resource template by its URI template (or
+// a resource by its URI) to the upstream that lists it
+// (catalog.Snapshot.CompletionUpstream). A reference to an item the
+// tenant may not use, or to one no upstream it sees lists, is answered as
+// prompts/get and resources/read answer an unknown one, so that the two
+// cannot be told apart.
 func (s *Service) complete(m *nats.Msg, sc *scope, req *proto.Request) {
 	if req.View != "" {
 		if _, ok := s.passthrough(m, sc, req); !ok {
@@ -134,7 +137,12 @@ func (s *Service) complete(m *nats.Msg, sc *scope, req *proto.Request) {
 		s.promptsGet(m, sc, req)
 	case "ref/resource":
 		req.Name = p.Ref.URI
-		s.resourceCall(m, sc, req)
+		u, ok := sc.cat.CompletionUpstream(req.View, req.Name, sc.pol)
+		if !ok {
+			s.fail(m, resourceNotFound(req.Name))
+			return
+		}
+		s.to(m, sc, req, u, "")
 	default:
 		s.fail(m, proto.Errorf(proto.CodeInvalidParams, "unknown completion reference type %q", p.Ref.Type))
 	}

@@ -30,7 +30,6 @@ func reviewDefect(t *testing.T, defect string) {
 // own result or error. The two answers differ, so a tenant learns which
 // denied templates exist (policy.md: "denied == unknown").
 func TestReviewDeniedTemplateCompletionLeaks(t *testing.T) {
-	reviewDefect(t, "completion of a denied resource template answers differently from a nonexistent one")
 	g := tenantRig(t)
 	tr := tenancy.Tenant{Name: "tr", Policy: policy.Spec{Upstreams: []string{"a"}, Default: policy.Allow, Rules: []policy.Rule{
 		{Effect: policy.Deny, Kind: policy.KindResourceTemplates, Pattern: "a://item/*"},
@@ -56,7 +55,6 @@ func TestReviewDeniedTemplateCompletionLeaks(t *testing.T) {
 // which a resource_templates deny rule does not cover. A tenant denied
 // the template a://item/{id} reads a://item/7 from the upstream.
 func TestReviewDeniedTemplateStillRoutesReads(t *testing.T) {
-	reviewDefect(t, "a URI of a denied resource template is still routed by the only-upstream fallback")
 	g := tenantRig(t)
 	tr := tenancy.Tenant{Name: "tr", Policy: policy.Spec{Upstreams: []string{"a"}, Default: policy.Allow, Rules: []policy.Rule{
 		{Effect: policy.Deny, Kind: policy.KindResourceTemplates, Pattern: "a://item/*"},

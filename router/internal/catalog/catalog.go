@@ -68,6 +68,10 @@ type Snapshot struct {
 	Pass      map[string]*View
 	lists     map[string]*kindViews
 	templates []template // federated resource templates, in list order
+	// passTemplates are every upstream's resource templates, up or not,
+	// sorted by template: the fallback of [Snapshot.ResourceUpstream]
+	// refuses the URIs of those a policy denies.
+	passTemplates map[string][]template
 	// Upstreams holds every upstream in the catalog, with or without tools.
 	Upstreams map[string]bool
 	// Seq orders the snapshots of one State: a later Build has a larger Seq.
@@ -363,7 +367,17 @@ func (s *State) Build(up func(upstream string) bool) *Snapshot {
 	}
 	tools := snap.lists[proto.KindTools]
 	snap.Federated, snap.Pass = tools.federated, tools.pass
-	snap.templates = compileTemplates(snap.lists[proto.KindResourceTemplates].federated.listed)
+	tpls := snap.lists[proto.KindResourceTemplates]
+	snap.passTemplates = make(map[string][]template, len(tpls.pass))
+	for u, v := range tpls.pass {
+		if len(v.all) == 0 {
+			continue
+		}
+		es := slices.Collect(maps.Values(v.all))
+		sortEntries(es)
+		snap.passTemplates[u] = compileTemplates(es)
+	}
+	snap.templates = federatedTemplates(tpls.federated.listed, snap.passTemplates)
 	return snap
 }
 

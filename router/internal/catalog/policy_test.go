@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/switchyard-mcp/switchyard/internal/policy"
+	"github.com/switchyard-mcp/switchyard/proto"
 )
 
 func compile(t *testing.T, spec policy.Spec) *policy.Policy {
@@ -97,5 +98,92 @@ func TestCatalogPolicySubjects(t *testing.T) {
 	s.SetUpstream("a", true)
 	if s.Build(func(string) bool { return true }).Passthrough("a") {
 		t.Error("passthrough flag survived the upstream's removal")
+	}
+}
+
+// TestCatalogPolicyDeniedTemplates: a resource template the policy denies
+// routes nothing. The only-upstream fallback refuses the URIs it matches
+// (also while its upstream is down, and in the passthrough view) unless a
+// template the policy allows matches them too.
+func TestCatalogPolicyDeniedTemplates(t *testing.T) {
+	s := kindsState(t)
+	s.SetUpstream("c", true)
+	if err := s.SetList(proto.KindResourceTemplates, "c", itemsJSON("uriTemplate", "c://item/{id}", "c://{+path}")); err != nil {
+		t.Fatal(err)
+	}
+	pol := compile(t, policy.Spec{Upstreams: []string{"b"}, Default: policy.Allow, Rules: []policy.Rule{
+		{Effect: policy.Deny, Kind: policy.KindResourceTemplates, Pattern: "*://item/*"},
+	}})
+	onlyC := compile(t, policy.Spec{Upstreams: []string{"c"}, Default: policy.Allow, Rules: []policy.Rule{
+		{Effect: policy.Deny, Kind: policy.KindResourceTemplates, Pattern: "*://item/*"},
+	}})
+	for _, up := range []bool{true, false} {
+		snap := s.Build(func(u string) bool { return up || u != "b" })
+		for _, c := range []struct {
+			pol  *policy.Policy
+			uri  string
+			want string
+			ok   bool
+		}{
+			{pol, "b://item/7", "", false}, // only the denied template expands to it
+			{pol, "b://doc", "b", true},    // listed
+			{pol, "b://other", "b", true},  // no template matches: the only upstream answers for itself
+			{pol, "b://item/{id}", "b", false},
+			{onlyC, "c://item/7", "c", true}, // the allowed c://{+path} matches it too
+		} {
+			got, ok := snap.ResourceUpstream(c.uri, c.pol)
+			if ok != c.ok || (ok && got != c.want) {
+				t.Errorf("b up %v: ResourceUpstream(%q) = %q, %v; want %q, %v", up, c.uri, got, ok, c.want, c.ok)
+			}
+			view := c.want
+			if view == "" {
+				view = "b"
+			}
+			if pass := snap.PassthroughResource(view, c.uri, c.pol); pass != c.ok {
+				t.Errorf("b up %v: PassthroughResource(%q, %q) = %v, want %v", up, view, c.uri, pass, c.ok)
+			}
+		}
+	}
+}
+
+// TestCatalogCompletionUpstream: a completion ref/resource goes only to an
+// upstream the policy sees that lists it (a template, decided as
+// resource_templates, or a resource), so that a denied template and a
+// nonexistent one under the same rule are both refused.
+func TestCatalogCompletionUpstream(t *testing.T) {
+	snap := kindsState(t).Build(func(string) bool { return true })
+	all := allowAll(t)
+	onlyB := compile(t, policy.Spec{Upstreams: []string{"b"}, Default: policy.Allow})
+	deny := compile(t, policy.Spec{Upstreams: []string{"b"}, Default: policy.Allow, Rules: []policy.Rule{
+		{Effect: policy.Deny, Kind: policy.KindResourceTemplates, Pattern: "b://item/*"},
+	}})
+	for _, c := range []struct {
+		name      string
+		pol       *policy.Policy
+		view, ref string
+		want      string
+		ok        bool
+	}{
+		{"listed template", all, "", "a://item/{id}", "a", true},
+		{"listed template, passthrough", all, "b", "b://item/{id}", "b", true},
+		{"listed resource", all, "", "b://doc", "b", true},
+		{"unlisted template", all, "", "a://item/{nope}", "", false},
+		{"unlisted URI a template matches", all, "", "b://item/7", "", false},
+		{"template of another view", all, "a", "b://item/{id}", "", false},
+		{"shared, first upstream unseen", onlyB, "", "shared://r", "b", true},
+		{"template of an unseen upstream", onlyB, "", "a://item/{id}", "", false},
+		{"unseen passthrough view", onlyB, "a", "a://item/{id}", "", false},
+		{"denied template", deny, "", "b://item/{id}", "b", false},
+		{"denied template, passthrough", deny, "b", "b://item/{id}", "b", false},
+		{"nonexistent template under the deny rule", deny, "", "b://item/{nope}", "", false},
+		{"nonexistent, passthrough", deny, "b", "b://item/{nope}", "", false},
+		{"nil policy", nil, "", "a://item/{id}", "", false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			got, ok := snap.CompletionUpstream(c.view, c.ref, c.pol)
+			if ok != c.ok || (ok && got != c.want) {
+				t.Fatalf("CompletionUpstream(%q, %q) = %q, %v; want %q, %v", c.view, c.ref, got, ok, c.want, c.ok)
+			}
+		})
 	}
 }

@@ -132,7 +132,7 @@ func TestCatalogResourceUpstream(t *testing.T) {
 		{"b://doc", "b", true},
 		{"shared://r", "a", true}, // the first upstream keeps a shared URI
 		{"b://item/9", "b", true},
-		{"a://item/{id}", "a", true}, // a completion ref names the template
+		{"a://item/{id}", "a", true}, // the template itself, decided as one
 		{"c://nothing", "", false},
 	} {
 		if got, ok := snap.ResourceUpstream(c.uri, allowAll(t)); got != c.want || ok != c.ok {
