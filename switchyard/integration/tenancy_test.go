@@ -968,3 +968,143 @@ api_keys:
 		})
 	})
 }
+
+// TestIntegrationTenantLimitsFleet: with two edges (separate processes),
+// each enforces its share of the tenant's limits, so the fleet admits the
+// tenant's burst and in-flight cap, not twice them (docs/limits.md).
+func TestIntegrationTenantLimitsFleet(t *testing.T) {
+	fxURL, _ := startFixtureHTTP(t)
+	keys := map[string]string{}
+	dir := t.TempDir()
+	for _, n := range []string{"free", "rated", "capped"} {
+		keys[n] = mintKey(t)
+		if err := writeFile(dir+"/"+n+".key", keys[n]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	d := startDeployment(t, fmt.Sprintf(`
+call_timeout: 30s
+worker:
+  heartbeat_interval: 200ms
+upstreams:
+  - name: fixture
+    url: %[1]s
+tenants:
+  - name: free
+    policy: {all_upstreams: true, default: allow}
+  - name: rated
+    policy: {all_upstreams: true, default: allow}
+    limits: {rate: 0.01, burst: 4}
+  - name: capped
+    policy: {all_upstreams: true, default: allow}
+    limits: {max_in_flight: 2}
+api_keys:
+  - {tenant: free, principal: f, key_file: %[2]s/free.key}
+  - {tenant: rated, principal: r, key_file: %[2]s/rated.key}
+  - {tenant: capped, principal: c, key_file: %[2]s/capped.key}
+`, fxURL, dir), 2)
+	client := func(edge int, key string) *keyClient {
+		return &keyClient{url: d.edges[edge] + "/mcp", auth: "Bearer " + keys[key]}
+	}
+	nc, err := nats.Connect(d.natsURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	// Both edges are members of the fleet, and serve the catalog.
+	js, err := nc.JetStream()
+	if err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 20*time.Second, func() error {
+		kv, err := js.KeyValue("switchyard_edges")
+		if err != nil {
+			return err
+		}
+		ids, err := kv.Keys()
+		if err != nil {
+			return err
+		}
+		if slices.Sort(ids); !slices.Equal(ids, []string{"edge-1", "edge-2"}) {
+			return fmt.Errorf("fleet %v", ids)
+		}
+		for e := range d.edges {
+			if a := callEcho(t, client(e, "free")); len(a.result) == 0 {
+				return fmt.Errorf("edge %d: HTTP %d %s", e+1, a.status, a.body)
+			}
+		}
+		return nil
+	})
+
+	t.Run("burst shared", func(t *testing.T) {
+		// A burst of 4 on two edges is 2 on each: 4 admitted in all.
+		for e := range d.edges {
+			c := client(e, "rated")
+			for i := range 2 {
+				if a := callEcho(t, c); len(a.result) == 0 {
+					t.Fatalf("edge %d, call %d of its share of 2: HTTP %d %s", e+1, i+1, a.status, a.body)
+				}
+			}
+			a := callEcho(t, c)
+			if ld, ok := refusal(a.rpcErr(t)); !ok || ld.Limit != "tenant_rate" {
+				t.Fatalf("edge %d beyond its share: HTTP %d %s, want -32069 tenant_rate", e+1, a.status, a.body)
+			}
+		}
+	})
+
+	t.Run("in flight shared", func(t *testing.T) {
+		// max_in_flight 2 on two edges is 1 on each.
+		reached := make(chan string, 16)
+		sub, err := nc.Subscribe(proto.Prefix+"worker.*."+proto.OpToolsCall, func(m *nats.Msg) {
+			var req proto.Request
+			if proto.Unmarshal(m.Data, &req) == nil && req.Tenant == "capped" && req.Name == "slow" {
+				reached <- req.Edge
+			}
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer sub.Unsubscribe()
+		if err := nc.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(t.Context())
+		defer cancel()
+		done := make(chan error, 2)
+		for e := range d.edges {
+			cs := connectKey(t, d.edges[e]+"/mcp", v2025, keys["capped"], nil)
+			go func() {
+				_, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "fixture__slow", Arguments: map[string]any{"ms": 60_000}})
+				done <- err
+			}()
+			select {
+			case edge := <-reached:
+				t.Logf("a slow call is in flight on %s", edge)
+			case err := <-done:
+				t.Fatalf("the slow call on edge %d ended: %v", e+1, err)
+			case <-time.After(20 * time.Second):
+				t.Fatalf("the slow call on edge %d did not reach a worker in 20 s", e+1)
+			}
+			// This edge's share is taken; the other edge still admits
+			// until its own is.
+			a := callEcho(t, client(e, "capped"))
+			if ld, ok := refusal(a.rpcErr(t)); !ok || ld.Limit != "in_flight" {
+				t.Fatalf("edge %d with its share in flight: HTTP %d %.300s, want -32069 in_flight", e+1, a.status, a.body)
+			}
+			if e == 0 {
+				if a := callEcho(t, client(1, "capped")); len(a.result) == 0 {
+					t.Fatalf("edge 2 while edge 1's share is in flight: HTTP %d %.300s", a.status, a.body)
+				}
+			}
+		}
+		select {
+		case err := <-done:
+			t.Fatalf("a slow call ended before the refusals: %v", err)
+		default:
+		}
+		cancel()
+		for range 2 {
+			<-done
+		}
+	})
+}
