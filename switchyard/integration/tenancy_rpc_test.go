@@ -110,6 +110,8 @@ func sdkCall(t *testing.T, cs *mcp.ClientSession, method string, params any) (js
 		res, err = sdkDo(params, func(p *mcp.ReadResourceParams) (any, error) { return cs.ReadResource(ctx, p) })
 	case "resources/subscribe":
 		res, err = sdkDo(params, func(p *mcp.SubscribeParams) (any, error) { return struct{}{}, cs.Subscribe(ctx, p) })
+	case "resources/unsubscribe":
+		res, err = sdkDo(params, func(p *mcp.UnsubscribeParams) (any, error) { return struct{}{}, cs.Unsubscribe(ctx, p) })
 	case "completion/complete":
 		res, err = sdkDo(params, func(p *mcp.CompleteParams) (any, error) { return cs.Complete(ctx, p) })
 	case "logging/setLevel":

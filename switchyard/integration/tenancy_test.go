@@ -149,7 +149,10 @@ var (
 	probeSubscribe = probe{"resources/subscribe", "resources/subscribe", func(u string) (string, map[string]any) {
 		return "", map[string]any{"uri": u}
 	}}
-	probeTemplateComplete = probe{"completion/complete ref/resource", "completion/complete", func(u string) (string, map[string]any) {
+	probeUnsubscribe = probe{"resources/unsubscribe", "resources/unsubscribe", func(u string) (string, map[string]any) {
+		return "", map[string]any{"uri": u}
+	}}
+	probeResourceComplete = probe{"completion/complete ref/resource", "completion/complete", func(u string) (string, map[string]any) {
 		return "", map[string]any{"ref": map[string]any{"type": "ref/resource", "uri": u}, "argument": map[string]any{"name": "id", "value": "1"}}
 	}}
 )
@@ -179,9 +182,10 @@ func sameAsGhost(t *testing.T, f rpcFunc, p probe, item, ghost string) {
 }
 
 // Ghost names: items that no upstream has, in the shape of the real ones.
+// Tools and prompts get the view's prefix ("ev__" in the federated view).
 const (
-	ghostTool     = "ev__zz_ghost_tool"
-	ghostPrompt   = "ev__zz_ghost_prompt"
+	ghostTool     = "zz_ghost_tool"
+	ghostPrompt   = "zz_ghost_prompt"
 	ghostResource = "test://zz-ghost-resource"
 	ghostTemplate = "test://zz-ghost/{id}/data"
 )
@@ -211,6 +215,7 @@ tenants:
     policy: {upstreams: [fixture], default: allow}
 api_keys:
   - {tenant: tenant-a, principal: alice, key_env: SY_TEST_ALICE_KEY}
+  - {tenant: tenant-a, principal: alan, key_file: %s}
   - {tenant: tenant-b, principal: bob, key_env: SY_TEST_BOB_KEY}
 `
 
@@ -236,10 +241,14 @@ func deniedForA(method, item string) bool {
 func TestIntegrationTenantIsolation(t *testing.T) {
 	evURL, _ := startEverythingHTTP(t)
 	fxURL, _ := startFixtureHTTP(t)
-	alice, bob := mintKey(t), mintKey(t)
+	alice, alan, bob := mintKey(t), mintKey(t), mintKey(t) // alan: another principal of A
 	t.Setenv("SY_TEST_ALICE_KEY", alice)
 	t.Setenv("SY_TEST_BOB_KEY", bob)
-	g := startGateway(t, loadConfig(t, fmt.Sprintf(isolationConfig, evURL, fxURL)))
+	alanFile := t.TempDir() + "/alan.key"
+	if err := writeFile(alanFile, alan); err != nil {
+		t.Fatal(err)
+	}
+	g := startGateway(t, loadConfig(t, fmt.Sprintf(isolationConfig, evURL, fxURL, alanFile)))
 	mcpURL := g.url + "/mcp"
 	authA, authB := "Bearer "+alice, "Bearer "+bob
 
@@ -290,12 +299,17 @@ func TestIntegrationTenantIsolation(t *testing.T) {
 		return nil
 	})
 
+	// Each era has A and B on /mcp, A on its passthrough view /mcp/ev
+	// and B on its own, /mcp/fixture.
 	eras := []struct {
-		name string
-		a, b rpcFunc
+		name         string
+		a, b         rpcFunc
+		aPass, bPass rpcFunc
 	}{
-		{v2025, sdkRPC(sessA), sdkRPC(sessB)},
-		{v2026, rawRPC(&keyClient{url: mcpURL, auth: authA}), rawRPC(&keyClient{url: mcpURL, auth: authB})},
+		{v2025, sdkRPC(sessA), sdkRPC(sessB),
+			sdkRPC(connectKey(t, g.url+"/mcp/ev", v2025, alice, nil)), sdkRPC(connectKey(t, g.url+"/mcp/fixture", v2025, bob, nil))},
+		{v2026, rawRPC(&keyClient{url: mcpURL, auth: authA}), rawRPC(&keyClient{url: mcpURL, auth: authB}),
+			rawRPC(&keyClient{url: g.url + "/mcp/ev", auth: authA}), rawRPC(&keyClient{url: g.url + "/mcp/fixture", auth: authB})},
 	}
 	for _, era := range eras {
 		t.Run(era.name, func(t *testing.T) {
@@ -304,7 +318,8 @@ func TestIntegrationTenantIsolation(t *testing.T) {
 					who  string
 					f    rpcFunc
 					want catalogOf
-				}{{"A", era.a, wantA}, {"B", era.b, wantB}} {
+				}{{"A", era.a, wantA}, {"B", era.b, wantB},
+					{"A on /mcp/ev", era.aPass, unprefixed(wantA, "ev__")}, {"B on /mcp/fixture", era.bPass, unprefixed(wantB, "fixture__")}} {
 					got := listCatalog(t, c.f)
 					for m := range listShapes {
 						if !slices.Equal(got[m], c.want[m]) {
@@ -314,7 +329,8 @@ func TestIntegrationTenantIsolation(t *testing.T) {
 				}
 			})
 			t.Run("A's items answer B as nonexistent ones", func(t *testing.T) {
-				checkItemsUnknown(t, era.name, era.b, ev, true)
+				checkItemsUnknown(t, era.name, era.b, ev, "ev__", true)
+				checkItemsUnknown(t, era.name, era.bPass, unprefixed(ev, "ev__"), "", true)
 			})
 			t.Run("A's denied items answer A as nonexistent ones", func(t *testing.T) {
 				// Not resources/subscribe: A sees one resource upstream, so
@@ -322,7 +338,8 @@ func TestIntegrationTenantIsolation(t *testing.T) {
 				// fallback of docs/policy.md, "One limit"), and the
 				// everything-server accepts a subscription to any URI,
 				// while a denied URI is refused by the router.
-				checkItemsUnknown(t, era.name, era.a, deniedA, false)
+				checkItemsUnknown(t, era.name, era.a, deniedA, "ev__", false)
+				checkItemsUnknown(t, era.name, era.aPass, unprefixed(deniedA, "ev__"), "", false)
 			})
 			t.Run("A's cursors are invalid for B", func(t *testing.T) {
 				for m := range listShapes {
@@ -348,6 +365,25 @@ func TestIntegrationTenantIsolation(t *testing.T) {
 					}
 					if _, got := era.a(t, other, "", map[string]any{"cursor": cur}); got == nil || got.String() != garbage.String() {
 						t.Errorf("A's %s cursor in %s: %s, want %s", m, other, got, garbage)
+					}
+					// And in another view: cursors are bound to the view.
+					_, passCur, err := listItems(t, era.aPass, m)
+					if err != nil || passCur == "" {
+						t.Fatalf("A's %s on /mcp/ev: cursor %q, %s", m, passCur, err)
+					}
+					for _, c := range []struct {
+						what string
+						f    rpcFunc
+						cur  string
+					}{
+						{"A's /mcp cursor on /mcp/ev", era.aPass, cur},
+						{"A's /mcp/ev cursor on /mcp", era.a, passCur},
+						{"A's /mcp/ev cursor as B on /mcp", era.b, passCur},
+						{"A's /mcp/ev cursor as B on /mcp/fixture", era.bPass, passCur},
+					} {
+						if _, got := c.f(t, m, "", map[string]any{"cursor": c.cur}); got == nil || got.String() != garbage.String() {
+							t.Errorf("%s in %s: %s, want %s", c.what, m, got, garbage)
+						}
 					}
 				}
 			})
@@ -450,13 +486,19 @@ func TestIntegrationTenantIsolation(t *testing.T) {
 			return (&keyClient{url: mcpURL, auth: auth, sid: sid}).call(t, "tools/list", "", nil)
 		}
 		for _, sid := range []string{rawA.sid, sessA.ID()} {
-			want := list(authB, ghostSID)
-			got := list(authB, sid)
-			if want.status != http.StatusNotFound {
-				t.Fatalf("unknown session: HTTP %d %s, want 404", want.status, want.body)
+			// B, and another principal of A's own tenant.
+			for _, auth := range []string{authB, "Bearer " + alan} {
+				want := list(auth, ghostSID)
+				got := list(auth, sid)
+				if want.status != http.StatusNotFound {
+					t.Fatalf("unknown session: HTTP %d %s, want 404", want.status, want.body)
+				}
+				if got.status != want.status || !bytes.Equal(got.body, want.body) {
+					t.Errorf("A's session %s with %.12s...: HTTP %d %q, want HTTP %d %q (an unknown session's answer)", sid, auth, got.status, got.body, want.status, want.body)
+				}
 			}
-			if got.status != want.status || !bytes.Equal(got.body, want.body) {
-				t.Errorf("A's session %s with B's key: HTTP %d %q, want HTTP %d %q (an unknown session's answer)", sid, got.status, got.body, want.status, want.body)
+			if got := list("", sid); got.status != http.StatusUnauthorized {
+				t.Errorf("A's session without credentials: HTTP %d %q, want 401", got.status, got.body)
 			}
 			// The stream and the session's deletion are A's alone too.
 			for _, method := range []string{http.MethodGet, http.MethodDelete} {
@@ -502,12 +544,19 @@ func TestIntegrationTenantIsolation(t *testing.T) {
 		same("GET",
 			doRaw(t, rawRequest(t, http.MethodGet, g.url+"/mcp/ev", authB, "")),
 			doRaw(t, rawRequest(t, http.MethodGet, g.url+"/mcp/"+ghostUp, authB, "")))
+		same("legacy SSE GET /sse/ev",
+			doRaw(t, rawRequest(t, http.MethodGet, g.url+"/sse/ev", authB, "")),
+			doRaw(t, rawRequest(t, http.MethodGet, g.url+"/sse/"+ghostUp, authB, "")))
 	})
 
 	t.Run("no credentials is 401 with resource metadata", func(t *testing.T) {
-		for _, path := range []string{"/mcp", "/mcp/ev"} {
+		for _, path := range []string{"/mcp", "/mcp/ev", "/sse", "/sse/ev"} {
 			for _, auth := range []string{"", "Bearer " + mintKey(t)} {
-				a := doRaw(t, rawRequest(t, http.MethodPost, g.url+path, auth, initBody))
+				method, body := http.MethodPost, initBody
+				if strings.HasPrefix(path, "/sse") {
+					method, body = http.MethodGet, ""
+				}
+				a := doRaw(t, rawRequest(t, method, g.url+path, auth, body))
 				wa := a.header.Get("WWW-Authenticate")
 				meta := `resource_metadata="` + g.url + `/.well-known/oauth-protected-resource` + path + `"`
 				if a.status != http.StatusUnauthorized || !strings.HasPrefix(wa, "Bearer ") || !strings.Contains(wa, meta) {
@@ -522,28 +571,48 @@ func TestIntegrationTenantIsolation(t *testing.T) {
 }
 
 // checkItemsUnknown asks f about every item of items (by list method) and
-// checks each answer is a nonexistent name's.
-// subscribe says whether to probe resources/subscribe too.
-func checkItemsUnknown(t *testing.T, era string, f rpcFunc, items catalogOf, subscribe bool) {
+// checks each answer is a nonexistent name's. prefix is the view's prefix
+// of tool and prompt names ("ev__" federated, "" in a passthrough view);
+// subscribe says whether to probe resources/subscribe and unsubscribe too
+// (2025-11-25 only: 2026-07-28 subscribes on subscriptions/listen).
+func checkItemsUnknown(t *testing.T, era string, f rpcFunc, items catalogOf, prefix string, subscribe bool) {
 	t.Helper()
 	for _, n := range items["tools/list"] {
-		sameAsGhost(t, f, probeToolCall, n, ghostTool)
+		sameAsGhost(t, f, probeToolCall, n, prefix+ghostTool)
 	}
 	for _, n := range items["prompts/list"] {
-		sameAsGhost(t, f, probePromptGet, n, ghostPrompt)
-		sameAsGhost(t, f, probePromptComplete, n, ghostPrompt)
+		sameAsGhost(t, f, probePromptGet, n, prefix+ghostPrompt)
+		sameAsGhost(t, f, probePromptComplete, n, prefix+ghostPrompt)
 	}
 	for _, u := range items["resources/list"] {
 		sameAsGhost(t, f, probeRead, u, ghostResource)
-		if subscribe && era == v2025 { // 2026-07-28 subscribes on subscriptions/listen
+		sameAsGhost(t, f, probeResourceComplete, u, ghostResource)
+		if subscribe && era == v2025 {
 			sameAsGhost(t, f, probeSubscribe, u, ghostResource)
+			sameAsGhost(t, f, probeUnsubscribe, u, ghostResource)
 		}
 	}
 	for _, tpl := range items["resources/templates/list"] {
-		sameAsGhost(t, f, probeTemplateComplete, tpl, ghostTemplate)
+		sameAsGhost(t, f, probeResourceComplete, tpl, ghostTemplate)
 		inst := strings.ReplaceAll(tpl, "{id}", "1")
 		sameAsGhost(t, f, probeRead, inst, strings.ReplaceAll(ghostTemplate, "{id}", "1"))
 	}
+}
+
+// unprefixed is c with the prefix cut from tool and prompt names: the
+// names of a passthrough view.
+func unprefixed(c catalogOf, prefix string) catalogOf {
+	out := catalogOf{}
+	for m, items := range c {
+		for _, it := range items {
+			if m == "tools/list" || m == "prompts/list" {
+				it = strings.TrimPrefix(it, prefix)
+			}
+			out[m] = append(out[m], it)
+		}
+		slices.Sort(out[m])
+	}
+	return out
 }
 
 func sortedCopy(s []string) []string {
@@ -769,6 +838,30 @@ upstreams:
 			if a := echo(c, "fixture__fail"); a.status != http.StatusOK || len(a.result) == 0 {
 				t.Errorf("the tenant's other key on %s after the revocation: HTTP %d %s", c.url, a.status, a.body)
 			}
+		}
+	})
+
+	t.Run("tenant deletion", func(t *testing.T) {
+		raw2 := as2025Session(t, mcp1, "Bearer "+key2)
+		var rep tenancy.TenantDeleteReply
+		replied := admin(t, nc, tenancy.SubjTenantDelete, tenancy.TenantDeleteRequest{Name: "live"}, &rep)
+		if rep.KeysDeleted != 2 {
+			t.Errorf("tenant.delete: %+v, want its 2 keys deleted", rep)
+		}
+		delay := within(t, replied, 10*time.Second, func() error {
+			for _, c := range p2 {
+				if a := c.call(t, "tools/list", "", nil); a.status != http.StatusUnauthorized {
+					return fmt.Errorf("a request with the tenant's key on %s: HTTP %d %s", c.url, a.status, a.body)
+				}
+			}
+			if a := raw2.call(t, "tools/list", "", nil); a.status != http.StatusUnauthorized && a.status != http.StatusNotFound {
+				return fmt.Errorf("an open session of the tenant: HTTP %d %s", a.status, a.body)
+			}
+			return nil
+		})
+		t.Logf("tenant deletion: in effect on both edges %s after the admin reply", delay.Round(time.Millisecond))
+		if delay >= time.Second {
+			t.Errorf("tenant deletion took %s to take effect, want under 1 s", delay)
 		}
 	})
 }
