@@ -390,6 +390,27 @@ func TestIntegrationTenantIsolation(t *testing.T) {
 		})
 	}
 
+	t.Run("A's denied resource answers A's resources/subscribe as a nonexistent one", func(t *testing.T) {
+		// A sees one resource upstream, so the router forwards a URI it
+		// does not list there (docs/policy.md, "One limit"); the
+		// everything-server accepts a subscription to any URI, while the
+		// router refuses a denied one: A can tell the denied URI exists.
+		t.Skip("known gap, reported to the router's owner: a denied URI's resources/subscribe is refused (-32602 Resource not found) while a nonexistent URI's is forwarded to the tenant's only resource upstream, which accepts it")
+		for _, f := range []rpcFunc{eras[0].a, eras[0].aPass} {
+			for _, u := range deniedA["resources/list"] {
+				_, ghostErr := f(t, "resources/subscribe", "", map[string]any{"uri": ghostResource})
+				_, deniedErr := f(t, "resources/subscribe", "", map[string]any{"uri": u})
+				if ghostErr != nil {
+					ghostErr.Message = strings.ReplaceAll(ghostErr.Message, ghostResource, u)
+					ghostErr.Data = bytes.ReplaceAll(ghostErr.Data, []byte(ghostResource), []byte(u))
+				}
+				if deniedErr.String() != ghostErr.String() {
+					t.Errorf("resources/subscribe of the denied %s: %s; of the nonexistent %s: %s", u, deniedErr, ghostResource, ghostErr)
+				}
+			}
+		}
+	})
+
 	t.Run("2026 subscription of A's resource as B", func(t *testing.T) {
 		// A 2026-07-28 client subscribes on a subscriptions/listen stream:
 		// Subscribe returns before the stream is set up, so what shows
@@ -663,9 +684,39 @@ upstreams:
 
 	// The deployment serves the tenant: p1 holds a go-sdk session on
 	// edge 1, p2 calls statelessly (2026-07-28) on both edges.
-	var sess1 *mcp.ClientSession
+	// Both sessions say when their tool list changes: sess1's tenant
+	// gets a deny rule below, bystander's tenant ("other") does not.
+	changed1, changedOther := make(chan struct{}, 16), make(chan struct{}, 16)
+	onChange := func(ch chan struct{}) *mcp.ClientOptions {
+		return &mcp.ClientOptions{ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
+			select {
+			case ch <- struct{}{}:
+			default:
+			}
+		}}
+	}
+	d.cli(t, "tenant", "put", "--name", "other", "--all-upstreams", "--default", "allow")
+	keyOther := strings.TrimSpace(d.cli(t, "key", "create", "--tenant", "other", "--principal", "o"))
+	var sess1, bystander *mcp.ClientSession
 	eventually(t, 30*time.Second, func() error {
-		cs, err := dialKey(t.Context(), mcp1, v2025, key1, nil)
+		cs, err := dialKey(t.Context(), mcp1, v2025, keyOther, onChange(changedOther))
+		if err != nil {
+			return err
+		}
+		names, _, err := listAll(t.Context(), cs)
+		if err == nil {
+			err = hasAll(names, "fixture__echo")
+		}
+		if err != nil {
+			_ = cs.Close()
+			return err
+		}
+		bystander = cs
+		return nil
+	})
+	t.Cleanup(func() { _ = bystander.Close() })
+	eventually(t, 30*time.Second, func() error {
+		cs, err := dialKey(t.Context(), mcp1, v2025, key1, onChange(changed1))
 		if err != nil {
 			return err
 		}
@@ -737,6 +788,11 @@ upstreams:
 		admin(t, nc, tenancy.SubjTenantGet, tenancy.TenantGetRequest{Name: "live"}, &info)
 		tn := info.Tenant
 		tn.Policy.Rules = append([]policy.Rule{{Effect: policy.Deny, Kind: policy.KindTools, Pattern: "fixture__echo"}}, tn.Policy.Rules...)
+		for _, ch := range []chan struct{}{changed1, changedOther} {
+			for len(ch) > 0 {
+				<-ch
+			}
+		}
 		var put tenancy.TenantPutReply
 		replied := admin(t, nc, tenancy.SubjTenantPut, tenancy.TenantPutRequest{Tenant: tn, Revision: info.Revision}, &put)
 
@@ -763,6 +819,16 @@ upstreams:
 			return nil
 		})
 		effective := replied.Add(delay)
+		select {
+		case <-changed1:
+		case <-time.After(10 * time.Second):
+			t.Error("no notifications/tools/list_changed for the tenant whose policy changed")
+		}
+		select {
+		case <-changedOther:
+			t.Error("notifications/tools/list_changed for another tenant")
+		default:
+		}
 		t.Logf("deny rule: in effect on both edges %s after the admin reply (tools/list and tools/call, polled every 20 ms)", delay.Round(time.Millisecond))
 		if delay >= time.Second {
 			t.Errorf("deny rule took %s to take effect, want under 1 s", delay)
