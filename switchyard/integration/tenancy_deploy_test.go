@@ -79,10 +79,10 @@ func (d *deployment) cli(t *testing.T, args ...string) string {
 	return stdout.String()
 }
 
-// admin sends one request to tenancy-svc's admin service and decodes the
+// adminRequest sends one request to tenancy-svc's admin service and decodes the
 // reply into rep; an error reply fails the test. It returns when the
 // reply arrived.
-func admin(t *testing.T, nc *nats.Conn, subject string, req, rep any) time.Time {
+func adminRequest(t *testing.T, nc *nats.Conn, subject string, req, rep any) time.Time {
 	t.Helper()
 	data, err := json.Marshal(req)
 	if err != nil {
@@ -104,11 +104,11 @@ func admin(t *testing.T, nc *nats.Conn, subject string, req, rep any) time.Time 
 	return at
 }
 
-// within polls cond every 20 ms from start until it returns nil, and
+// inEffectWithin polls cond every 20 ms from start until it returns nil, and
 // returns how long after start it first did; it fails the test if cond
 // still fails after limit (polling past the acceptance line, so that a
 // slow change is reported with its delay rather than as a timeout).
-func within(t *testing.T, start time.Time, limit time.Duration, cond func() error) time.Duration {
+func inEffectWithin(t *testing.T, start time.Time, limit time.Duration, cond func() error) time.Duration {
 	t.Helper()
 	tick := time.NewTicker(20 * time.Millisecond)
 	defer tick.Stop()

@@ -785,7 +785,7 @@ upstreams:
 		})
 
 		var info tenancy.TenantInfo
-		admin(t, nc, tenancy.SubjTenantGet, tenancy.TenantGetRequest{Name: "live"}, &info)
+		adminRequest(t, nc, tenancy.SubjTenantGet, tenancy.TenantGetRequest{Name: "live"}, &info)
 		tn := info.Tenant
 		tn.Policy.Rules = append([]policy.Rule{{Effect: policy.Deny, Kind: policy.KindTools, Pattern: "fixture__echo"}}, tn.Policy.Rules...)
 		for _, ch := range []chan struct{}{changed1, changedOther} {
@@ -794,11 +794,11 @@ upstreams:
 			}
 		}
 		var put tenancy.TenantPutReply
-		replied := admin(t, nc, tenancy.SubjTenantPut, tenancy.TenantPutRequest{Tenant: tn, Revision: info.Revision}, &put)
+		replied := adminRequest(t, nc, tenancy.SubjTenantPut, tenancy.TenantPutRequest{Tenant: tn, Revision: info.Revision}, &put)
 
 		want := *unknown
 		want.Message = strings.ReplaceAll(want.Message, ghost, "fixture__echo")
-		delay := within(t, replied, 10*time.Second, func() error {
+		delay := inEffectWithin(t, replied, 10*time.Second, func() error {
 			ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
 			defer cancel()
 			names, _, err := listAll(ctx, sess1)
@@ -872,11 +872,11 @@ upstreams:
 			}
 		}
 		var info tenancy.KeyInfo
-		replied := admin(t, nc, tenancy.SubjKeyRevoke, tenancy.KeyRevokeRequest{ID: id1}, &info)
+		replied := adminRequest(t, nc, tenancy.SubjKeyRevoke, tenancy.KeyRevokeRequest{ID: id1}, &info)
 		if !info.Revoked {
 			t.Fatalf("key.revoke: %+v", info)
 		}
-		delay := within(t, replied, 10*time.Second, func() error {
+		delay := inEffectWithin(t, replied, 10*time.Second, func() error {
 			for _, c := range fresh1 {
 				if a := c.call(t, "tools/list", "", nil); a.status != http.StatusUnauthorized {
 					return fmt.Errorf("a new request with the key on %s: HTTP %d %s", c.url, a.status, a.body)
@@ -910,11 +910,11 @@ upstreams:
 	t.Run("tenant deletion", func(t *testing.T) {
 		raw2 := as2025Session(t, mcp1, "Bearer "+key2)
 		var rep tenancy.TenantDeleteReply
-		replied := admin(t, nc, tenancy.SubjTenantDelete, tenancy.TenantDeleteRequest{Name: "live"}, &rep)
+		replied := adminRequest(t, nc, tenancy.SubjTenantDelete, tenancy.TenantDeleteRequest{Name: "live"}, &rep)
 		if rep.KeysDeleted != 2 {
 			t.Errorf("tenant.delete: %+v, want its 2 keys deleted", rep)
 		}
-		delay := within(t, replied, 10*time.Second, func() error {
+		delay := inEffectWithin(t, replied, 10*time.Second, func() error {
 			for _, c := range p2 {
 				if a := c.call(t, "tools/list", "", nil); a.status != http.StatusUnauthorized {
 					return fmt.Errorf("a request with the tenant's key on %s: HTTP %d %s", c.url, a.status, a.body)
