@@ -1062,7 +1062,7 @@ api_keys:
 		reached := make(chan string, 16)
 		sub, err := nc.Subscribe(proto.Prefix+"worker.*."+proto.OpToolsCall, func(m *nats.Msg) {
 			var req proto.Request
-			if proto.Unmarshal(m.Data, &req) == nil && req.Tenant == "capped" {
+			if proto.Unmarshal(m.Data, &req) == nil && req.Tenant == "capped" && req.Name == "slow" {
 				reached <- req.Name
 			}
 		})
@@ -1074,6 +1074,13 @@ api_keys:
 			t.Fatal(err)
 		}
 		cs := connectKey(t, mcpURL, v2025, keys["CAPPED"], nil)
+		// The session's upstream session is opened by a first call, so
+		// that the cancellations below do not land in its handshake (a
+		// call cancelled there keeps the worker busy for many seconds:
+		// reported to the upstream-worker's owner).
+		if _, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "fixture__echo", Arguments: map[string]any{"text": "warm"}}); err != nil {
+			t.Fatal(err)
+		}
 		ctx, cancel := context.WithCancel(t.Context())
 		defer cancel()
 		done := make(chan error, 2)
@@ -1232,6 +1239,13 @@ api_keys:
 		done := make(chan error, 2)
 		for e := range d.edges {
 			cs := connectKey(t, d.edges[e]+"/mcp", v2025, keys["capped"], nil)
+			// The session's upstream session is opened by a first call, so
+			// that the cancellations below do not land in its handshake (a
+			// call cancelled there keeps the worker busy for many seconds:
+			// reported to the upstream-worker's owner).
+			if _, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "fixture__echo", Arguments: map[string]any{"text": "warm"}}); err != nil {
+				t.Fatal(err)
+			}
 			go func() {
 				_, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "fixture__slow", Arguments: map[string]any{"ms": 60_000}})
 				done <- err
