@@ -220,7 +220,10 @@ func TestRouterTenantDeniedIsUnknown(t *testing.T) {
 		{"resource of an unseen upstream", "tb", proto.OpResourcesRead, proto.Request{Method: "resources/read", Name: "a://doc"}, resourceNotFound("a://doc")},
 		{"resource by an unseen template", "tb", proto.OpResourcesSubscribe, proto.Request{Method: "resources/subscribe", Name: "a://item/7"}, resourceNotFound("a://item/7")},
 		{"resource, unsubscribe", "tb", proto.OpResourcesUnsubscribe, proto.Request{Method: "resources/unsubscribe", Name: "a://doc"}, resourceNotFound("a://doc")},
-		{"unlisted URI B may read: to the only resource upstream B sees", "tb", proto.OpResourcesRead, proto.Request{Method: "resources/read", Name: "b://x"}, nil},
+		// B's policy restricts resources (default deny), so an unlisted URI
+		// gets no fallback: only the upstream could say whether it exists,
+		// and its answer could tell it from a denied one.
+		{"unlisted URI under a restricting policy: no fallback", "tb", proto.OpResourcesRead, proto.Request{Method: "resources/read", Name: "b://x"}, resourceNotFound("b://x")},
 		{"twin: no such resource (A sees two resource upstreams)", "ta", proto.OpResourcesRead, proto.Request{Method: "resources/read", Name: "zz://none"}, resourceNotFound("zz://none")},
 		{"completion of a denied prompt", "ta", proto.OpCompletionComplete, proto.Request{Method: "completion/complete", Params: complete(`{"type":"ref/prompt","name":"a__hidden"}`)}, unknownPrompt("a__hidden")},
 		{"completion of an unseen prompt", "tb", proto.OpCompletionComplete, proto.Request{Method: "completion/complete", Params: complete(`{"type":"ref/prompt","name":"a__greet"}`)}, unknownPrompt("a__greet")},

@@ -225,6 +225,18 @@ func (p *Policy) Allowed(kind Kind, upstream, subject string) bool {
 }
 
 // decide evaluates the rules of kind slot k on subject, ignoring upstreams.
+// Restricts reports whether p decides any name of kind k otherwise than
+// "allowed": it has a rule that applies to the kind, or denies by default
+// (an unknown kind: true). A caller that cannot tell whether an item
+// exists (a resource URI no list shows, which only the upstream can
+// answer for) serves such items only under a policy that does not
+// restrict their kind, so that a denied item and a nonexistent one never
+// get different answers.
+func (p *Policy) Restricts(k Kind) bool {
+	i := kindIndex(k)
+	return i < 0 || !p.def || len(p.rules[i]) > 0
+}
+
 func (p *Policy) decide(k int, subject string) bool {
 	rs := p.rules[k]
 	for i := range rs {

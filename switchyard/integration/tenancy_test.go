@@ -391,11 +391,11 @@ func TestIntegrationTenantIsolation(t *testing.T) {
 	}
 
 	t.Run("A's denied resource answers A's resources/subscribe as a nonexistent one", func(t *testing.T) {
-		// A sees one resource upstream, so the router forwards a URI it
-		// does not list there (docs/policy.md, "One limit"); the
-		// everything-server accepts a subscription to any URI, while the
-		// router refuses a denied one: A can tell the denied URI exists.
-		t.Skip("known gap, reported to the router's owner: a denied URI's resources/subscribe is refused (-32602 Resource not found) while a nonexistent URI's is forwarded to the tenant's only resource upstream, which accepts it")
+		// A sees one resource upstream, but its policy restricts
+		// resources, so the router forwards no unlisted URI there (the
+		// everything-server would accept a subscription to any URI, and
+		// that answer would tell a denied URI from a nonexistent one):
+		// both get the router's Resource not found (docs/policy.md).
 		for _, f := range []rpcFunc{eras[0].a, eras[0].aPass} {
 			for _, u := range deniedA["resources/list"] {
 				_, ghostErr := f(t, "resources/subscribe", "", map[string]any{"uri": ghostResource})

@@ -51,8 +51,13 @@ func TestCatalogPolicyResourceUpstream(t *testing.T) {
 	if snap.PassthroughResource("a", "a://x", onlyB) {
 		t.Fatal("passthrough resource of an unseen upstream allowed")
 	}
-	if snap.PassthroughResource("b", "b://item/{id}", noTemplates) || !snap.PassthroughResource("b", "b://other", noTemplates) {
+	if snap.PassthroughResource("b", "b://item/{id}", noTemplates) || !snap.PassthroughResource("b", "b://other", onlyB) {
 		t.Fatal("passthrough resource decisions")
+	}
+	// An unlisted URI under a policy that restricts resources: no
+	// fallback (only the upstream knows whether it exists).
+	if snap.PassthroughResource("b", "b://other", noTemplates) {
+		t.Fatal("unlisted URI forwarded under a policy with resource rules")
 	}
 }
 

@@ -134,7 +134,11 @@ func (s *Snapshot) ResourceUpstream(uri string, pol *policy.Policy) (upstream st
 			only = u
 		}
 	}
-	if only == "" || s.deniedTemplateMatches(only, uri, pol) {
+	// The upstream alone knows whether such a URI exists, and its answer
+	// (a subscription to any URI may succeed) would tell a URI the policy
+	// denies from one that does not exist: a tenant whose policy restricts
+	// resources at all gets no fallback.
+	if only == "" || pol.Restricts(policy.KindResources) || s.deniedTemplateMatches(only, uri, pol) {
 		return "", false
 	}
 	return only, pol.Allowed(policy.KindResources, only, uri)
@@ -170,8 +174,9 @@ func (s *Snapshot) allowedTemplateMatches(upstream, uri string, pol *policy.Poli
 // a resource the view lists, or a URI that matches one of its resource
 // templates pol allows, is decided on the URI (kind resources); a URI that
 // is itself one of its templates is decided on that template (kind
-// resource_templates); any other URI is refused when it matches a
-// template of upstream that pol denies, else decided on the URI.
+// resource_templates); any other URI goes only under a policy that does
+// not restrict resources ([policy.Policy.Restricts]) and matches no
+// template of upstream that pol denies.
 func (s *Snapshot) PassthroughResource(upstream, uri string, pol *policy.Policy) bool {
 	if _, found := s.List(proto.KindResources, upstream).Lookup(uri); found {
 		return pol.Allowed(policy.KindResources, upstream, uri)
@@ -179,10 +184,13 @@ func (s *Snapshot) PassthroughResource(upstream, uri string, pol *policy.Policy)
 	if _, found := s.List(proto.KindResourceTemplates, upstream).Lookup(uri); found {
 		return pol.Allowed(policy.KindResourceTemplates, upstream, uri)
 	}
-	if !s.allowedTemplateMatches(upstream, uri, pol) && s.deniedTemplateMatches(upstream, uri, pol) {
-		return false
+	if s.allowedTemplateMatches(upstream, uri, pol) {
+		return pol.Allowed(policy.KindResources, upstream, uri)
 	}
-	return pol.Allowed(policy.KindResources, upstream, uri)
+	// Neither listed nor under an allowed template: as the federated
+	// view's fallback, only for a policy that does not restrict resources.
+	return !pol.Restricts(policy.KindResources) && !s.deniedTemplateMatches(upstream, uri, pol) &&
+		pol.Allowed(policy.KindResources, upstream, uri)
 }
 
 // CompletionUpstream returns the upstream a completion/complete reference
