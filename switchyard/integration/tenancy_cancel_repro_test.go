@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -13,26 +12,19 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// TestIntegrationCancelDuringUpstreamHandshake reproduces a worker bug
-// found by the tenancy limits tests (an intermittent "gateway did not stop
-// within 20s of cancel"): a client cancels its first call while the
-// worker is still opening the client session's dedicated upstream session,
-// past initialize, in the go-sdk client's standalone SSE GET. The call's
-// cancellation ends the session's lifetime, abortRT then fails every
-// request, and the go-sdk's connectSSE, which runs on a context detached
-// from Connect's, retries the GET MaxRetries (5) times with its backoff
-// (1 s x 1.5^n, plus jitter: 13 to 26 s in all) before Connect returns. For
-// that time the cancelled call stays in flight on the worker (its
-// shutdown waits for it), and the session's next call waits for that dial.
-//
-// Skipped unless SWITCHYARD_REPRO_HANDSHAKE_CANCEL=1 until the worker is
-// fixed (for example: abortRT answering a synthetic response once the
-// lifetime has ended, so the SDK stops at once, or a transport MaxRetries
-// of -1 during the handshake).
+// TestIntegrationCancelDuringUpstreamHandshake: a client cancels its first
+// call while the worker is still opening the client session's dedicated
+// upstream session, past initialize, in the go-sdk client's standalone SSE
+// GET. The call's cancellation ends the session's lifetime; the go-sdk's
+// connectSSE runs on a context detached from Connect's and retried a
+// failed GET MaxRetries (5) times with backoff (13 to 26 s in all), which
+// held the cancelled call in flight on the worker (its shutdown waited for
+// it) and made the session's next call wait for that dial. The worker now
+// answers a GET of an ended session with 405 (no standalone stream), and
+// the SDK stops at once (upstream-worker/internal/upstream/dial.go,
+// endedGET). Found by the tenancy limits tests (an intermittent "gateway
+// did not stop within 20s of cancel").
 func TestIntegrationCancelDuringUpstreamHandshake(t *testing.T) {
-	if os.Getenv("SWITCHYARD_REPRO_HANDSHAKE_CANCEL") == "" {
-		t.Skip("reproduces an upstream-worker bug (reported); set SWITCHYARD_REPRO_HANDSHAKE_CANCEL=1 to run")
-	}
 	srv := mcp.NewServer(&mcp.Implementation{Name: "slow-get", Version: "1"}, nil)
 	srv.AddTool(&mcp.Tool{Name: "ping", InputSchema: map[string]any{"type": "object"}},
 		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {

@@ -222,16 +222,36 @@ type abortRT struct {
 }
 
 func (a *abortRT) RoundTrip(r *http.Request) (*http.Response, error) {
+	if a.life.Err() != nil && r.Method == http.MethodGet {
+		return endedGET(r), nil
+	}
 	ctx, cancel := context.WithCancel(r.Context())
 	stop := context.AfterFunc(a.life, cancel)
 	resp, err := a.base.RoundTrip(r.WithContext(ctx))
 	if err != nil {
 		stop()
 		cancel()
+		if a.life.Err() != nil && r.Method == http.MethodGet {
+			return endedGET(r), nil
+		}
 		return nil, err
 	}
 	resp.Body = &endBody{ReadCloser: resp.Body, end: func() { stop(); cancel() }}
 	return resp, nil
+}
+
+// endedGET answers a GET of a session whose lifetime has ended: the
+// go-sdk client opens its standalone SSE stream with a GET inside Connect,
+// on a context of its own, and retries a failed one with backoff (about
+// 15 s in all), which would hold a cancelled call's session opening that
+// long. 405 is the answer of a server without that stream: the client
+// stops at once, and the session is closed by its owner anyway.
+func endedGET(r *http.Request) *http.Response {
+	return &http.Response{
+		StatusCode: http.StatusMethodNotAllowed, Status: "405 Method Not Allowed",
+		Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
+		Header: http.Header{}, Body: http.NoBody, Request: r,
+	}
 }
 
 type endBody struct {
