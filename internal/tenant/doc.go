@@ -12,11 +12,13 @@
 //
 // # Cost
 //
-// [Build] turns the selectors into an immutable [Index] of hash maps keyed
-// by (claim, value), group, and (issuer, claim, value, group). [Index.Resolve]
-// looks up the principal's own attributes in them, so its cost grows with
-// the size of the principal and not with the number of tenants, and it does
-// not allocate.
+// [Build] turns the selectors into an immutable [Index]: one
+// open-addressing hash table whose records are the claim values (under
+// their claim name), groups and issuers selectors name, and the
+// (issuer, claim value) and (prefix, group) pairs compound selectors are
+// made of. [Index.Resolve] hashes each of the principal's strings once and
+// looks it up there, so its cost grows with the size of the principal and
+// not with the number of tenants, and it does not allocate.
 //
 // The package is pure: it does no I/O and touches no subject or bucket.
 // The edge builds an [Index] from the tenancy snapshot it watches and swaps
