@@ -1,0 +1,137 @@
+package metrics
+
+import (
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Edge is the edge's metrics. Create it with [NewEdge]; its methods are
+// safe for concurrent use.
+type Edge struct {
+	// Requests is switchyard_edge_request_duration_seconds{method,outcome}:
+	// every MCP request the edge answers, fast path and SDK path alike,
+	// from the edge's first look at it to its response being written.
+	Requests *MethodOutcome
+	// InFlight is switchyard_edge_requests_in_flight.
+	InFlight prometheus.Gauge
+
+	authRefusals *prometheus.CounterVec
+	limited      *prometheus.CounterVec
+	limitedMu    sync.Mutex
+	limitedBy    map[string]prometheus.Counter // guarded by limitedMu
+
+	tenants      *prometheus.CounterVec // nil unless TenantLabels > 0
+	maxTenants   int
+	tenantsMu    sync.Mutex
+	tenantsCache map[tenantKey]prometheus.Counter // guarded by tenantsMu
+}
+
+type tenantKey struct {
+	tenant  string
+	outcome int
+}
+
+// EdgeOptions are the edge's metric options.
+type EdgeOptions struct {
+	// TenantLabels, when positive, turns on
+	// switchyard_edge_tenant_requests_total{tenant,outcome} while the
+	// tenancy state holds at most this many tenants (above it the series
+	// go to tenant "_other", so a tenant count that grows cannot grow the
+	// series without bound). 0: off (the default).
+	TenantLabels int
+}
+
+// NewEdge registers the edge's metrics in reg.
+func NewEdge(reg prometheus.Registerer, o EdgeOptions) (*Edge, error) {
+	req := prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Namespace: Namespace, Subsystem: "edge", Name: "request_duration_seconds",
+		Help:    "Time the edge took to answer an MCP request, by method and outcome (ok or the JSON-RPC error class).",
+		Buckets: DurationBuckets,
+	}, []string{"method", "outcome"})
+	e := &Edge{
+		Requests: NewMethodOutcome(req),
+		InFlight: prometheus.NewGauge(prometheus.GaugeOpts{
+			Namespace: Namespace, Subsystem: "edge", Name: "requests_in_flight",
+			Help: "MCP requests the edge is answering now.",
+		}),
+		authRefusals: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: Namespace, Subsystem: "edge", Name: "auth_refusals_total",
+			Help: "Requests refused before reaching an MCP endpoint, by HTTP status and reason class.",
+		}, []string{"status", "reason"}),
+		limited: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: Namespace, Name: "limit_rejections_total",
+			Help: "Requests refused for a tenant or principal limit (-32069), by the limit exceeded.",
+		}, []string{"limit"}),
+		limitedBy:  map[string]prometheus.Counter{},
+		maxTenants: o.TenantLabels,
+	}
+	cs := []prometheus.Collector{req, e.InFlight, e.authRefusals, e.limited}
+	if o.TenantLabels > 0 {
+		e.tenants = prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: Namespace, Subsystem: "edge", Name: "tenant_requests_total",
+			Help: "MCP requests by tenant and outcome (only while the tenant count is within metrics.tenant_labels; else tenant=\"_other\").",
+		}, []string{"tenant", "outcome"})
+		e.tenantsCache = map[tenantKey]prometheus.Counter{}
+		cs = append(cs, e.tenants)
+	}
+	for _, c := range cs {
+		if err := reg.Register(c); err != nil {
+			return nil, err
+		}
+	}
+	return e, nil
+}
+
+// Request records one answered request: method, the JSON-RPC error code it
+// was answered with (0: a result) and the time since start.
+func (e *Edge) Request(method string, code int64, start time.Time) {
+	e.Requests.Observe(method, code, time.Since(start))
+}
+
+// Tenant counts one request of tenant when tenant labels are on; tenants
+// is the number of tenants the edge knows now.
+func (e *Edge) Tenant(tenant string, tenants int, code int64) {
+	if e.tenants == nil {
+		return
+	}
+	if tenants > e.maxTenants {
+		tenant = "_other"
+	}
+	k := tenantKey{tenant, outcomeIndex(code)}
+	e.tenantsMu.Lock()
+	c := e.tenantsCache[k]
+	if c == nil {
+		c = e.tenants.WithLabelValues(tenant, outcomes[k.outcome].label)
+		e.tenantsCache[k] = c
+	}
+	e.tenantsMu.Unlock()
+	c.Inc()
+}
+
+// AuthRefusal counts a request refused with HTTP status for reason (a
+// class: missing_credentials, invalid_request, invalid_token, forbidden,
+// issuer_unavailable).
+func (e *Edge) AuthRefusal(status int, reason string) {
+	e.authRefusals.WithLabelValues(strconv.Itoa(status), reason).Inc()
+}
+
+// Limited counts a request refused for limit (internal/limit's names:
+// tenant_rate, principal_rate, in_flight; any other is "other").
+func (e *Edge) Limited(limit string) {
+	switch limit {
+	case "tenant_rate", "principal_rate", "in_flight":
+	default:
+		limit = "other"
+	}
+	e.limitedMu.Lock()
+	c := e.limitedBy[limit]
+	if c == nil {
+		c = e.limited.WithLabelValues(limit)
+		e.limitedBy[limit] = c
+	}
+	e.limitedMu.Unlock()
+	c.Inc()
+}
