@@ -3,6 +3,7 @@ package trace
 import (
 	"context"
 	"encoding/json"
+	"maps"
 	"net/http"
 	"strings"
 	"testing"
@@ -13,6 +14,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	oteltrace "go.opentelemetry.io/otel/trace"
 
+	"github.com/switchyard-mcp/switchyard/proto"
 	"github.com/switchyard-mcp/switchyard/testutil/natstest"
 )
 
@@ -24,7 +26,7 @@ type hops struct {
 	edge, router, worker *Provider
 	nc                   *nats.Conn // the edge's
 	// upstreamMeta receives the _meta the worker would send upstream.
-	upstreamMeta chan json.RawMessage
+	upstreamMeta chan []byte
 	// routeHeader receives the route message's headers as the router got them.
 	routeHeader chan nats.Header
 }
@@ -35,7 +37,7 @@ func newHops(t *testing.T, enabled bool) *hops {
 	h := &hops{
 		rec:          tracetest.NewSpanRecorder(),
 		nc:           natstest.Connect(t, srv),
-		upstreamMeta: make(chan json.RawMessage, 1),
+		upstreamMeta: make(chan []byte, 1),
 		routeHeader:  make(chan nats.Header, 1),
 	}
 	prov := func(role string) *Provider {
@@ -50,25 +52,34 @@ func newHops(t *testing.T, enabled bool) *hops {
 
 	rnc := natstest.Connect(t, srv)
 	if _, err := rnc.Subscribe("t.route.*", func(m *nats.Msg) {
-		h.routeHeader <- m.Header
+		h.routeHeader <- maps.Clone(m.Header)
+		// As router.onCall: the route span replaces the edge's context in
+		// the received headers, which the forwarded message copies.
 		ctx, sp := h.router.StartRoute(context.Background(), m.Header, Call{Method: "tools/call", Tenant: "acme"})
+		defer sp.End()
+		m.Header = h.router.Inject(ctx, m.Header)
 		sp.SetPlacement("up1", "w1")
 		fwd := &nats.Msg{Subject: "t.worker.w1", Reply: m.Reply, Data: m.Data,
-			Header: h.router.Inject(ctx, nats.Header{"Sy-Reply-To": []string{m.Reply}})}
+			Header: Copy(nats.Header{"Sy-Reply-To": []string{m.Reply}}, m.Header)}
 		if err := rnc.PublishMsg(fwd); err != nil {
 			sp.SetError(err)
 		}
-		sp.End()
 	}); err != nil {
 		t.Fatal(err)
 	}
 	wnc := natstest.Connect(t, srv)
 	if _, err := wnc.Subscribe("t.worker.*", func(m *nats.Msg) {
-		ctx, sp := h.worker.StartUpstream(context.Background(), m.Header,
-			Call{Method: "tools/call", Name: "echo", Tenant: "acme", Upstream: "up1", Worker: "w1"})
-		h.upstreamMeta <- h.worker.InjectMetaJSON(ctx, json.RawMessage(`{"progressToken":3}`))
-		sp.End()
-		_ = m.Respond([]byte("ok"))
+		// As the worker's onRequest: the work runs in the span WrapUpstream
+		// starts, and the upstream request's _meta carries it (SEP-414).
+		work := func(ctx context.Context) *proto.Reply {
+			h.upstreamMeta <- h.worker.InjectMetaMembers(ctx, []byte(`"progressToken":3`))
+			return &proto.Reply{Result: []byte(`{"content":[]}`)}
+		}
+		work = h.worker.WrapUpstream(m.Header, Call{Method: "tools/call", Name: "echo", Tenant: "acme", Upstream: "up1", Worker: "w1"}, work)
+		go func() {
+			r := work(context.Background())
+			_ = m.Respond(r.Result)
+		}()
 	}); err != nil {
 		t.Fatal(err)
 	}
@@ -98,7 +109,7 @@ func (h *hops) call(t *testing.T, hdr http.Header, meta Meta) {
 		t.Fatalf("request: %v", err)
 	}
 	sp.End()
-	if string(rep.Data) != "ok" {
+	if string(rep.Data) != `{"content":[]}` {
 		t.Fatalf("reply %q", rep.Data)
 	}
 }
@@ -196,7 +207,7 @@ func checkChain(t *testing.T, h *hops) sdktrace.ReadOnlySpan {
 	// and the request's other _meta members stay.
 	meta := <-h.upstreamMeta
 	var m map[string]any
-	if err := json.Unmarshal(meta, &m); err != nil {
+	if err := json.Unmarshal([]byte("{"+string(meta)+"}"), &m); err != nil {
 		t.Fatalf("upstream _meta %s: %v", meta, err)
 	}
 	want := "00-" + tid.String() + "-" + worker.SpanContext().SpanID().String() + "-01"
@@ -287,7 +298,7 @@ func TestTraceHopsAcrossNATS(t *testing.T) {
 		if rh := <-h.routeHeader; rh != nil {
 			t.Errorf("route message headers %v with tracing off, want none", rh)
 		}
-		if meta := <-h.upstreamMeta; string(meta) != `{"progressToken":3}` {
+		if meta := <-h.upstreamMeta; string(meta) != `"progressToken":3` {
 			t.Errorf("upstream _meta %s changed with tracing off", meta)
 		}
 		if n := len(h.rec.Started()); n != 0 {

@@ -203,15 +203,39 @@ func InjectMetaMap(ctx context.Context, m map[string]any) map[string]any {
 // InjectMetaJSON returns the raw _meta object meta (nil or empty for none)
 // with the SEP-414 trace context keys of ctx's span, replacing the
 // client's; the other members are kept as they were, in order. Without a
-// span in ctx it returns meta untouched. For the worker's raw path.
+// span in ctx, or when meta is not valid JSON, it returns meta untouched.
+// For a request's whole _meta object.
 func InjectMetaJSON(ctx context.Context, meta json.RawMessage) json.RawMessage {
 	sc := oteltrace.SpanContextFromContext(ctx)
 	if !sc.IsValid() || (len(meta) > 0 && !json.Valid(meta)) {
 		return meta
 	}
-	out := make([]byte, 0, len(meta)+128)
-	out = append(out, '{')
-	jsonscan.Members(meta, func(k, v []byte) {
+	out := make([]byte, 1, len(meta)+128)
+	out[0] = '{'
+	out = appendMembers(out, sc, meta)
+	return append(out, '}')
+}
+
+// InjectMetaMembers is [InjectMetaJSON] for the members of a _meta object
+// without its braces (`"a":1,"b":2`, or empty), as the worker's raw path
+// holds them (rawParams.meta); it returns members in the same form.
+func InjectMetaMembers(ctx context.Context, members []byte) []byte {
+	sc := oteltrace.SpanContextFromContext(ctx)
+	if !sc.IsValid() {
+		return members
+	}
+	obj := make([]byte, 0, len(members)+2)
+	obj = append(append(append(obj, '{'), members...), '}')
+	if !json.Valid(obj) {
+		return members
+	}
+	return appendMembers(make([]byte, 0, len(members)+128), sc, obj)
+}
+
+// appendMembers appends the members of the object obj (nil for none) but
+// the trace context keys, then sc's, to out.
+func appendMembers(out []byte, sc oteltrace.SpanContext, obj []byte) []byte {
+	jsonscan.Members(obj, func(k, v []byte) {
 		if jsonscan.KeyIs(k, KeyTraceparent) || jsonscan.KeyIs(k, KeyTracestate) {
 			return
 		}
@@ -221,10 +245,33 @@ func InjectMetaJSON(ctx context.Context, meta json.RawMessage) json.RawMessage {
 	out = append(out, traceparent(sc)...)
 	out = append(out, '"')
 	if ts := sc.TraceState().String(); ts != "" {
+		// A tracestate is printable ASCII: Go quoting is JSON quoting.
 		out = append(out, `,"tracestate":`...)
 		out = strconv.AppendQuote(out, ts)
 	}
-	return append(out, '}')
+	return out
+}
+
+// Copy copies the trace context keys of src into dst (allocating dst
+// when nil and there is something to copy) and returns dst; src without
+// a traceparent gives dst untouched, without allocating. For a hop that
+// builds a message from one it received, after [Provider.Inject] put its
+// own span in src (the router's fan-out).
+func Copy(dst, src nats.Header) nats.Header {
+	tp := src[KeyTraceparent]
+	if len(tp) == 0 {
+		return dst
+	}
+	if dst == nil {
+		dst = make(nats.Header, 2)
+	}
+	dst[KeyTraceparent] = tp
+	if ts := src[KeyTracestate]; len(ts) > 0 {
+		dst[KeyTracestate] = ts
+	} else {
+		delete(dst, KeyTracestate)
+	}
+	return dst
 }
 
 // traceparent formats sc as a W3C traceparent value (version 00, only
@@ -269,4 +316,13 @@ func (p *Provider) InjectMetaMap(ctx context.Context, m map[string]any) map[stri
 		return m
 	}
 	return InjectMetaMap(ctx, m)
+}
+
+// InjectMetaMembers is the package [InjectMetaMembers] when p is on; off,
+// it returns members at once.
+func (p *Provider) InjectMetaMembers(ctx context.Context, members []byte) []byte {
+	if !p.Enabled() {
+		return members
+	}
+	return InjectMetaMembers(ctx, members)
 }

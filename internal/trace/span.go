@@ -1,6 +1,7 @@
 package trace
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -226,6 +227,24 @@ func (s Span) SetError(err error) {
 	}
 }
 
+// CheckResult records a tools/call result whose isError is true as
+// [Span.ToolError]; other results, and any result of a span that does not
+// record, are not looked at.
+func (s Span) CheckResult(method string, result []byte) {
+	if method != methodToolsCall || !s.Recording() || !bytes.Contains(result, []byte(`"isError"`)) {
+		return
+	}
+	isErr := false
+	jsonscan.Members(result, func(k, v []byte) {
+		if jsonscan.KeyIs(k, "isError") && string(v) == "true" {
+			isErr = true
+		}
+	})
+	if isErr {
+		s.ToolError()
+	}
+}
+
 // SetPlacement records where the router sent the call.
 func (s Span) SetPlacement(upstream, worker string) {
 	if !s.Recording() {
@@ -328,4 +347,31 @@ func (p *Provider) StartUpstream(ctx context.Context, h nats.Header, c Call) (co
 		return ctx, Span{}
 	}
 	return p.start(Extract(ctx, h), c.spanName(""), oteltrace.SpanKindClient, &c, nil, nil)
+}
+
+// WrapUpstream returns work wrapped in the worker's span of the call: the
+// wrapper starts it ([Provider.StartUpstream] with h, the forwarded
+// message's headers) under the context it is given, runs work with the
+// span's context, records the reply (its Error as [Span.Fail], a
+// tools/call result's isError as [Span.ToolError]) and ends the span. Off,
+// it returns work itself. A call refused before work runs (admission) gets
+// no worker span: nothing went upstream.
+func (p *Provider) WrapUpstream(h nats.Header, c Call, work func(context.Context) *proto.Reply) func(context.Context) *proto.Reply {
+	if !p.Enabled() {
+		return work
+	}
+	return func(ctx context.Context) *proto.Reply {
+		ctx, span := p.StartUpstream(ctx, h, c)
+		defer span.End()
+		r := work(ctx)
+		if r == nil {
+			return r
+		}
+		if r.Error != nil {
+			span.Fail(int64(r.Error.Code), r.Error.Msg)
+		} else {
+			span.CheckResult(c.Method, r.Result)
+		}
+		return r
+	}
 }

@@ -242,6 +242,21 @@ func TestTracePropagationHelpers(t *testing.T) {
 	if got := string(InjectMetaJSON(t.Context(), json.RawMessage(`{"a":1}`))); got != `{"a":1}` {
 		t.Errorf("InjectMetaJSON without a span changed _meta: %s", got)
 	}
+	for _, c := range []struct{ in, want string }{
+		{``, `"traceparent":"` + tp + `"`},
+		{`"progressToken":"p","traceparent":"old"`, `"progressToken":"p","traceparent":"` + tp + `"`},
+		{`"a":`, `"a":`},
+	} {
+		if got := string(InjectMetaMembers(ctx, []byte(c.in))); got != c.want {
+			t.Errorf("InjectMetaMembers(%s) = %s, want %s", c.in, got, c.want)
+		}
+	}
+	if got := Copy(nil, nats.Header{"Other": {"x"}}); got != nil {
+		t.Errorf("Copy without trace context made %v", got)
+	}
+	if got := Copy(nats.Header{KeyTracestate: {"stale"}}, h); got.Get(KeyTraceparent) != tp || got[KeyTracestate] != nil || got["Other"] != nil {
+		t.Errorf("Copy: %v", got)
+	}
 	m := InjectMetaMap(ctx, map[string]any{"tracestate": "old=1", "k": "v"})
 	if m[KeyTraceparent] != tp || m[KeyTracestate] != nil || m["k"] != "v" {
 		t.Errorf("InjectMetaMap: %v", m)
@@ -251,6 +266,47 @@ func TestTracePropagationHelpers(t *testing.T) {
 	}
 	if got := ExtractMeta(t.Context(), Meta{Raw: json.RawMessage(`{"traceparent":`)}); oteltrace.SpanContextFromContext(got).IsValid() {
 		t.Error("ExtractMeta read malformed JSON")
+	}
+}
+
+func TestTraceWrapUpstream(t *testing.T) {
+	p, rec := newRecorded(t)
+	for _, c := range []struct {
+		name, method string
+		reply        *proto.Reply
+		errType      string
+	}{
+		{"ok", "tools/call", &proto.Reply{Result: []byte(`{"content":[],"isError":false}`)}, ""},
+		{"tool error", "tools/call", &proto.Reply{Result: []byte(`{"content":[{"type":"text","text":"\"isError\":true"}],"isError":true}`)}, ErrTypeToolError},
+		{"isError in text only", "tools/call", &proto.Reply{Result: []byte(`{"content":[{"type":"text","text":"\"isError\":true"}]}`)}, ""},
+		{"not a tool", "prompts/get", &proto.Reply{Result: []byte(`{"isError":true}`)}, ""},
+		{"wire error", "tools/call", &proto.Reply{Error: proto.Errorf(proto.CodeTimeout, "slow")}, strconv.Itoa(int(proto.CodeTimeout))},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			rec.Reset()
+			var inside oteltrace.SpanContext
+			work := p.WrapUpstream(nil, Call{Method: c.method, Name: "x"}, func(ctx context.Context) *proto.Reply {
+				inside = oteltrace.SpanContextFromContext(ctx)
+				return c.reply
+			})
+			if r := work(t.Context()); r != c.reply {
+				t.Fatal("reply replaced")
+			}
+			s := rec.Ended()
+			if len(s) != 1 || !s[0].SpanContext().Equal(inside) {
+				t.Fatalf("%d spans; work ran in %v", len(s), inside)
+			}
+			if et, _ := attrOf(s[0], AttrErrorType); et != c.errType {
+				t.Errorf("error.type %q, want %q", et, c.errType)
+			}
+		})
+	}
+	off, _ := New(Config{}, "worker")
+	var ran bool
+	work := func(context.Context) *proto.Reply { ran = true; return &proto.Reply{} }
+	off.WrapUpstream(nil, Call{Method: "tools/call"}, work)(t.Context())
+	if !ran {
+		t.Error("off: work not run")
 	}
 }
 
