@@ -209,6 +209,7 @@ func jwtFailure(err error) *authFailure {
 // RFC 9728 section 5.1), 403 or 503 without one.
 func (s *Service) writeAuthFailure(w http.ResponseWriter, r *http.Request, f *authFailure) {
 	// RFC 6750 section 3: the description's characters exclude '"' and '\'.
+	s.met.AuthRefusal(f.status, authReason(f))
 	f.desc = strings.NewReplacer(`"`, "'", `\`, "/").Replace(f.desc)
 	if f.status == http.StatusUnauthorized || f.status == http.StatusBadRequest {
 		c := `Bearer resource_metadata="` + s.resourceMetadataURL(r) + `"`

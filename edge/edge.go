@@ -15,10 +15,12 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/switchyard-mcp/switchyard/internal/bus"
 	"github.com/switchyard-mcp/switchyard/internal/jwtauth"
 	"github.com/switchyard-mcp/switchyard/internal/limit"
+	"github.com/switchyard-mcp/switchyard/internal/metrics"
 	"github.com/switchyard-mcp/switchyard/internal/tenancy"
 	"github.com/switchyard-mcp/switchyard/proto"
 )
@@ -49,6 +51,14 @@ type Config struct {
 	JSONResponse bool
 	// ShutdownGrace bounds the HTTP shutdown. Default 5s.
 	ShutdownGrace time.Duration
+	// Metrics is where the edge registers its metrics
+	// (internal/metrics.Edge and switchyard_edge_sessions_open). Nil: a
+	// private registry nobody serves.
+	Metrics prometheus.Registerer
+	// TenantLabels, when positive, adds per-tenant request counts while
+	// the tenancy state holds at most this many tenants
+	// (metrics.EdgeOptions). 0: off.
+	TenantLabels int
 }
 
 // Service is a running edge. Create it with [New]; call [Service.Run] once.
@@ -83,6 +93,8 @@ type Service struct {
 	impl           *mcp.Implementation   // serverInfo of every view
 	serverInfoMeta []byte                // `"<serverInfo key>":<impl>` for 2026-era results
 	noFastPath     bool                  // tests: every request through the SDK
+	met            *metrics.Edge
+	tenantLabels   bool
 
 	mu        sync.Mutex
 	views     map[string]*view // guarded by mu: by viewKey(tenant, name)
@@ -109,6 +121,14 @@ func New(cfg Config, nc *nats.Conn, log *slog.Logger) (*Service, error) {
 	}
 	key, _ := json.Marshal(mcp.MetaKeyServerInfo)
 	s.serverInfoMeta = append(append(append([]byte(`"_meta":{`), key...), ':'), append(info, '}')...)
+	reg := metrics.Or(cfg.Metrics)
+	if s.met, err = metrics.NewEdge(reg, metrics.EdgeOptions{TenantLabels: cfg.TenantLabels}); err != nil {
+		return nil, fmt.Errorf("edge: metrics: %w", err)
+	}
+	if err := reg.Register(sessionCollector{&s.sessions}); err != nil {
+		return nil, fmt.Errorf("edge: metrics: %w", err)
+	}
+	s.tenantLabels = cfg.TenantLabels > 0
 	s.caller = bus.NewCaller(nc, int(cfg.MaxResultBytes))
 	s.events = mcp.NewMemoryEventStore(nil)
 	s.presence = bus.NewPresence(nc, log)
@@ -208,6 +228,11 @@ func (s *Service) Run(ctx context.Context) error {
 	}
 	addr := ln.Addr().String()
 	s.addr.Store(&addr)
+	svc, err := s.startMicro()
+	if err != nil {
+		_ = ln.Close()
+		return fmt.Errorf("edge: micro service: %w", err)
+	}
 	srv := &http.Server{Handler: s.handler(), ReadHeaderTimeout: 10 * time.Second}
 	js, err := jetstream.New(s.nc)
 	if err != nil {
@@ -232,6 +257,7 @@ func (s *Service) Run(ctx context.Context) error {
 	case err = <-serveErr:
 	}
 	s.ready.Store(false)
+	_ = svc.Stop()
 	sctx, scancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.ShutdownGrace)
 	if srv.Shutdown(sctx) != nil {
 		_ = srv.Close() // SSE streams outlived the grace

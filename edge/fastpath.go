@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -110,6 +111,12 @@ func statelessCallOK(r *http.Request, m *probeMsg, p *probeParams, pv string) bo
 // runFast sends the call over the bus and writes its JSON-RPC response.
 func (s *Service) runFast(w http.ResponseWriter, r *http.Request, v *view, fc *fastCall) {
 	m, p := fc.msg, fc.msg.params()
+	start := time.Now()
+	s.met.InFlight.Inc()
+	// code is what the request is answered with, for its metrics; a
+	// client that went away gets no answer and counts as cancelled.
+	code := int64(codeRequestCancelled)
+	defer func() { s.record(v.tenant, m.Method, code, start) }()
 	// A 2026-era call ends with its HTTP request (the SDK's
 	// PropagateRequestCancellation); a 2025-era one does not: a dropped
 	// connection is not a cancellation (MCP transports), only
@@ -147,6 +154,7 @@ func (s *Service) runFast(w http.ResponseWriter, r *http.Request, v *view, fc *f
 		done, perr := s.admit(&preq)
 		if perr != nil {
 			setRetryAfter(w, perr)
+			code = int64(perr.Code)
 			s.writeResponse(&fastOut{w: w}, fc.protocol, m.ID, nil, s.toJSONRPC(perr, m.Method))
 			return
 		}
@@ -156,6 +164,7 @@ func (s *Service) runFast(w http.ResponseWriter, r *http.Request, v *view, fc *f
 		preq.Session, preq.ClientCaps = cs.id, cs.caps
 		id := idKey(m.ID)
 		if !cs.track(id, cancel) {
+			code = int64(jsonrpc.CodeInvalidRequest)
 			writeRPCError(w, http.StatusBadRequest, m.ID, int(jsonrpc.CodeInvalidRequest), "duplicate in-flight request ID "+string(m.ID))
 			return
 		}
@@ -207,6 +216,7 @@ func (s *Service) runFast(w http.ResponseWriter, r *http.Request, v *view, fc *f
 			}
 			je = &jsonrpc.Error{Code: codeRequestCancelled, Message: "request cancelled"}
 		}
+		code = je.Code
 		s.writeResponse(out, fc.protocol, m.ID, nil, je)
 		return
 	}
@@ -227,6 +237,7 @@ func (s *Service) runFast(w http.ResponseWriter, r *http.Request, v *view, fc *f
 	} else {
 		raw = downgrade2025(raw)
 	}
+	code = 0
 	s.writeResponse(out, fc.protocol, m.ID, raw, nil)
 }
 

@@ -15,6 +15,7 @@ func FromFile(f *config.File) Config {
 		MaxRequestBodyBytes: f.MaxRequestBodyBytes,
 		MaxResultBytes:      f.MaxResultBytes,
 		JSONResponse:        f.JSONResponse,
+		TenantLabels:        f.Metrics.MaxTenantLabels(),
 		Auth: AuthConfig{
 			JWT:                  f.Auth.JWTConfig(),
 			PublicURL:            f.Auth.PublicURL,

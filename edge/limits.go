@@ -21,6 +21,7 @@ func (s *Service) admit(preq *proto.Request) (done func(), perr *proto.Error) {
 	}
 	tk, perr := s.limits.Admit(preq.Tenant, t.Limits, preq.Principal)
 	if perr != nil {
+		s.noteLimited(perr)
 		return nil, perr
 	}
 	return tk.Done, nil

@@ -60,6 +60,7 @@ func (s *Service) newView(tenant, name string) *view {
 		UnsubscribeHandler: s.unsubscribeHandler(v),
 	})
 	v.server.AddReceivingMiddleware(s.middleware(v))
+	v.server.AddReceivingMiddleware(s.metered(v)) // added last: outermost
 	v.server.AddSendingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
 		v.send = next // called once, here
 		return next

@@ -3,6 +3,7 @@ package router
 import (
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/nats-io/nats.go"
 
@@ -16,58 +17,72 @@ import (
 )
 
 // onCall runs on a subscription's delivery goroutine. Every path is
-// non-blocking: decode, look up in the snapshot, publish.
+// non-blocking: decode, look up in the snapshot, publish. Its time and
+// outcome (the code it answered with, 0 when it routed the request or
+// answered a list) are the router's hop in the metrics.
 func (s *Service) onCall(m *nats.Msg) {
 	if m.Reply == "" {
 		return // nobody to answer; a call without a reply subject is dropped
 	}
+	start := time.Now()
 	if hop.Traced(m.Header) {
 		hop.Set(m.Header, hop.RouterIn)
 	}
+	var req proto.Request
+	sc := scope{}
+	s.route(m, &req, &sc)
+	if sc.denied != "" {
+		s.met.Denied(sc.denied)
+	}
+	s.met.Routed(req.Method, int64(sc.code), start)
+}
+
+// route answers or forwards one request; sc.code is set to the code of
+// the error it answered with, if any.
+func (s *Service) route(m *nats.Msg, req *proto.Request, sc *scope) {
 	tenant, op, ok := proto.RouteTokens(m.Subject)
 	if !ok {
-		s.fail(m, proto.Errorf(proto.CodeInvalidRequest, "malformed route subject"))
+		s.failIn(m, sc, proto.Errorf(proto.CodeInvalidRequest, "malformed route subject"))
 		return
 	}
-	var req proto.Request
 	// A view of m.Data: the request is re-encoded for the worker and
 	// nothing of it is kept once the handler (or its fan-out) is done.
-	if err := proto.UnmarshalView(m.Data, &req); err != nil {
+	if err := proto.UnmarshalView(m.Data, req); err != nil {
 		s.log.Warn("bad request envelope", proto.LogSubject, m.Subject, proto.LogErr, err)
-		s.fail(m, proto.Errorf(proto.CodeBadEnvelope, "router: undecodable request: %v", err))
+		s.failIn(m, sc, proto.Errorf(proto.CodeBadEnvelope, "router: undecodable request: %v", err))
 		return
 	}
 	// The tenancy snapshot is read once: the tenant's policy and the
 	// catalog snapshot below serve the whole request.
 	_, pol, ok := s.tenancy.Current().Tenant(tenant)
 	if !ok {
-		s.fail(m, errUnknownTenant)
+		s.failIn(m, sc, errUnknownTenant)
 		return
 	}
-	sc := scope{tenant: tenant, pol: pol, cat: s.snap.Load()}
-	if deadlinePassed(&req) {
-		s.fail(m, proto.Errorf(proto.CodeTimeout, "deadline passed before routing"))
+	sc.tenant, sc.pol, sc.cat = tenant, pol, s.snap.Load()
+	if deadlinePassed(req) {
+		s.failIn(m, sc, proto.Errorf(proto.CodeTimeout, "deadline passed before routing"))
 		return
 	}
 	if kind, ok := listOps[op]; ok {
-		s.list(m, &sc, &req, kind)
+		s.list(m, sc, req, kind)
 		return
 	}
 	switch op {
 	case proto.OpToolsCall:
-		s.toolsCall(m, &sc, &req)
+		s.toolsCall(m, sc, req)
 	case proto.OpPromptsGet:
-		s.promptsGet(m, &sc, &req)
+		s.promptsGet(m, sc, req)
 	case proto.OpResourcesRead, proto.OpResourcesSubscribe, proto.OpResourcesUnsubscribe:
-		s.resourceCall(m, &sc, &req)
+		s.resourceCall(m, sc, req)
 	case proto.OpCompletionComplete:
-		s.complete(m, &sc, &req)
+		s.complete(m, sc, req)
 	case proto.OpLoggingSetLevel:
-		s.setLevel(m, &sc, &req)
+		s.setLevel(m, sc, req)
 	case proto.OpTasksGet, proto.OpTasksUpdate, proto.OpTasksCancel:
-		s.taskCall(m, &sc, &req)
+		s.taskCall(m, sc, req)
 	default:
-		s.fail(m, proto.Errorf(proto.CodeMethodNotFound, "method %q not found", req.Method))
+		s.failIn(m, sc, proto.Errorf(proto.CodeMethodNotFound, "method %q not found", req.Method))
 	}
 }
 
@@ -77,6 +92,12 @@ var listOps = map[string]string{
 	proto.OpPromptsList:           proto.KindPrompts,
 	proto.OpResourcesList:         proto.KindResources,
 	proto.OpResourceTemplatesList: proto.KindResourceTemplates,
+}
+
+// failIn answers e for the request of sc, noting its code for the metrics.
+func (s *Service) failIn(m *nats.Msg, sc *scope, e *proto.Error) {
+	sc.code = e.Code
+	s.fail(m, e)
 }
 
 func (s *Service) fail(m *nats.Msg, e *proto.Error) {
@@ -100,6 +121,9 @@ func (sc *scope) toolView(req *proto.Request) *catalog.View {
 		return sc.cat.Federated
 	}
 	if !sc.pol.Upstream(req.View) {
+		if sc.cat.Upstreams[req.View] {
+			sc.denied = policyUpstreams
+		}
 		return nil
 	}
 	return sc.cat.Pass[req.View]
@@ -114,7 +138,11 @@ func (sc *scope) tool(req *proto.Request) *catalog.Entry {
 		return nil
 	}
 	e, ok := v.Lookup(req.Name)
-	if !ok || !sc.pol.Allowed(policy.KindTools, e.Upstream, e.Subject) {
+	if !ok {
+		return nil
+	}
+	if !sc.pol.Allowed(policy.KindTools, e.Upstream, e.Subject) {
+		sc.denied = policyTools
 		return nil
 	}
 	return e
@@ -124,7 +152,7 @@ func (sc *scope) tool(req *proto.Request) *catalog.Entry {
 func (s *Service) list(m *nats.Msg, sc *scope, req *proto.Request, kind string) {
 	data, perr := s.listReply(sc, req, kind)
 	if perr != nil {
-		s.fail(m, perr)
+		s.failIn(m, sc, perr)
 		return
 	}
 	if err := bus.Respond(s.nc, m.Reply, data); err != nil {
@@ -148,18 +176,18 @@ func (s *Service) listReply(sc *scope, req *proto.Request, kind string) ([]byte,
 func (s *Service) toolsCall(m *nats.Msg, sc *scope, req *proto.Request) {
 	e := sc.tool(req)
 	if e == nil {
-		s.fail(m, s.unknownTool(sc, req))
+		s.failIn(m, sc, s.unknownTool(sc, req))
 		return
 	}
 	if len(e.Params) > 0 && req.Protocol >= protocol2026 {
 		if err := paramhdr.Validate(e.Params, http.Header(m.Header), arguments(req.Params)); err != nil {
-			s.fail(m, &proto.Error{Code: paramhdr.CodeHeaderMismatch, Msg: err.Error()})
+			s.failIn(m, sc, &proto.Error{Code: paramhdr.CodeHeaderMismatch, Msg: err.Error()})
 			return
 		}
 	}
 	worker, perr := s.place(req, e.Upstream)
 	if perr != nil {
-		s.fail(m, perr)
+		s.failIn(m, sc, perr)
 		return
 	}
 	req.Upstream, req.Name = e.Upstream, e.Orig
@@ -170,7 +198,7 @@ func (s *Service) toolsCall(m *nats.Msg, sc *scope, req *proto.Request) {
 func (s *Service) send(m *nats.Msg, sc *scope, req *proto.Request, worker string) {
 	if err := s.forward(m, sc, req, worker); err != nil {
 		s.log.Warn("forward failed", proto.LogWorker, worker, proto.LogErr, err)
-		s.fail(m, proto.Errorf(proto.CodeInternal, "router could not forward the call"))
+		s.failIn(m, sc, proto.Errorf(proto.CodeInternal, "router could not forward the call"))
 	}
 }
 
@@ -179,7 +207,7 @@ func (s *Service) send(m *nats.Msg, sc *scope, req *proto.Request, worker string
 func (s *Service) to(m *nats.Msg, sc *scope, req *proto.Request, upstream, name string) {
 	worker, perr := s.place(req, upstream)
 	if perr != nil {
-		s.fail(m, perr)
+		s.failIn(m, sc, perr)
 		return
 	}
 	req.Upstream, req.Name = upstream, name
@@ -215,7 +243,7 @@ func (s *Service) forward(m *nats.Msg, sc *scope, req *proto.Request, worker str
 		return err
 	}
 	if len(data) > int(s.nc.MaxPayload()) {
-		s.fail(m, proto.Errorf(proto.CodePayloadTooLarge, "call of %d bytes exceeds the bus limit of %d", len(data), s.nc.MaxPayload()))
+		s.failIn(m, sc, proto.Errorf(proto.CodePayloadTooLarge, "call of %d bytes exceeds the bus limit of %d", len(data), s.nc.MaxPayload()))
 		return nil
 	}
 	note := &nats.Msg{Subject: m.Reply, Header: nats.Header{proto.HdrPlaced: []string{worker}}}

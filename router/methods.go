@@ -24,7 +24,10 @@ const codeResourceNotFound = proto.CodeInvalidParams
 // tenant does not see: the same answer for both.
 func (s *Service) passthrough(m *nats.Msg, sc *scope, req *proto.Request) (string, bool) {
 	if !sc.cat.Upstreams[req.View] || !sc.pol.Upstream(req.View) {
-		s.fail(m, errUnknownUpstream(req.View))
+		if sc.cat.Upstreams[req.View] {
+			sc.denied = policyUpstreams
+		}
+		s.failIn(m, sc, errUnknownUpstream(req.View))
 		return "", false
 	}
 	return req.View, true
@@ -45,8 +48,11 @@ func (s *Service) promptsGet(m *nats.Msg, sc *scope, req *proto.Request) {
 	}
 	v := sc.cat.List(proto.KindPrompts, req.View)
 	e, ok := v.Lookup(req.Name)
-	if !ok || !sc.pol.Allowed(policy.KindPrompts, e.Upstream, e.Subject) {
-		s.fail(m, proto.Errorf(proto.CodeInvalidParams, "unknown prompt %q", req.Name))
+	if ok && !sc.pol.Allowed(policy.KindPrompts, e.Upstream, e.Subject) {
+		sc.denied, ok = policyPrompts, false
+	}
+	if !ok {
+		s.failIn(m, sc, proto.Errorf(proto.CodeInvalidParams, "unknown prompt %q", req.Name))
 		return
 	}
 	name := e.Orig
@@ -66,7 +72,7 @@ func (s *Service) resourceCall(m *nats.Msg, sc *scope, req *proto.Request) {
 			return
 		}
 		if !sc.cat.PassthroughResource(u, req.Name, sc.pol) {
-			s.fail(m, resourceNotFound(req.Name))
+			s.failIn(m, sc, resourceNotFound(req.Name))
 			return
 		}
 		s.to(m, sc, req, u, "")
@@ -74,7 +80,10 @@ func (s *Service) resourceCall(m *nats.Msg, sc *scope, req *proto.Request) {
 	}
 	u, ok := sc.cat.ResourceUpstream(req.Name, sc.pol)
 	if !ok {
-		s.fail(m, resourceNotFound(req.Name))
+		if u != "" {
+			sc.denied = policyResources // an upstream has it; the policy refuses it
+		}
+		s.failIn(m, sc, resourceNotFound(req.Name))
 		return
 	}
 	s.to(m, sc, req, u, "")
@@ -99,7 +108,7 @@ func resourceData(uri string) []byte {
 func (s *Service) taskCall(m *nats.Msg, sc *scope, req *proto.Request) {
 	u, ok := taskid.Upstream(req.Name)
 	if !ok || !sc.cat.Upstreams[u] || !sc.pol.Upstream(u) || (req.View != "" && req.View != u) {
-		s.fail(m, proto.Errorf(proto.CodeInvalidParams, "%s: unknown taskId %q", req.Method, req.Name))
+		s.failIn(m, sc, proto.Errorf(proto.CodeInvalidParams, "%s: unknown taskId %q", req.Method, req.Name))
 		return
 	}
 	s.to(m, sc, req, u, "")
@@ -128,7 +137,7 @@ func (s *Service) complete(m *nats.Msg, sc *scope, req *proto.Request) {
 	}
 	var p completeParams
 	if err := decodeParams(req.Params, &p); err != nil {
-		s.fail(m, proto.Errorf(proto.CodeInvalidParams, "invalid params: %v", err))
+		s.failIn(m, sc, proto.Errorf(proto.CodeInvalidParams, "invalid params: %v", err))
 		return
 	}
 	switch p.Ref.Type {
@@ -139,12 +148,12 @@ func (s *Service) complete(m *nats.Msg, sc *scope, req *proto.Request) {
 		req.Name = p.Ref.URI
 		u, ok := sc.cat.CompletionUpstream(req.View, req.Name, sc.pol)
 		if !ok {
-			s.fail(m, resourceNotFound(req.Name))
+			s.failIn(m, sc, resourceNotFound(req.Name))
 			return
 		}
 		s.to(m, sc, req, u, "")
 	default:
-		s.fail(m, proto.Errorf(proto.CodeInvalidParams, "unknown completion reference type %q", p.Ref.Type))
+		s.failIn(m, sc, proto.Errorf(proto.CodeInvalidParams, "unknown completion reference type %q", p.Ref.Type))
 	}
 }
 

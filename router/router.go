@@ -11,9 +11,12 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/switchyard-mcp/switchyard/internal/admin"
 	"github.com/switchyard-mcp/switchyard/internal/bus"
 	"github.com/switchyard-mcp/switchyard/internal/config"
+	"github.com/switchyard-mcp/switchyard/internal/metrics"
 	"github.com/switchyard-mcp/switchyard/internal/tenancy"
 	"github.com/switchyard-mcp/switchyard/proto"
 	"github.com/switchyard-mcp/switchyard/router/internal/catalog"
@@ -46,6 +49,9 @@ type Config struct {
 	// ViewCacheBytes bounds the memory of the tenants' filtered,
 	// pre-rendered lists (least recently used out first). Default 64 MiB.
 	ViewCacheBytes int
+	// Metrics is where the router registers its metrics
+	// (internal/metrics.Router). Nil: a private registry nobody serves.
+	Metrics prometheus.Registerer
 }
 
 // Service is a running router. Create it with [New]; [Service.Run] once.
@@ -62,8 +68,11 @@ type Service struct {
 	views   *viewCache
 	kick    chan struct{} // wakes the announcer; capacity 1
 
+	met *metrics.Router
+
 	snap  atomic.Pointer[catalog.Snapshot]
 	ready atomic.Bool
+	live  atomic.Bool // the intake subscriptions are in place
 	rr    atomic.Uint64
 
 	mu      sync.Mutex // guards state and the loaded flags
@@ -109,6 +118,12 @@ func New(cfg Config, nc *nats.Conn, log *slog.Logger) (*Service, error) {
 	log = log.With(proto.LogComponent, "router", "router_id", cfg.ID)
 	s := &Service{cfg: cfg, nc: nc, log: log, state: catalog.NewState(cfg.NameSeparator),
 		tenancy: cfg.Tenancy, views: newViewCache(cfg.PageSize, cfg.ViewCacheBytes), kick: make(chan struct{}, 1)}
+	met, err := metrics.NewRouter(metrics.Or(cfg.Metrics))
+	if err != nil {
+		return nil, fmt.Errorf("router: metrics: %w", err)
+	}
+	s.met = met
+	s.views.lookup = met.ListCache
 	if s.tenancy == nil {
 		js, err := jetstream.New(nc)
 		if err != nil {
@@ -123,6 +138,39 @@ func New(cfg Config, nc *nats.Conn, log *slog.Logger) (*Service, error) {
 	s.presence = bus.NewPresence(nc, log)
 	s.snap.Store(s.state.Build(func(string) bool { return false }))
 	return s, nil
+}
+
+// MicroService is the name of every router's NATS micro service (its
+// metadata "id" is the router's id).
+const MicroService = "switchyard-router"
+
+// Checks reports the router's readiness check by check (internal/admin):
+// the NATS connection, its intake subscriptions, the upstream catalog and
+// list sets loaded, the tenancy snapshot (stale: a warning, the last good
+// one keeps serving) and whether any worker is live (none: a warning;
+// calls then fail with -32060 while lists are still answered).
+func (s *Service) Checks() []admin.Check {
+	s.mu.Lock()
+	loadedU, loadedT := s.loadedU, s.loadedT
+	s.mu.Unlock()
+	cs := []admin.Check{
+		admin.OK("nats", s.nc.IsConnected(), "not connected"),
+		admin.OK("subscriptions", s.live.Load(), "intake not subscribed"),
+		admin.OK("catalog", loadedU, "upstream catalog not loaded"),
+		admin.OK("lists", loadedT, "list sets not loaded"),
+	}
+	if s.watcher != nil {
+		c := admin.OK("tenancy", s.watcher.Ready(), "tenancy snapshot not loaded")
+		if stale, since, reason := s.watcher.Stale(); stale && c.Status == admin.StatusOK {
+			c = admin.Check{Name: "tenancy", Status: admin.StatusWarn, Detail: "stale since " + since.UTC().Format(time.RFC3339) + ": " + reason}
+		}
+		cs = append(cs, c)
+	}
+	w := admin.Check{Name: "workers", Status: admin.StatusOK}
+	if len(s.presence.View().Workers) == 0 {
+		w = admin.Check{Name: "workers", Status: admin.StatusWarn, Detail: "no live worker"}
+	}
+	return append(cs, w)
 }
 
 // Ready reports whether the router has loaded the catalog (and, when it
@@ -157,6 +205,17 @@ func (s *Service) Run(ctx context.Context) error {
 		_ = sub.SetPendingLimits(-1, 256<<20)
 		subs = append(subs, sub)
 	}
+	s.live.Store(true)
+	svc, err := admin.AddService(s.nc, admin.ServiceConfig{
+		Name: MicroService, ID: s.cfg.ID, Version: metrics.Version(),
+		Description: "Switchyard router: federated lists, policy and placement",
+	})
+	if err != nil {
+		for _, sub := range subs {
+			_ = sub.Unsubscribe()
+		}
+		return fmt.Errorf("router: micro service: %w", err)
+	}
 	var wg sync.WaitGroup
 	run := func(f func()) { wg.Add(1); go func() { defer wg.Done(); f() }() }
 	run(func() { _ = s.presence.Run(ctx) })
@@ -169,6 +228,8 @@ func (s *Service) Run(ctx context.Context) error {
 	s.log.Info("router running")
 	<-ctx.Done()
 	s.ready.Store(false)
+	_ = svc.Stop()
+	s.live.Store(false)
 	for _, sub := range subs {
 		_ = sub.Drain()
 	}

@@ -23,7 +23,20 @@ type scope struct {
 	tenant string
 	pol    *policy.Policy
 	cat    *catalog.Snapshot
+	// For the metrics: the code of the error the request was answered
+	// with (0: none), and the kind a policy denial refused (policyTools,
+	// ...; "" for none).
+	code   int32
+	denied string
 }
+
+// The kinds of switchyard_router_policy_denials_total.
+const (
+	policyTools     = "tools"
+	policyPrompts   = "prompts"
+	policyResources = "resources"
+	policyUpstreams = "upstreams"
+)
 
 // viewKey names one tenant's list of one kind in one view ("" for the
 // federated view, else an upstream's passthrough view). The policy pointer
@@ -68,6 +81,7 @@ type tlist struct {
 type viewCache struct {
 	pageSize int
 	maxBytes int
+	lookup   func(hit bool) // if set, told of every lookup (metrics); set before use
 
 	mu    sync.Mutex // guards the fields below
 	seq   uint64     // catalog snapshot Seq of the entries
@@ -134,10 +148,16 @@ func (c *viewCache) get(sc *scope, v *catalog.View, key viewKey) *tlist {
 			c.unlink(l)
 			c.pushFront(l)
 			c.mu.Unlock()
+			if c.lookup != nil {
+				c.lookup(true)
+			}
 			return l
 		}
 	}
 	c.mu.Unlock()
+	if c.lookup != nil {
+		c.lookup(false)
+	}
 	// Built outside the lock: a cold list of a thousand items takes a
 	// while, and other tenants' hits must not wait for it. Two requests
 	// may build the same list at once; the first one in is kept.

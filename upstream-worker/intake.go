@@ -41,6 +41,9 @@ func (s *Service) subscribe() error {
 		if err != nil {
 			return err
 		}
+		if sub.subj == s.wkSubj {
+			s.wkSub.Store(ns)
+		}
 		s.subs = append(s.subs, ns)
 	}
 	return nil
@@ -195,7 +198,11 @@ func (s *Service) onRequest(m *nats.Msg, op, pool string) {
 			return &proto.Reply{Result: res, Error: perr}
 		}
 	}
-	s.dispatch(m, key, ctx, cancel, work)
+	method := req.Method
+	if op == proto.OpCatalog {
+		method = "" // the worker's own catalog refresh: not a client request
+	}
+	s.dispatch(m, key, ctx, cancel, u.Name(), method, work)
 }
 
 // deadline is the earliest of the request's deadline and now plus the
@@ -211,10 +218,16 @@ func (s *Service) deadline(req *proto.Request, u *upstream.Upstream) time.Time {
 }
 
 // dispatch admits the work (or answers Overloaded / Unavailable at once)
-// and runs it on its own goroutine, cancellable under key.
-func (s *Service) dispatch(m *nats.Msg, key callKey, ctx context.Context, cancel context.CancelFunc, work func(context.Context) *proto.Reply) {
+// and runs it on its own goroutine, cancellable under key. Its time, from
+// admission to the answer, is recorded for upstream and method ("": not
+// recorded).
+func (s *Service) dispatch(m *nats.Msg, key callKey, ctx context.Context, cancel context.CancelFunc, up, method string, work func(context.Context) *proto.Reply) {
+	start := time.Now()
 	if perr := s.admit(); perr != nil {
 		cancel()
+		if method != "" {
+			s.met.Upstream(up, method, int64(perr.Code), start)
+		}
 		s.respond(m, &proto.Reply{Error: perr})
 		return
 	}
@@ -227,6 +240,13 @@ func (s *Service) dispatch(m *nats.Msg, key callKey, ctx context.Context, cancel
 		r := work(ctx)
 		if r.Error != nil && s.callBase.Err() != nil {
 			r.Error = proto.Errorf(proto.CodeWorkerLost, "worker %s shut down during the call", s.cfg.ID)
+		}
+		if method != "" {
+			var code int64
+			if r.Error != nil {
+				code = int64(r.Error.Code)
+			}
+			s.met.Upstream(up, method, code, start)
 		}
 		s.respond(m, r)
 	}()

@@ -80,6 +80,7 @@ func (m *manager) Delete(name string) {
 		m.stopLocked(a)
 		delete(m.actors, name)
 		m.publishLocked()
+		m.s.met.Forget(name)
 	}
 }
 

@@ -13,7 +13,10 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/switchyard-mcp/switchyard/internal/admin"
+	"github.com/switchyard-mcp/switchyard/internal/metrics"
 	"github.com/switchyard-mcp/switchyard/proto"
 	"github.com/switchyard-mcp/switchyard/upstream-worker/internal/specwatch"
 	"github.com/switchyard-mcp/switchyard/upstream-worker/internal/toolstore"
@@ -66,6 +69,10 @@ type Config struct {
 	// buffers to capture a raw result (and one legacy-SSE event); a bigger
 	// result fails the call as unavailable. Default 64 MiB.
 	MaxResultBytes int
+	// Metrics is where the worker registers its metrics
+	// (internal/metrics.Worker and the upstream pool gauges). Nil: a
+	// private registry nobody serves.
+	Metrics prometheus.Registerer
 }
 
 // Validate reports every problem in c, joined.
@@ -132,6 +139,11 @@ type Service struct {
 	hbKick chan struct{} // cap 1: publish a heartbeat now
 	closer *upstream.Closer
 	mgr    *manager
+	met    *metrics.Worker
+	// mgrSet is mgr for readers outside the Run goroutine (metrics
+	// scrapes, readiness), nil until Run has built it.
+	mgrSet atomic.Pointer[manager]
+	wkSub  atomic.Pointer[nats.Subscription] // the worker subject's, for its pending count
 	// taskIDs is the fleet's task id codec (KV switchyard_keys), set by Run
 	// before the first upstream starts.
 	taskIDs *taskid.Codec
@@ -192,6 +204,13 @@ func New(cfg Config, nc *nats.Conn, log *slog.Logger) (*Service, error) {
 	for _, u := range cfg.Upstreams {
 		s.serves[u] = true
 	}
+	reg := metrics.Or(cfg.Metrics)
+	if s.met, err = metrics.NewWorker(reg); err != nil {
+		return nil, fmt.Errorf("worker: metrics: %w", err)
+	}
+	if err := reg.Register(poolCollector{s}); err != nil {
+		return nil, fmt.Errorf("worker: metrics: %w", err)
+	}
 	return s, nil
 }
 
@@ -230,6 +249,7 @@ func (s *Service) Run(ctx context.Context) error {
 		return fmt.Errorf("worker: %w", err)
 	}
 	s.mgr = newManager(s, actorsCtx, toolstore.New(js))
+	s.mgrSet.Store(s.mgr)
 	if err := s.checkUniqueID(); err != nil {
 		return err
 	}
@@ -239,12 +259,21 @@ func (s *Service) Run(ctx context.Context) error {
 		return err
 	}
 	s.live.Store(true)
+	svc, err := admin.AddService(s.nc, admin.ServiceConfig{
+		Name: MicroService, ID: s.cfg.ID, Version: metrics.Version(),
+		Description: "Switchyard upstream worker: upstream MCP sessions",
+	})
+	if err != nil {
+		s.unsubscribe()
+		return fmt.Errorf("worker: micro service: %w", err)
+	}
 	s.log.Info("worker started")
 
 	var wg sync.WaitGroup
 	wg.Go(func() { s.heartbeats(ctx) })
 	wg.Go(func() { _ = specwatch.Watch(ctx, js, s.mgr, s.log) })
 	wg.Wait() // both end with ctx
+	_ = svc.Stop()
 	s.shutdown(stopActors)
 	return nil
 }

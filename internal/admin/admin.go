@@ -240,14 +240,26 @@ func (s *Server) Addr() string {
 // Run listens on Config.Addr and serves until ctx ends, then shuts down
 // (bounded by ShutdownGrace). It returns the listen error, or nil.
 func (s *Server) Run(ctx context.Context) error {
-	ln, err := net.Listen("tcp", s.cfg.Addr)
+	ln, err := s.Listen()
 	if err != nil {
 		return err
 	}
 	return s.Serve(ctx, ln)
 }
 
-// Serve is Run on a listener the caller opened.
+// Listen binds Config.Addr (Addr reports it from then on), for a caller
+// that wants the listen error before serving; Serve the listener next.
+func (s *Server) Listen() (net.Listener, error) {
+	ln, err := net.Listen("tcp", s.cfg.Addr)
+	if err != nil {
+		return nil, err
+	}
+	addr := ln.Addr().String()
+	s.addr.Store(&addr)
+	return ln, nil
+}
+
+// Serve is Run on a listener the caller opened (or got from Listen).
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	addr := ln.Addr().String()
 	s.addr.Store(&addr)

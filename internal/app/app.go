@@ -17,9 +17,12 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/prometheus/client_golang/prometheus"
 	"go.yaml.in/yaml/v3"
 
+	"github.com/switchyard-mcp/switchyard/internal/admin"
 	"github.com/switchyard-mcp/switchyard/internal/config"
+	"github.com/switchyard-mcp/switchyard/internal/metrics"
 )
 
 // Role is what every role's Service offers.
@@ -40,6 +43,8 @@ type Flags struct {
 	CheckConfig bool
 	// PprofAddr, if set, serves net/http/pprof on that address.
 	PprofAddr string
+	// Admin, if set, overrides the config's admin listener address.
+	Admin string
 }
 
 // Register adds the common flags to fs, with JSON logs by default.
@@ -55,6 +60,7 @@ func (f *Flags) RegisterFormat(fs *flag.FlagSet, format string) {
 	fs.StringVar(&f.LogFormat, "log-format", envOr("SWITCHYARD_LOG_FORMAT", format), "log format: json or text")
 	fs.StringVar(&f.LogLevel, "log-level", envOr("SWITCHYARD_LOG_LEVEL", "info"), "log level: debug, info, warn, error")
 	fs.BoolVar(&f.CheckConfig, "check-config", false, "print the effective config and exit")
+	fs.StringVar(&f.Admin, "admin", "", "admin listener (/metrics, /healthz, /readyz) address, e.g. 127.0.0.1:9090 (overrides config admin); env SWITCHYARD_ADMIN")
 	fs.StringVar(&f.PprofAddr, "pprof", os.Getenv("SWITCHYARD_PPROF"), "serve net/http/pprof on this address (e.g. 127.0.0.1:6060); off by default")
 }
 
@@ -97,6 +103,9 @@ func (f *Flags) Load() (*config.File, error) {
 	}
 	if f.ID != "" {
 		c.Edge.ID, c.Worker.ID = f.ID, f.ID
+	}
+	if f.Admin != "" {
+		c.Admin = f.Admin
 	}
 	return c, c.Validate()
 }
@@ -147,10 +156,15 @@ func gcDefaults(log *slog.Logger) {
 	log.Debug("gc defaults", "gogc", DefaultGOGC, "gomemlimit", os.Getenv("GOMEMLIMIT"))
 }
 
+// Builder constructs a role on its connection, registering its metrics
+// in reg.
+type Builder func(f *config.File, nc *nats.Conn, log *slog.Logger, reg prometheus.Registerer) (Role, error)
+
 // Main runs one role as its own process: it parses args, connects to NATS
-// over TCP, builds the role with build and runs it until SIGINT/SIGTERM.
+// over TCP, builds the role with build and runs it until SIGINT/SIGTERM,
+// with the admin listener (config admin, flag --admin) when one is set.
 // It returns the process exit code.
-func Main(name string, args []string, build func(*config.File, *nats.Conn, *slog.Logger) (Role, error)) int {
+func Main(name string, args []string, build Builder) int {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	var f Flags
 	f.Register(fs)
@@ -169,17 +183,54 @@ func Main(name string, args []string, build func(*config.File, *nats.Conn, *slog
 		return 1
 	}
 	defer nc.Close()
-	role, err := build(cfg, nc, log)
+	reg := metrics.NewRegistry()
+	if err := metrics.RegisterNATS(reg, name, nc); err != nil {
+		log.Error("metrics registration failed", "err", err)
+		return 1
+	}
+	role, err := build(cfg, nc, log, reg)
 	if err != nil {
 		log.Error("invalid configuration", "err", err)
 		return 2
 	}
-	if err := role.Run(ctx); err != nil {
-		log.Error("role failed", "err", err)
+	adm, wait, err := StartAdmin(ctx, cfg.Admin, reg, log)
+	if err != nil {
+		log.Error("admin listener failed", "err", err)
 		return 1
 	}
-	_ = nc.Drain()
-	return 0
+	if adm != nil {
+		adm.AddRole(name, role)
+	}
+	code = 0
+	if err := role.Run(ctx); err != nil {
+		log.Error("role failed", "err", err)
+		code = 1
+	}
+	stop()
+	_ = wait()
+	if code == 0 {
+		_ = nc.Drain()
+	}
+	return code
+}
+
+// StartAdmin listens on addr and serves the admin endpoints (metrics of
+// reg, health, readiness of the roles added to the returned server) until
+// ctx ends; wait returns once the listener has shut down. An empty addr
+// starts nothing: the server is nil and wait returns at once. The listen
+// error is returned at once, so a taken port fails the command.
+func StartAdmin(ctx context.Context, addr string, reg *prometheus.Registry, log *slog.Logger) (*admin.Server, func() error, error) {
+	if addr == "" {
+		return nil, func() error { return nil }, nil
+	}
+	s := admin.New(admin.Config{Addr: addr, Gatherer: reg}, log)
+	ln, err := s.Listen()
+	if err != nil {
+		return nil, nil, err
+	}
+	done := make(chan error, 1)
+	go func() { done <- s.Serve(ctx, ln) }()
+	return s, func() error { return <-done }, nil
 }
 
 // Connect dials NATS with reconnects forever, so a role survives a server

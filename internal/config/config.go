@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"strings"
 	"time"
@@ -74,6 +75,16 @@ type File struct {
 
 	Edge   EdgeFile   `yaml:"edge"`
 	Worker WorkerFile `yaml:"worker"`
+
+	// Admin is the admin listener's host:port (e.g. "127.0.0.1:9090";
+	// port 0 picks one): /metrics, /healthz, /readyz and the handlers
+	// other components mount (docs/observability.md). Each role process
+	// serves its own; `switchyard dev` and `switchyard run` serve one for
+	// all the roles they run. Empty: no admin listener (the default).
+	// Env SWITCHYARD_ADMIN, flag --admin.
+	Admin string `yaml:"admin"`
+	// Metrics are the metric options.
+	Metrics MetricsFile `yaml:"metrics"`
 
 	Upstreams []Upstream `yaml:"upstreams"`
 
@@ -165,6 +176,29 @@ func DefaultTenants() []tenancy.Tenant {
 type EdgeFile struct {
 	// ID names this edge in session ids and subjects (a slug). Default: random.
 	ID string `yaml:"id"`
+}
+
+// MetricsFile holds the metric options.
+type MetricsFile struct {
+	// TenantLabels turns on per-tenant series
+	// (switchyard_edge_tenant_requests_total{tenant,outcome}). Default
+	// false: tenant is never a label.
+	TenantLabels bool `yaml:"tenant_labels"`
+	// TenantLabelsMax bounds the tenant label: while more tenants than
+	// this exist the series are labelled tenant="_other". 0: 100.
+	TenantLabelsMax int `yaml:"tenant_labels_max"`
+}
+
+// MaxTenantLabels is the edge's tenant-label bound: 0 when tenant labels
+// are off.
+func (m MetricsFile) MaxTenantLabels() int {
+	switch {
+	case !m.TenantLabels:
+		return 0
+	case m.TenantLabelsMax == 0:
+		return 100
+	}
+	return m.TenantLabelsMax
 }
 
 // WorkerFile holds per-worker settings.
@@ -263,6 +297,9 @@ func (f *File) applyEnv(getenv func(string) string) {
 	}
 	if v := getenv("SWITCHYARD_LISTEN"); v != "" {
 		f.Listen = v
+	}
+	if v := getenv("SWITCHYARD_ADMIN"); v != "" {
+		f.Admin = v
 	}
 	if v := getenv("SWITCHYARD_EDGE_ID"); v != "" {
 		f.Edge.ID = v
@@ -368,6 +405,14 @@ func (f *File) Validate() error {
 	}
 	if f.MaxRequestBodyBytes < 0 || f.MaxResultBytes < 0 {
 		bad("max_request_body_bytes, max_result_bytes: must not be negative")
+	}
+	if f.Admin != "" {
+		if _, _, err := net.SplitHostPort(f.Admin); err != nil {
+			bad("admin: %q is not host:port", f.Admin)
+		}
+	}
+	if f.Metrics.TenantLabelsMax < 0 {
+		bad("metrics.tenant_labels_max: must not be negative")
 	}
 	if f.Edge.ID != "" && !proto.ValidSlug(f.Edge.ID) {
 		bad("edge.id: %q is not a slug ([a-z0-9-])", f.Edge.ID)

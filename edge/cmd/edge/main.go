@@ -6,6 +6,7 @@ import (
 	"os"
 
 	"github.com/nats-io/nats.go"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/switchyard-mcp/switchyard/edge"
 	"github.com/switchyard-mcp/switchyard/internal/app"
@@ -13,7 +14,9 @@ import (
 )
 
 func main() {
-	os.Exit(app.Main("edge", os.Args[1:], func(f *config.File, nc *nats.Conn, log *slog.Logger) (app.Role, error) {
-		return edge.New(edge.FromFile(f), nc, log)
+	os.Exit(app.Main("edge", os.Args[1:], func(f *config.File, nc *nats.Conn, log *slog.Logger, reg prometheus.Registerer) (app.Role, error) {
+		c := edge.FromFile(f)
+		c.Metrics = reg
+		return edge.New(c, nc, log)
 	}))
 }

@@ -6,6 +6,7 @@ import (
 	"os"
 
 	"github.com/nats-io/nats.go"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/switchyard-mcp/switchyard/internal/app"
 	"github.com/switchyard-mcp/switchyard/internal/config"
@@ -13,7 +14,9 @@ import (
 )
 
 func main() {
-	os.Exit(app.Main("router", os.Args[1:], func(f *config.File, nc *nats.Conn, log *slog.Logger) (app.Role, error) {
-		return router.New(router.FromFile(f), nc, log)
+	os.Exit(app.Main("router", os.Args[1:], func(f *config.File, nc *nats.Conn, log *slog.Logger, reg prometheus.Registerer) (app.Role, error) {
+		c := router.FromFile(f)
+		c.Metrics = reg
+		return router.New(c, nc, log)
 	}))
 }

@@ -51,7 +51,20 @@ func runDev(args []string) int {
 	defer set.Close()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	go announce(ctx, set, *natsAddr)
+	adm, wait, err := app.StartAdmin(ctx, cfg.Admin, set.Registry, log)
+	if err != nil {
+		log.Error("admin listener failed", "err", err)
+		return 1
+	}
+	if adm != nil {
+		set.AddTo(adm) // one listener for every role: aggregated readiness
+	}
+	defer func() { stop(); _ = wait() }()
+	adminAddr := ""
+	if adm != nil {
+		adminAddr = adm.Addr()
+	}
+	go announce(ctx, set, *natsAddr, adminAddr)
 	if err := set.Run(ctx); err != nil {
 		log.Error("role failed", "err", err)
 		return 1
@@ -60,7 +73,7 @@ func runDev(args []string) int {
 }
 
 // announce prints how to connect once every role is ready.
-func announce(ctx context.Context, set *roles.Set, natsAddr string) {
+func announce(ctx context.Context, set *roles.Set, natsAddr, adminAddr string) {
 	t := time.NewTicker(50 * time.Millisecond)
 	defer t.Stop()
 	for !set.Ready() {
@@ -76,6 +89,9 @@ func announce(ctx context.Context, set *roles.Set, natsAddr string) {
 	fmt.Fprintf(os.Stderr, "  one upstream, own names:  http://%s/mcp/<upstream>\n", addr)
 	if natsAddr != "" {
 		fmt.Fprintf(os.Stderr, "  NATS for extra workers:   nats://%s\n", natsAddr)
+	}
+	if adminAddr != "" {
+		fmt.Fprintf(os.Stderr, "  metrics and health:       http://%s/metrics, /readyz\n", adminAddr)
 	}
 	fmt.Fprintf(os.Stderr, "  try: npx @modelcontextprotocol/inspector  (transport: Streamable HTTP)\n\n")
 }

@@ -41,6 +41,15 @@ func runRoles(args []string) int {
 	defer set.Close()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	adm, wait, err := app.StartAdmin(ctx, cfg.Admin, set.Registry, log)
+	if err != nil {
+		log.Error("admin listener failed", "err", err)
+		return 1
+	}
+	if adm != nil {
+		set.AddTo(adm) // one listener for every role: aggregated readiness
+	}
+	defer func() { stop(); _ = wait() }()
 	if err := set.Run(ctx); err != nil {
 		log.Error("role failed", "err", err)
 		return 1

@@ -11,34 +11,43 @@ import (
 	"sync"
 
 	"github.com/nats-io/nats.go"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/switchyard-mcp/switchyard/edge"
+	"github.com/switchyard-mcp/switchyard/internal/admin"
 	"github.com/switchyard-mcp/switchyard/internal/app"
 	"github.com/switchyard-mcp/switchyard/internal/config"
+	"github.com/switchyard-mcp/switchyard/internal/metrics"
 	"github.com/switchyard-mcp/switchyard/router"
 	tenancy "github.com/switchyard-mcp/switchyard/tenancy-svc"
 	worker "github.com/switchyard-mcp/switchyard/upstream-worker"
 )
 
-// Builder constructs one role.
-type Builder func(*config.File, *nats.Conn, *slog.Logger) (app.Role, error)
+// Builder constructs one role, registering its metrics in reg.
+type Builder = app.Builder
 
 // Order is every role, in start order.
 var Order = []string{"tenancy-svc", "router", "upstream-worker", "edge"}
 
 // Builders maps role names to constructors.
 var Builders = map[string]Builder{
-	"tenancy-svc": func(f *config.File, nc *nats.Conn, l *slog.Logger) (app.Role, error) {
+	"tenancy-svc": func(f *config.File, nc *nats.Conn, l *slog.Logger, _ prometheus.Registerer) (app.Role, error) {
 		return tenancy.New(tenancy.FromFile(f), nc, l)
 	},
-	"router": func(f *config.File, nc *nats.Conn, l *slog.Logger) (app.Role, error) {
-		return router.New(router.FromFile(f), nc, l)
+	"router": func(f *config.File, nc *nats.Conn, l *slog.Logger, reg prometheus.Registerer) (app.Role, error) {
+		c := router.FromFile(f)
+		c.Metrics = reg
+		return router.New(c, nc, l)
 	},
-	"upstream-worker": func(f *config.File, nc *nats.Conn, l *slog.Logger) (app.Role, error) {
-		return worker.New(worker.FromFile(f), nc, l)
+	"upstream-worker": func(f *config.File, nc *nats.Conn, l *slog.Logger, reg prometheus.Registerer) (app.Role, error) {
+		c := worker.FromFile(f)
+		c.Metrics = reg
+		return worker.New(c, nc, l)
 	},
-	"edge": func(f *config.File, nc *nats.Conn, l *slog.Logger) (app.Role, error) {
-		return edge.New(edge.FromFile(f), nc, l)
+	"edge": func(f *config.File, nc *nats.Conn, l *slog.Logger, reg prometheus.Registerer) (app.Role, error) {
+		c := edge.FromFile(f)
+		c.Metrics = reg
+		return edge.New(c, nc, l)
 	},
 }
 
@@ -62,12 +71,23 @@ func Parse(list string) ([]string, error) {
 // Set is a running set of roles.
 type Set struct {
 	Roles map[string]app.Role
-	conns []*nats.Conn
+	// Registry holds the metrics of every role of the set (one registry
+	// per process: role metric names do not collide), with the Go runtime,
+	// process and build info collectors.
+	Registry *prometheus.Registry
+	conns    []*nats.Conn
 }
 
-// Build constructs the roles, each with a connection from connect.
+// Build constructs the roles, each with a connection from connect, into a
+// new registry (metrics.NewRegistry).
 func Build(names []string, f *config.File, connect func(role string) (*nats.Conn, error), log *slog.Logger) (*Set, error) {
-	s := &Set{Roles: map[string]app.Role{}}
+	return BuildWith(names, f, connect, log, metrics.NewRegistry())
+}
+
+// BuildWith is Build registering every role's metrics, and its NATS
+// connection's (metrics.RegisterNATS), in reg.
+func BuildWith(names []string, f *config.File, connect func(role string) (*nats.Conn, error), log *slog.Logger, reg *prometheus.Registry) (*Set, error) {
+	s := &Set{Roles: map[string]app.Role{}, Registry: reg}
 	for _, n := range names {
 		nc, err := connect(n)
 		if err != nil {
@@ -75,7 +95,11 @@ func Build(names []string, f *config.File, connect func(role string) (*nats.Conn
 			return nil, fmt.Errorf("%s: connect: %w", n, err)
 		}
 		s.conns = append(s.conns, nc)
-		r, err := Builders[n](f, nc, log)
+		if err := metrics.RegisterNATS(reg, n, nc); err != nil {
+			s.Close()
+			return nil, fmt.Errorf("%s: metrics: %w", n, err)
+		}
+		r, err := Builders[n](f, nc, log, reg)
 		if err != nil {
 			s.Close()
 			return nil, fmt.Errorf("%s: %w", n, err)
@@ -83,6 +107,13 @@ func Build(names []string, f *config.File, connect func(role string) (*nats.Conn
 		s.Roles[n] = r
 	}
 	return s, nil
+}
+
+// AddTo adds every role of the set to an admin listener's readiness.
+func (s *Set) AddTo(a *admin.Server) {
+	for n, r := range s.Roles {
+		a.AddRole(n, r)
+	}
 }
 
 // Run runs every role until ctx ends or one fails; it returns when all have

@@ -6,6 +6,7 @@ import (
 	"os"
 
 	"github.com/nats-io/nats.go"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/switchyard-mcp/switchyard/internal/app"
 	"github.com/switchyard-mcp/switchyard/internal/config"
@@ -13,7 +14,9 @@ import (
 )
 
 func main() {
-	os.Exit(app.Main("tenancy-svc", os.Args[1:], func(f *config.File, nc *nats.Conn, log *slog.Logger) (app.Role, error) {
+	os.Exit(app.Main("tenancy-svc", os.Args[1:], func(f *config.File, nc *nats.Conn, log *slog.Logger, _ prometheus.Registerer) (app.Role, error) {
+		// No metrics of its own beyond the process and NATS ones app.Main
+		// registers: its micro service has STATS.
 		return tenancy.New(tenancy.FromFile(f), nc, log)
 	}))
 }

@@ -36,6 +36,7 @@ func (u *Upstream) Run(ctx context.Context) {
 		if !sleep(ctx, delay) {
 			break
 		}
+		u.restarts.Add(1)
 		delay = min(2*delay, u.opts.BackoffMax)
 	}
 	u.stop()

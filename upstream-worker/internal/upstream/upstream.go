@@ -138,15 +138,16 @@ type Upstream struct {
 	// Tests clear it before Run to compare with the SDK path.
 	rawCalls bool
 
-	kick    chan struct{} // cap 1: refetch the dirty and expired lists
-	dirty   atomic.Uint32 // the list kinds (bit* flags) a list_changed marked
-	expired atomic.Uint32 // the list kinds whose ttlMs ran out (refetched without Notified)
-	check   chan struct{} // cap 1: ping now (a call saw a transport error)
-	rr      atomic.Uint64 // stdio round-robin
-	pings   atomic.Uint64 // successful pings of the pool session
-	snap    atomic.Pointer[snapshot]
-	pool    *lazy    // HTTP pool session
-	origin  *url.URL // the spec URL's origin: where credentials go (auth.go)
+	kick     chan struct{} // cap 1: refetch the dirty and expired lists
+	dirty    atomic.Uint32 // the list kinds (bit* flags) a list_changed marked
+	expired  atomic.Uint32 // the list kinds whose ttlMs ran out (refetched without Notified)
+	check    chan struct{} // cap 1: ping now (a call saw a transport error)
+	rr       atomic.Uint64 // stdio round-robin
+	pings    atomic.Uint64 // successful pings of the pool session
+	restarts atomic.Uint64 // reconnects after a failed connect or a lost generation
+	snap     atomic.Pointer[snapshot]
+	pool     *lazy    // HTTP pool session
+	origin   *url.URL // the spec URL's origin: where credentials go (auth.go)
 	// params holds the SEP-2243 header bindings of the upstream's tools
 	// (by tool name), from the latest catalog fetch.
 	params     atomic.Pointer[map[string][]paramhdr.Binding]
@@ -231,6 +232,23 @@ func (u *Upstream) Spec() proto.UpstreamSpec { return u.opts.Spec }
 // Pings returns the number of successful pool pings (for tests and
 // metrics).
 func (u *Upstream) Pings() uint64 { return u.pings.Load() }
+
+// Restarts returns how many times Run reconnected after losing the
+// upstream or failing to reach it (for metrics).
+func (u *Upstream) Restarts() uint64 { return u.restarts.Load() }
+
+// Shared returns the number of shared upstream sessions open now: the
+// running stdio processes, or 1 while the HTTP pool session is open (for
+// metrics).
+func (u *Upstream) Shared() int {
+	if !u.isHTTP() {
+		return len(u.snap.Load().procs)
+	}
+	if u.pool.current() != nil {
+		return 1
+	}
+	return 0
+}
 
 // CallTimeout is the spec's call timeout, or def when it has none.
 func (u *Upstream) CallTimeout(def time.Duration) time.Duration {
