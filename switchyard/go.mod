@@ -23,6 +23,8 @@ require (
 	github.com/nats-io/nats-server/v2 v2.15.2
 	github.com/nats-io/nats.go v1.55.0
 	github.com/prometheus/client_golang v1.25.0
+	github.com/prometheus/client_model v0.6.3
+	github.com/prometheus/common v0.73.1
 	github.com/switchyard-mcp/switchyard/edge v0.0.0-00010101000000-000000000000
 	github.com/switchyard-mcp/switchyard/internal v0.0.0-00010101000000-000000000000
 	github.com/switchyard-mcp/switchyard/proto v0.0.0-00010101000000-000000000000
@@ -46,8 +48,7 @@ require (
 	github.com/lestrrat-go/jwx/v3 v3.4.0 // indirect
 	github.com/lestrrat-go/option/v2 v2.0.0 // indirect
 	github.com/munnerz/goautoneg v0.0.0-20191010083416-a7dc8b61c822 // indirect
-	github.com/prometheus/client_model v0.6.3 // indirect
-	github.com/prometheus/common v0.72.0 // indirect
+	github.com/pandatix/go-abnf v0.5.3 // indirect
 	github.com/prometheus/procfs v0.22.0 // indirect
 	github.com/valyala/fastjson v1.6.10 // indirect
 	google.golang.org/protobuf v1.36.12 // indirect
