@@ -16,6 +16,8 @@ import (
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	oteltrace "go.opentelemetry.io/otel/trace"
+
+	"github.com/switchyard-mcp/switchyard/proto"
 )
 
 // instrumentation is the tracer's instrumentation scope.
@@ -98,7 +100,7 @@ func New(cfg Config, role string, opts ...Option) (*Provider, error) {
 	if o.log != nil {
 		log := o.log
 		otel.SetErrorHandler(otel.ErrorHandlerFunc(func(err error) {
-			log.Warn("trace export failed", "err", err)
+			log.Warn("trace export failed", proto.LogErr, err)
 		}))
 	}
 	tp := sdktrace.NewTracerProvider(

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"log/slog"
 	"net/http"
@@ -14,6 +15,7 @@ import (
 	"testing"
 
 	"github.com/nats-io/nats.go"
+	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/codes"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
@@ -113,6 +115,36 @@ func TestTraceOTLPHTTPExport(t *testing.T) {
 		!bytes.Contains(r.body, []byte("tools/call exported_tool")) || !bytes.Contains(r.body, []byte("switchyard-edge")) {
 		t.Errorf("export %s %s key %q body %q", r.path, r.ctype, r.key, r.body)
 	}
+}
+
+// TestTraceExportErrorsLogged: the exporter's errors (reported through
+// OpenTelemetry's process-wide handler) reach the role's log.
+func TestTraceExportErrorsLogged(t *testing.T) {
+	var buf bytes.Buffer
+	var mu sync.Mutex
+	log := slog.New(slog.NewTextHandler(&lockedWriter{w: &buf, mu: &mu}, nil))
+	p, err := New(Config{Enabled: true, Endpoint: "http://127.0.0.1:1"}, "edge", WithLogger(log))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = p.Shutdown(t.Context()) }()
+	otel.Handle(errors.New("collector unreachable"))
+	mu.Lock()
+	defer mu.Unlock()
+	if !strings.Contains(buf.String(), `msg="trace export failed" err="collector unreachable"`) {
+		t.Errorf("log: %q", buf.String())
+	}
+}
+
+type lockedWriter struct {
+	w  io.Writer
+	mu *sync.Mutex
+}
+
+func (l *lockedWriter) Write(b []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(b)
 }
 
 func TestTraceGRPCExporterBuilds(t *testing.T) {
