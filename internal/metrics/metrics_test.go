@@ -141,3 +141,21 @@ func TestMetricsRegistry(t *testing.T) {
 		t.Fatal("empty version")
 	}
 }
+
+// BenchmarkMetricsRequest is the hot-path cost of recording one request
+// (edge, router and worker record the same way).
+func BenchmarkMetricsRequest(b *testing.B) {
+	e, err := NewEdge(prometheus.NewRegistry(), EdgeOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	start := time.Now()
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			e.InFlight.Inc()
+			e.InFlight.Dec()
+			e.Request("tools/call", 0, start)
+		}
+	})
+}
