@@ -27,6 +27,7 @@ func FuzzTraceMeta(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, meta, tp string) {
 		_ = ExtractMeta(t.Context(), Meta{Raw: json.RawMessage(meta)})
+		_ = ExtractMeta(t.Context(), Meta{Params: json.RawMessage(meta)})
 		ctx := Extract(t.Context(), nats.Header{KeyTraceparent: {tp}})
 		if sc := oteltrace.SpanContextFromContext(ctx); sc.IsValid() && traceparent(sc)[3:52] != tp[3:52] {
 			t.Fatalf("traceparent %q read as %s", tp, traceparent(sc))

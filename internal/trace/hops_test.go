@@ -259,6 +259,11 @@ func TestTraceHopsAcrossNATS(t *testing.T) {
 		h.call(t, nil, Meta{Raw: json.RawMessage(`{"io.modelcontextprotocol/protocolVersion":"2026-07-28","traceparent":"` + clientTP + `"}`)})
 		continued(t, h)
 	})
+	t.Run("meta-in-params", func(t *testing.T) {
+		h := newHops(t, true)
+		h.call(t, nil, Meta{Params: json.RawMessage(`{"name":"x","arguments":{"traceparent":"no"},"_meta":{"traceparent":"` + clientTP + `"}}`)})
+		continued(t, h)
+	})
 	t.Run("meta-map", func(t *testing.T) {
 		h := newHops(t, true)
 		h.call(t, nil, Meta{Map: map[string]any{"traceparent": clientTP, "progressToken": 1.0}})

@@ -120,12 +120,15 @@ func ExtractHTTP(ctx context.Context, h http.Header) context.Context {
 	return propagator.Extract(ctx, httpCarrier(h))
 }
 
-// Meta is an MCP request's params._meta, in either form a role has it:
-// the raw JSON object (the edge's fast path) or the decoded map (go-sdk's
-// Params.GetMeta()). The zero Meta is empty.
+// Meta is an MCP request's params._meta, in the form a role has it: the
+// raw _meta object (the edge's fast path), the whole raw params object
+// (the edge's SDK path, which marshals them anyway), or the decoded map.
+// The first set field is read, only when tracing is on. The zero Meta is
+// empty.
 type Meta struct {
-	Raw json.RawMessage
-	Map map[string]any
+	Raw    json.RawMessage // the _meta object
+	Params json.RawMessage // the params object holding _meta
+	Map    map[string]any  // the decoded _meta
 }
 
 // metaCarrier holds the trace context keys read from a Meta.
@@ -150,11 +153,23 @@ func (c *metaCarrier) read(m Meta) bool {
 		c.state, _ = m.Map[KeyTracestate].(string)
 		return c.parent != ""
 	}
+	raw := m.Raw
+	if len(raw) == 0 {
+		raw = m.Params
+	}
 	// A cheap test first: most requests carry no trace context.
-	if len(m.Raw) == 0 || !bytes.Contains(m.Raw, []byte(KeyTraceparent)) || !json.Valid(m.Raw) {
+	if len(raw) == 0 || !bytes.Contains(raw, []byte(KeyTraceparent)) || !json.Valid(raw) {
 		return false
 	}
-	jsonscan.Members(m.Raw, func(k, v []byte) {
+	if len(m.Raw) == 0 {
+		raw = nil
+		jsonscan.Members(m.Params, func(k, v []byte) {
+			if jsonscan.KeyIs(k, "_meta") {
+				raw = v
+			}
+		})
+	}
+	jsonscan.Members(raw, func(k, v []byte) {
 		if len(v) == 0 || v[0] != '"' {
 			return
 		}

@@ -296,6 +296,11 @@ func TestTracePropagationHelpers(t *testing.T) {
 	if got := ExtractMeta(t.Context(), Meta{Raw: json.RawMessage(`{"traceparent":"` + tp + `"}`)}); oteltrace.SpanContextFromContext(got).TraceID().String() != sp.TraceID() {
 		t.Error("ExtractMeta(raw) lost the trace")
 	}
+	for _, params := range []string{`null`, `{"arguments":{"traceparent":"` + tp + `"}}`, `{"_meta":null,"x":"traceparent"}`} {
+		if got := ExtractMeta(t.Context(), Meta{Params: json.RawMessage(params)}); oteltrace.SpanContextFromContext(got).IsValid() {
+			t.Errorf("ExtractMeta(params %s) found a trace context outside _meta", params)
+		}
+	}
 	if got := ExtractMeta(t.Context(), Meta{Raw: json.RawMessage(`{"traceparent":`)}); oteltrace.SpanContextFromContext(got).IsValid() {
 		t.Error("ExtractMeta read malformed JSON")
 	}
