@@ -94,6 +94,7 @@ type Service struct {
 	serverInfoMeta []byte                // `"<serverInfo key>":<impl>` for 2026-era results
 	noFastPath     bool                  // tests: every request through the SDK
 	met            *metrics.Edge
+	reg            prometheus.Registerer // where met went (private when Config.Metrics is nil): tests gather it
 	tenantLabels   bool
 
 	mu        sync.Mutex
@@ -122,6 +123,7 @@ func New(cfg Config, nc *nats.Conn, log *slog.Logger) (*Service, error) {
 	key, _ := json.Marshal(mcp.MetaKeyServerInfo)
 	s.serverInfoMeta = append(append(append([]byte(`"_meta":{`), key...), ':'), append(info, '}')...)
 	reg := metrics.Or(cfg.Metrics)
+	s.reg = reg
 	if s.met, err = metrics.NewEdge(reg, metrics.EdgeOptions{TenantLabels: cfg.TenantLabels}); err != nil {
 		return nil, fmt.Errorf("edge: metrics: %w", err)
 	}

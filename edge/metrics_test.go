@@ -1,0 +1,190 @@
+package edge
+
+import (
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+
+	"github.com/switchyard-mcp/switchyard/internal/admin"
+	"github.com/switchyard-mcp/switchyard/internal/config"
+	"github.com/switchyard-mcp/switchyard/internal/tenancy"
+	"github.com/switchyard-mcp/switchyard/proto"
+)
+
+// gather returns the edge's metric families by name.
+func gather(t *testing.T, e *Service) map[string]*dto.MetricFamily {
+	t.Helper()
+	mfs, err := e.reg.(prometheus.Gatherer).Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]*dto.MetricFamily{}
+	for _, mf := range mfs {
+		out[mf.GetName()] = mf
+	}
+	return out
+}
+
+// labelled returns the families' series as "name{v1 v2}" -> value (a
+// histogram's sample count).
+func labelled(mfs map[string]*dto.MetricFamily, name string) map[string]float64 {
+	out := map[string]float64{}
+	for _, m := range mfs[name].GetMetric() {
+		var ls []string
+		for _, l := range m.GetLabel() {
+			ls = append(ls, l.GetValue())
+		}
+		k := strings.Join(ls, " ")
+		switch {
+		case m.GetHistogram() != nil:
+			out[k] = float64(m.GetHistogram().GetSampleCount())
+		case m.GetCounter() != nil:
+			out[k] = m.GetCounter().GetValue()
+		case m.GetGauge() != nil:
+			out[k] = m.GetGauge().GetValue()
+		}
+	}
+	return out
+}
+
+// waitFor polls the edge's metrics until check passes: a request is
+// recorded after its response is written.
+func waitFor(t *testing.T, e *Service, check func(map[string]*dto.MetricFamily) error) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		err := check(gather(t, e))
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal(err)
+		}
+		select {
+		case <-t.Context().Done():
+			t.Fatal(t.Context().Err())
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}
+
+// TestEdgeMetricsRequests: requests served on the fast path and through
+// the SDK are counted by method and outcome; sessions by era; the edge's
+// readiness checks pass once it serves.
+func TestEdgeMetricsRequests(t *testing.T) {
+	for _, sdk := range []bool{false, true} {
+		t.Run(fmt.Sprintf("sdk=%v", sdk), func(t *testing.T) {
+			var nc *nats.Conn
+			g := newRigWith(t, func(m *nats.Msg) {
+				var req proto.Request
+				_ = proto.Unmarshal(m.Data, &req)
+				if req.Name == "up__bad" {
+					reply(nc, m, &proto.Reply{Error: proto.Errorf(proto.CodeUpstreamUnavailable, "down")})
+					return
+				}
+				reply(nc, m, &proto.Reply{Result: []byte(`{"content":[]}`)})
+			}, &rigOpts{noFastPath: sdk})
+			nc = g.nc
+			for _, c := range g.e.Checks() {
+				if c.Status != admin.StatusOK {
+					t.Errorf("check %s: %s %s", c.Name, c.Status, c.Detail)
+				}
+			}
+			g.initialize()
+			for range 3 {
+				if _, e := g.call("tools/call", `{"name":"up__x","arguments":{}}`); e != nil {
+					t.Fatal(e)
+				}
+			}
+			if _, e := g.call("tools/call", `{"name":"up__bad","arguments":{}}`); e == nil || e.Code != int64(proto.CodeUpstreamUnavailable) {
+				t.Fatalf("up__bad: %+v", e)
+			}
+			waitFor(t, g.e, func(mfs map[string]*dto.MetricFamily) error {
+				got := labelled(mfs, "switchyard_edge_request_duration_seconds")
+				want := map[string]float64{"initialize ok": 1, "tools/call ok": 3, "tools/call upstream_unavailable": 1}
+				for k, v := range want {
+					if got[k] != v {
+						return fmt.Errorf("request counts %v, want %v", got, want)
+					}
+				}
+				if len(got) != len(want) {
+					return fmt.Errorf("request counts %v, want only %v (notifications are not requests)", got, want)
+				}
+				if in := labelled(mfs, "switchyard_edge_requests_in_flight")[""]; in != 0 {
+					return fmt.Errorf("in flight %v", in)
+				}
+				return nil
+			})
+			if open := labelled(gather(t, g.e), "switchyard_edge_sessions_open"); open["2025-11-25"] != 1 {
+				t.Errorf("sessions open %v, want one 2025-11-25", open)
+			}
+		})
+	}
+}
+
+// TestEdgeMetricsRefusals: authentication refusals are counted by status
+// and reason class, never by what the client sent.
+func TestEdgeMetricsRefusals(t *testing.T) {
+	e := newAuthEnv(t, false, nil)
+	if code, _, _ := e.do(t, http.MethodPost, "/mcp", "", "", initBody); code != 401 {
+		t.Fatalf("no credentials: %d", code)
+	}
+	if code, _, _ := e.do(t, http.MethodPost, "/mcp", "Bearer sy_nope", "", initBody); code != 401 {
+		t.Fatalf("bad key: %d", code)
+	}
+	if code, _, _ := e.do(t, http.MethodPost, "/mcp", "Basic eDp5", "", initBody); code != 401 {
+		t.Fatalf("basic: %d", code)
+	}
+	if code, _, _ := e.do(t, http.MethodPost, "/mcp", "Bearer a b", "", initBody); code != 400 {
+		t.Fatalf("two tokens: %d", code)
+	}
+	got := labelled(gather(t, e.g.e), "switchyard_edge_auth_refusals_total")
+	want := map[string]float64{"missing_credentials 401": 2, "invalid_token 401": 1, "invalid_request 400": 1}
+	if len(got) != len(want) {
+		t.Fatalf("refusals %v, want %v", got, want)
+	}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("refusals %v, want %v", got, want)
+		}
+	}
+}
+
+// TestEdgeMetricsLimited: a request refused for a tenant limit is counted
+// by the limit and as outcome "limited".
+func TestEdgeMetricsLimited(t *testing.T) {
+	ts := config.DefaultTenants()
+	ts[0].Limits = tenancy.Limits{Rate: 0.001, Burst: 2} // two requests, then none for a long while
+	var nc *nats.Conn
+	g := newRigWith(t, func(m *nats.Msg) { reply(nc, m, &proto.Reply{Result: []byte(`{"content":[]}`)}) },
+		&rigOpts{tenancy: tenancy.Static{Snap: tenancy.NewSnapshot(ts, nil)}})
+	nc = g.nc
+	g.initialize()
+	limited := 0
+	for range 4 {
+		if _, e := g.call("tools/call", `{"name":"up__x","arguments":{}}`); e != nil {
+			if e.Code != int64(proto.CodeLimited) {
+				t.Fatalf("refusal %+v, want -32069", e)
+			}
+			limited++
+		}
+	}
+	if limited == 0 {
+		t.Fatal("no call was limited")
+	}
+	waitFor(t, g.e, func(mfs map[string]*dto.MetricFamily) error {
+		if got := labelled(mfs, "switchyard_limit_rejections_total")["tenant_rate"]; got != float64(limited) {
+			return fmt.Errorf("limit rejections %v, want %d tenant_rate", labelled(mfs, "switchyard_limit_rejections_total"), limited)
+		}
+		if got := labelled(mfs, "switchyard_edge_request_duration_seconds")["tools/call limited"]; got != float64(limited) {
+			return fmt.Errorf("limited requests %v", labelled(mfs, "switchyard_edge_request_duration_seconds"))
+		}
+		return nil
+	})
+}
