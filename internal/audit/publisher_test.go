@@ -1,0 +1,229 @@
+package audit
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/switchyard-mcp/switchyard/testutil/natstest"
+)
+
+// TestAuditPublisherRedactsBeforePublishing proves the bytes that leave
+// the Publisher hold no secret: the core subscription sees every publish
+// as sent, the stream what it stored.
+func TestAuditPublisherRedactsBeforePublishing(t *testing.T) {
+	cfg := Config{
+		Redact: []string{"arguments.password"},
+		Tenants: map[string]TenantPolicy{
+			"acme": {RecordArguments: true, RecordResults: true, Redact: []string{"result.content[*].text"}},
+		},
+	}
+	h := startHarness(t, cfg)
+	var mu sync.Mutex
+	var wire [][]byte
+	sub, err := h.nc.Subscribe(SubjectAll, func(m *nats.Msg) {
+		mu.Lock()
+		wire = append(wire, m.Data)
+		mu.Unlock()
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Unsubscribe()
+	if err := h.nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+
+	secrets := []string{"hunter2", testAPIKey, testJWT, "SECRETSECRET", "dXNlcjpwYXNz", "tok123", "very-private-text"}
+	args := `{"password":"hunter2","query":"use ` + testAPIKey + ` please","headers":{"Authorization":"Bearer ` + testJWT + `"},` +
+		`"note":"Basic dXNlcjpwYXNz","nested":{"x":["` + testJWT + `"]}}`
+	result := `{"content":[{"type":"text","text":"very-private-text"}],"structuredContent":{"echo":"` + testAPIKey + `"}}`
+	base := Event{
+		Time: time.Now(), Method: "tools/call", Upstream: "files", Outcome: OutcomeOK,
+		Name:      "read?token=tok123",
+		Principal: "svc " + testAPIKey,
+	}
+	acme, globex := base, base
+	acme.Tenant, globex.Tenant = "acme", "globex"
+	acme.Arguments, acme.Result = []byte(args), []byte(result)
+	globex.Arguments, globex.Result = []byte(args), []byte(result)
+	if a, r := h.pub.Wants("acme"); !a || !r {
+		t.Fatalf("Wants(acme) = %v, %v", a, r)
+	}
+	if a, r := h.pub.Wants("globex"); a || r {
+		t.Fatalf("Wants(globex) = %v, %v", a, r)
+	}
+	h.pub.Record(&acme)
+	h.pub.Record(&globex)
+	h.waitPublished(t, 2)
+	waitFor(t, 5*time.Second, "2 messages on the wire", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(wire) == 2
+	})
+
+	page, err := h.s.Search(t.Context(), Query{})
+	if err != nil || len(page.Events) != 2 {
+		t.Fatalf("search: %+v, %v", page, err)
+	}
+	stored := make([][]byte, 0, 2)
+	str, _ := h.s.js.Stream(t.Context(), DefaultStream)
+	for _, hit := range page.Events {
+		m, err := str.GetMsg(t.Context(), hit.Seq)
+		if err != nil {
+			t.Fatal(err)
+		}
+		stored = append(stored, m.Data)
+	}
+	mu.Lock()
+	all := append(append([][]byte{}, wire...), stored...)
+	mu.Unlock()
+	for _, b := range all {
+		for _, s := range secrets {
+			if bytes.Contains(b, []byte(s)) {
+				t.Errorf("published event contains secret %q: %q", s, b)
+			}
+		}
+	}
+
+	got := map[string]Event{}
+	for _, hit := range page.Events {
+		got[hit.Tenant] = hit.Event
+	}
+	a := got["acme"]
+	var av map[string]any
+	if err := json.Unmarshal(a.Arguments, &av); err != nil {
+		t.Fatalf("acme arguments %s: %v", a.Arguments, err)
+	}
+	if av["password"] != Redacted {
+		t.Errorf("password = %v, want redacted", av["password"])
+	}
+	if q, _ := av["query"].(string); q != "use [REDACTED] please" {
+		t.Errorf("query = %q: the API key should be scrubbed, the rest kept", q)
+	}
+	if !strings.Contains(string(a.Result), `"text":"[REDACTED]"`) || !strings.Contains(string(a.Result), `"type":"text"`) {
+		t.Errorf("acme result %s: want content text redacted, the rest kept", a.Result)
+	}
+	if a.Name != "read?token=[REDACTED]" || a.Principal != "svc [REDACTED]" {
+		t.Errorf("name %q principal %q: want scrubbed", a.Name, a.Principal)
+	}
+	if g := got["globex"]; g.Arguments != nil || g.Result != nil {
+		t.Errorf("globex does not record arguments or results, got %s / %s", g.Arguments, g.Result)
+	}
+}
+
+// TestAuditPublisherStreamUnavailable stops the server under a running
+// Publisher: Record keeps returning (it would hang the test otherwise),
+// and every event is accounted for as published or dropped.
+func TestAuditPublisherStreamUnavailable(t *testing.T) {
+	srv := natstest.Start(t)
+	nc := natstest.Connect(t, srv, nats.MaxReconnects(-1), nats.ReconnectBufSize(64<<10))
+	const buffer = 256
+	pub, err := NewPublisher(nc, Config{Buffer: buffer, MaxPending: 64, AckTimeout: 200 * time.Millisecond, FlushTimeout: 200 * time.Millisecond}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- pub.Run(t.Context()) }()
+	js, _ := jetstream.New(nc)
+	waitFor(t, 10*time.Second, "stream", func() bool { _, err := js.Stream(t.Context(), DefaultStream); return err == nil })
+
+	ev := genEvent(1, time.Now())
+	for range 100 {
+		pub.Record(&ev)
+	}
+	waitFor(t, 10*time.Second, "100 published", func() bool { return pub.Published() == 100 })
+
+	srv.Shutdown()
+	srv.WaitForShutdown()
+	const calls = 20 * buffer
+	for range calls {
+		pub.Record(&ev)
+	}
+	if st := pub.Stats(); st.DroppedFull == 0 {
+		t.Errorf("%d events recorded into a buffer of %d with the server down, none dropped: %+v", calls, buffer, st)
+	}
+	pub.Close()
+	if err := <-done; err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	pub.Record(&ev) // after Close: dropped, counted
+	total := uint64(100 + calls + 1)
+	waitFor(t, 10*time.Second, "every event accounted for", func() bool {
+		st := pub.Stats()
+		return st.Published+st.Dropped() == total && st.Pending == 0
+	})
+	st := pub.Stats()
+	if st.Published != 100 || st.DroppedClosed == 0 {
+		t.Errorf("stats %+v: want 100 published, the rest dropped, one of them after Close", st)
+	}
+}
+
+// TestAuditPublisherRecreatesStream deletes the stream under a running
+// Publisher: the failed publishes make it ensure the stream again, and
+// later events are stored.
+func TestAuditPublisherRecreatesStream(t *testing.T) {
+	h := startHarness(t, Config{AckTimeout: time.Second})
+	js, _ := jetstream.New(h.nc)
+	if err := js.DeleteStream(t.Context(), DefaultStream); err != nil {
+		t.Fatal(err)
+	}
+	ev := genEvent(1, time.Now())
+	waitFor(t, 30*time.Second, "an event stored after the stream was deleted", func() bool {
+		h.pub.Record(&ev)
+		s, err := js.Stream(t.Context(), DefaultStream)
+		if err != nil {
+			return false
+		}
+		info, err := s.Info(t.Context())
+		return err == nil && info.State.Msgs > 0
+	})
+	if h.pub.Stats().DroppedPublish == 0 {
+		t.Error("no publish failed while the stream was missing")
+	}
+}
+
+func TestAuditPublisherNil(t *testing.T) {
+	var p *Publisher
+	ev := genEvent(0, time.Now())
+	p.Record(&ev)
+	p.Close()
+	if a, r := p.Wants("acme"); a || r || p.Stats() != (Stats{}) {
+		t.Fatal("nil Publisher is not a no-op")
+	}
+}
+
+func TestAuditPublisherConfig(t *testing.T) {
+	srv := natstest.Start(t)
+	nc := natstest.Connect(t, srv)
+	if _, err := NewPublisher(nc, Config{Redact: []string{"bad"}}, nil); err == nil {
+		t.Error("bad global path accepted")
+	}
+	if _, err := NewPublisher(nc, Config{Tenants: map[string]TenantPolicy{"a": {Redact: []string{"arguments.x["}}}}, nil); err == nil {
+		t.Error("bad tenant path accepted")
+	}
+	// Limits reach the stream, and a second ensure updates them.
+	js, _ := jetstream.New(nc)
+	sc := StreamConfig{MaxAge: time.Hour, MaxBytes: 1 << 20, MaxMsgs: 1000}
+	if _, err := EnsureStream(t.Context(), js, sc); err != nil {
+		t.Fatal(err)
+	}
+	sc.MaxMsgs = 2000
+	s, err := EnsureStream(t.Context(), js, sc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := s.CachedInfo().Config
+	if c.MaxAge != time.Hour || c.MaxBytes != 1<<20 || c.MaxMsgs != 2000 || c.Storage != jetstream.FileStorage || !c.AllowDirect {
+		t.Errorf("stream config %+v", c)
+	}
+	if d := (StreamConfig{}).JetStreamConfig(); d.MaxAge != DefaultMaxAge || d.MaxBytes != DefaultMaxBytes || d.MaxMsgs != -1 {
+		t.Errorf("defaults %+v", d)
+	}
+}
