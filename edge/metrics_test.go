@@ -188,3 +188,21 @@ func TestEdgeMetricsLimited(t *testing.T) {
 		return nil
 	})
 }
+
+// TestEdgeMetricsPrecheck: requests the edge refuses before the fast path
+// or the SDK sees them (unparsable body, unknown method) are counted, an
+// unknown method as "other".
+func TestEdgeMetricsPrecheck(t *testing.T) {
+	g := newRig(t, nil)
+	g.initialize()
+	if code, _, _ := g.post(`{"jsonrpc":"2.0","id":1,`); code != http.StatusBadRequest {
+		t.Fatalf("bad JSON: %d", code)
+	}
+	if _, e := g.call("x/made-up", `{}`); e == nil || e.Code != -32601 {
+		t.Fatalf("unknown method: %+v", e)
+	}
+	got := labelled(gather(t, g.e), "switchyard_edge_request_duration_seconds")
+	if got["other parse_error"] != 1 || got["other method_not_found"] != 1 {
+		t.Errorf("request counts %v, want other parse_error 1 and other method_not_found 1", got)
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"strconv"
+	"time"
 
 	"github.com/switchyard-mcp/switchyard/internal/jsonscan"
 )
@@ -38,15 +39,18 @@ func (s *Service) precheck(w http.ResponseWriter, r *http.Request) (*probeMsg, b
 	if sid := r.Header.Get("Mcp-Session-Id"); sid != "" && r.Header.Get("Mcp-Protocol-Version") < protocol2026 && s.sessions.get(sid) == nil {
 		return nil, true // a session the edge does not track: the SDK answers (404)
 	}
+	start := time.Now() // refusals here are requests answered too (metrics)
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxRequestBodyBytes))
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
 			writeRPCError(w, http.StatusRequestEntityTooLarge, nil, -32600,
 				"request body exceeds "+strconv.FormatInt(s.cfg.MaxRequestBodyBytes, 10)+" bytes")
+			s.met.Request("", -32600, start)
 			return nil, false
 		}
 		writeRPCError(w, http.StatusBadRequest, nil, -32700, "Parse error: reading body failed")
+		s.met.Request("", -32700, start)
 		return nil, false
 	}
 	r.Body = io.NopCloser(bytes.NewReader(body))
@@ -54,6 +58,7 @@ func (s *Service) precheck(w http.ResponseWriter, r *http.Request) (*probeMsg, b
 	msgs, single, ok := parseBody(body)
 	if !ok {
 		writeRPCError(w, http.StatusBadRequest, nil, -32700, "Parse error: body is not valid JSON-RPC")
+		s.met.Request("", -32700, start)
 		return nil, false
 	}
 	stateful := r.Header.Get("Mcp-Protocol-Version") < protocol2026
@@ -66,6 +71,7 @@ func (s *Service) precheck(w http.ResponseWriter, r *http.Request) (*probeMsg, b
 			// What the transport spec asks of servers that use sessions; the
 			// SDK would answer 200 with a JSON-RPC error of code 0.
 			writeRPCError(w, http.StatusBadRequest, m.ID, -32600, "Bad Request: missing Mcp-Session-Id header (initialize first)")
+			s.met.Request(m.Method, -32600, start)
 			return nil, false
 		}
 		if m.Method != "" && len(m.ID) > 0 && !clientMethods[m.Method] {
@@ -74,6 +80,7 @@ func (s *Service) precheck(w http.ResponseWriter, r *http.Request) (*probeMsg, b
 				status = http.StatusNotFound // what the SDK answers in that era
 			}
 			writeRPCError(w, status, m.ID, -32601, "Method not found: "+strconv.Quote(m.Method))
+			s.met.Request(m.Method, -32601, start)
 			return nil, false
 		}
 	}
