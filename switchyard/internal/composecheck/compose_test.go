@@ -215,6 +215,14 @@ func TestComposeRoles(t *testing.T) {
 			if v := env(s, "SWITCHYARD_NATS"); v != natsURL {
 				t.Errorf("SWITCHYARD_NATS %q, want %q", v, natsURL)
 			}
+			// Every role serves its admin listener (docs/observability.md)
+			// and is health-checked on a /readyz.
+			if env(s, "SWITCHYARD_ADMIN") == "" {
+				t.Error("no SWITCHYARD_ADMIN: the role serves no /metrics or /readyz")
+			}
+			if hc := s.HealthCheck; hc == nil || hc.Disable || len(hc.Test) != 4 || hc.Test[2] != "probe" || !strings.HasSuffix(hc.Test[3], "/readyz") {
+				t.Errorf("healthcheck %+v, want [CMD /switchyard probe http://…/readyz]", hc)
+			}
 			mounted := slices.ContainsFunc(s.Configs, func(c types.ServiceConfigObjConfig) bool {
 				return c.Source == configName && c.Target == configTarget
 			})
