@@ -190,12 +190,29 @@ func (s *Searcher) Search(ctx context.Context, q Query) (*Page, error) {
 		return true
 	}
 
-	// The first window assumes every event in it matches (a dense filter:
-	// one request reads the page); sparse filters grow it fourfold per
-	// round, so a search reads at most a few times what it must.
-	window := uint64(max(q.Limit*2, 256))
+	// The first window is sized from the density of subject matches: the
+	// stream counts them from its subject index (one request, no scan),
+	// and the window reaches back to where about 1.3 pages of them lie.
+	// The server scans every sequence of a window (the file store keeps
+	// no per-subject index inside a block), so a window is kept to what
+	// the page needs; windows that come up short (the client-side filters
+	// thinned them) grow fourfold per round.
+	window := uint64(max(q.Limit*13/10, 64))
 	batch := int(window)
+	if filter != SubjectAll {
+		total, err := r.countFrom(ctx, filter, lo)
+		if err != nil {
+			return nil, err
+		}
+		if total == 0 {
+			return page, nil
+		}
+		span := state.LastSeq - lo + 1
+		window = min(uint64(q.Limit)*13/10*span/total+64, 1<<22)
+		batch = int(min(total*window/span+32, 4096))
+	}
 	var raw []rawMsg
+	var covered uint64 // sequences the windows have covered
 	for hi >= lo {
 		// A window never holds more than the scan budget left.
 		window = min(window, uint64(max(maxScan-page.Scanned, 1)))
@@ -233,16 +250,53 @@ func (s *Searcher) Search(ctx context.Context, q Query) (*Page, error) {
 			page.Next = start
 			return page, nil
 		}
-		// Size the next window, and its batches from this window's density
-		// of subject matches: a batch is what the window is expected to
-		// hold, so the last one reads little past the window's end.
+		// Size the next window from the hits per sequence so far (the
+		// client-side filters show their selectivity there), and its
+		// batches from this window's subject matches per sequence, so the
+		// last batch reads little past the window's end.
 		prev := hi - start + 1
+		covered += prev
 		hi = start - 1
-		window = min(window*4, 1<<22)
-		est := uint64(len(raw))*window/prev + 32
-		batch = int(min(max(est, 64), 4096))
+		if hits := uint64(len(page.Events)); hits > 0 {
+			need := uint64(q.Limit) - hits
+			window = need*13/10*covered/hits + 64
+		} else {
+			window *= 8
+		}
+		window = min(window, 1<<22)
+		batch = int(min(max(uint64(len(raw))*window/prev+32, 64), 4096))
 	}
 	return page, nil
+}
+
+// countFrom returns how many events on subjects matching filter are
+// stored from sequence seq on. From the stream's first sequence the
+// server answers from its subject index without reading blocks.
+func (r *reader) countFrom(ctx context.Context, filter string, seq uint64) (uint64, error) {
+	if err := r.request(&directReq{Seq: seq, NextFor: filter, Batch: 1}); err != nil {
+		return 0, err
+	}
+	var n uint64
+	for {
+		m, err := r.next(ctx)
+		if err != nil {
+			return 0, err
+		}
+		switch code := m.Header.Get("Status"); code {
+		case "":
+			n = 1
+		case "204":
+			np, err := strconv.ParseUint(m.Header.Get("Nats-Num-Pending"), 10, 64)
+			if err != nil {
+				return 0, fmt.Errorf("audit: direct get: bad pending count: %w", err)
+			}
+			return n + np, nil
+		case "404":
+			return 0, nil
+		default:
+			return 0, fmt.Errorf("audit: direct get: status %s %s", code, m.Header.Get("Description"))
+		}
+	}
 }
 
 // rawMsg is one stored event read by a reader.

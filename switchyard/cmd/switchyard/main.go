@@ -24,6 +24,8 @@ commands:
   tenancy <tenant|key|resolve> <verb>
                    administer tenants and API keys, resolve keys, principals
                    and access (tenancy-svc's admin and resolve endpoints)
+  audit search     search the audit trail (tenant, principal, upstream,
+                   tool, outcome, time range), newest first
 
 Run 'switchyard <command> -h' for its flags.
 `
@@ -47,6 +49,8 @@ func main() {
 		os.Exit(runStdio(args))
 	case "tenancy":
 		os.Exit(runTenancy(args, os.Stdin, os.Stdout, os.Stderr))
+	case "audit":
+		os.Exit(runAudit(args, os.Stdout, os.Stderr))
 	case "edge", "router", "upstream-worker", "tenancy-svc":
 		os.Exit(runRoles(append([]string{"--roles", cmd}, args...)))
 	case "-h", "--help", "help":
