@@ -301,9 +301,44 @@ func fillSearchBench(b *testing.B, nc *nats.Conn, n int) error {
 // BenchmarkAuditSearch measures one search's latency (the newest 50
 // matching events) over the stored population; it reports p50 and p99.
 // The queries rotate over tenants and tools so that no answer is cached.
+// SWITCHYARD_AUDIT_BENCH_LIVE_RATE (events/s, default 1000; 0 for none)
+// keeps ingesting events of the same population meanwhile, as a live
+// gateway does:
+// besides being the realistic case, it keeps the stream's last block in
+// the server's cache (a static store reloads it for each newest-first
+// read, about 6 ms).
 func BenchmarkAuditSearch(b *testing.B) {
 	setupSearchBench(b)
 	sb := &searchBench
+	rate := 1000
+	if v, err := strconv.Atoi(os.Getenv("SWITCHYARD_AUDIT_BENCH_LIVE_RATE")); err == nil && v >= 0 {
+		rate = v
+	}
+	if rate > 0 {
+		p, err := NewPublisher(sb.nc, Config{Stream: StreamConfig{MaxBytes: -1}}, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(b.Context())
+		var wg sync.WaitGroup
+		wg.Go(func() { _ = p.Run(ctx) })
+		wg.Go(func() {
+			tick := time.NewTicker(10 * time.Millisecond)
+			defer tick.Stop()
+			for i := 0; ; i++ {
+				select {
+				case <-ctx.Done():
+					return
+				case <-tick.C:
+				}
+				for j := range rate / 100 {
+					ev := benchEvent(sb.n+i*rate/100+j, time.Now())
+					p.Record(&ev)
+				}
+			}
+		})
+		defer func() { cancel(); wg.Wait() }()
+	}
 	queries := map[string]func(i int) Query{
 		"query=tenant+tool": func(i int) Query {
 			return Query{Tenant: "tenant-" + strconv.Itoa(i%20), Tool: "tool_" + strconv.Itoa(i%8) + "_" + strconv.Itoa(i%10)}

@@ -381,7 +381,8 @@ func (p *Publisher) publish(ev *Event, scratch []byte) []byte {
 }
 
 // prepare applies the tenant's policy: arguments and results kept only if
-// recorded, redacted; secret shapes scrubbed from the free-form strings.
+// recorded, redacted; secret shapes scrubbed from the free-form strings; a
+// missing time set to now.
 func (p *Publisher) prepare(ev *Event) {
 	ps := p.policy.Load()
 	t, ok := ps.tenants[ev.Tenant]
@@ -396,6 +397,9 @@ func (p *Publisher) prepare(ev *Event) {
 	}
 	if ev.Result != nil {
 		ev.Result = t.redactor.RedactResult(ev.Result)
+	}
+	if ev.Time.IsZero() {
+		ev.Time = time.Now()
 	}
 	ev.Name = ScrubString(ev.Name)
 	ev.Principal = ScrubString(ev.Principal)

@@ -383,6 +383,11 @@ func (r *reader) seqFromTime(ctx context.Context, t time.Time) (seq uint64, ok b
 // fetch appends the events on subjects matching filter with sequences in
 // [start, hi], oldest first, reading batches of at most batch.
 func (r *reader) fetch(ctx context.Context, filter string, start, hi uint64, batch int, out []rawMsg) ([]rawMsg, error) {
+	if filter == SubjectAll {
+		// Every stored subject matches: no filter lets the server count
+		// and walk by sequence instead of matching subjects.
+		filter = ""
+	}
 	seq := start
 	for seq <= hi {
 		if err := r.request(&directReq{Seq: seq, NextFor: filter, Batch: batch, MaxBytes: 16 << 20}); err != nil {
