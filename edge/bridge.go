@@ -222,7 +222,7 @@ func (s *Service) resume(ctx context.Context, state string, responses []byte, re
 	case errors.Is(err, proto.ErrTimeout):
 		err = proto.Errorf(proto.CodeTimeout, "%s %s: no answer within %s", sus.preq.Method, sus.preq.Name, s.cfg.CallTimeout)
 	}
-	return nil, nil, s.toJSONRPC(err, sus.preq.Method)
+	return nil, nil, s.toJSONRPC(ctx, err, sus.preq.Method)
 }
 
 // appendJSONString appends s as a JSON string.

@@ -16,6 +16,7 @@ import (
 	"github.com/switchyard-mcp/switchyard/internal/bus"
 	"github.com/switchyard-mcp/switchyard/internal/hop"
 	"github.com/switchyard-mcp/switchyard/internal/paramhdr"
+	"github.com/switchyard-mcp/switchyard/internal/trace"
 	"github.com/switchyard-mcp/switchyard/proto"
 )
 
@@ -144,7 +145,7 @@ func targetName(p mcp.Params) (string, *jsonrpc.Error) {
 // forward publishes one call from the SDK path and waits for its reply.
 // Errors it returns are *jsonrpc.Error built by toJSONRPC, or the ctx's
 // error when the client went away (the SDK then sends nothing).
-func (s *Service) forward(ctx context.Context, v *view, method, op, name string, req mcp.Request) (mcp.Result, error) {
+func (s *Service) forward(ctx context.Context, v *view, method, op, name string, req mcp.Request) (result mcp.Result, err error) {
 	var stamps nats.Header
 	if op == proto.OpToolsCall && wantsTiming(req.GetParams()) {
 		stamps = newStamps()
@@ -180,6 +181,28 @@ func (s *Service) forward(ctx context.Context, v *view, method, op, name string,
 			preq.Protocol = ip.ProtocolVersion
 		}
 	}
+	var hdr http.Header
+	if ex := req.GetExtra(); ex != nil {
+		hdr = ex.Header
+	}
+	ctx, span := s.cfg.Tracer.StartEdge(ctx, hdr, trace.Meta{Params: params}, trace.Call{
+		Method: method, Name: name, Protocol: preq.Protocol, Tenant: v.tenant, View: v.name,
+	})
+	defer func() {
+		if !span.Recording() {
+			span.End() // nothing recorded; je below would cost an allocation per call
+			return
+		}
+		var je *jsonrpc.Error
+		if errors.As(err, &je) {
+			span.Fail(je.Code, je.Message)
+		} else if err != nil {
+			span.SetError(err)
+		} else if rr, ok := result.(*rawResult); ok {
+			span.CheckResult(method, rr.raw)
+		}
+		span.End()
+	}()
 	var onMsg func(*nats.Msg) bool
 	var asks sync.WaitGroup
 	br := &bridge{s: s}
@@ -205,7 +228,7 @@ func (s *Service) forward(ctx context.Context, v *view, method, op, name string,
 	} else {
 		done, perr := s.admit(&preq)
 		if perr != nil {
-			return nil, s.toJSONRPC(perr, method)
+			return nil, s.toJSONRPC(ctx, perr, method)
 		}
 		release = done
 		var extra nats.Header
@@ -289,7 +312,7 @@ func (s *Service) roundTrip(ctx context.Context, preq *proto.Request, op string,
 		if errors.Is(err, proto.ErrTimeout) {
 			err = proto.Errorf(proto.CodeTimeout, "%s %s: no answer within %s", preq.Method, preq.Name, s.cfg.CallTimeout)
 		}
-		return nil, nil, s.toJSONRPC(err, preq.Method)
+		return nil, nil, s.toJSONRPC(ctx, err, preq.Method)
 	}
 }
 
@@ -322,14 +345,23 @@ func (s *Service) send(ctx context.Context, preq *proto.Request, op string, stam
 	if len(data) > int(s.nc.MaxPayload()) {
 		return nil, nil, proto.Errorf(proto.CodePayloadTooLarge, "request of %d bytes exceeds the bus limit of %d bytes", len(data), s.nc.MaxPayload())
 	}
-	msg := &nats.Msg{Subject: s.routeFor(preq.Tenant, op), Reply: k.Reply(), Data: data, Header: extra}
+	hdr := extra
 	if stamps != nil {
-		if msg.Header == nil {
-			msg.Header = nats.Header{}
+		if hdr == nil {
+			hdr = nats.Header{}
 		}
-		hop.Copy(msg.Header, stamps)
-		hop.Set(msg.Header, hop.EdgePub)
+		hop.Copy(hdr, stamps)
+		hop.Set(hdr, hop.EdgePub)
 	}
+	if s.cfg.Tracer.Enabled() {
+		// The trace context goes into a header of its own, copied over:
+		// handing hdr to Inject (which leaks it) would move every header
+		// the callers build to the heap, with tracing off too. The
+		// header is built in a local, not through msg, for the same
+		// reason (a store through a pointer escapes).
+		hdr = trace.Copy(hdr, s.cfg.Tracer.Inject(ctx, nil))
+	}
+	msg := &nats.Msg{Subject: s.routeFor(preq.Tenant, op), Reply: k.Reply(), Data: data, Header: hdr}
 	if err := s.nc.PublishMsg(msg); err != nil {
 		return nil, nil, err
 	}
@@ -400,8 +432,9 @@ func (s *Service) cancelAtWorker(k *bus.Call) {
 	}
 }
 
-// toJSONRPC is the one place where errors become JSON-RPC errors.
-func (s *Service) toJSONRPC(err error, method string) *jsonrpc.Error {
+// toJSONRPC is the one place where errors become JSON-RPC errors. ctx is
+// the call's: an internal error is logged with its trace id.
+func (s *Service) toJSONRPC(ctx context.Context, err error, method string) *jsonrpc.Error {
 	var pe *proto.Error
 	if errors.As(err, &pe) {
 		je := &jsonrpc.Error{Code: int64(pe.Code), Message: pe.Msg}
@@ -411,7 +444,7 @@ func (s *Service) toJSONRPC(err error, method string) *jsonrpc.Error {
 		return je
 	}
 	id := bus.RandomToken(5)
-	s.log.Error("internal error", proto.LogMethod, method, "correlation_id", id, proto.LogErr, err)
+	s.log.ErrorContext(ctx, "internal error", proto.LogMethod, method, "correlation_id", id, proto.LogErr, err)
 	return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "internal error (correlation id " + id + ")"}
 }
 

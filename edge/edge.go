@@ -22,6 +22,7 @@ import (
 	"github.com/switchyard-mcp/switchyard/internal/limit"
 	"github.com/switchyard-mcp/switchyard/internal/metrics"
 	"github.com/switchyard-mcp/switchyard/internal/tenancy"
+	"github.com/switchyard-mcp/switchyard/internal/trace"
 	"github.com/switchyard-mcp/switchyard/proto"
 )
 
@@ -55,6 +56,8 @@ type Config struct {
 	// (internal/metrics.Edge and switchyard_edge_sessions_open). Nil: a
 	// private registry nobody serves.
 	Metrics prometheus.Registerer
+	// Tracer makes the role's spans; nil: tracing off.
+	Tracer *trace.Provider
 	// TenantLabels, when positive, adds per-tenant request counts while
 	// the tenancy state holds at most this many tenants
 	// (metrics.EdgeOptions). 0: off.

@@ -20,6 +20,7 @@ import (
 
 	"github.com/switchyard-mcp/switchyard/internal/hop"
 	"github.com/switchyard-mcp/switchyard/internal/jsonscan"
+	"github.com/switchyard-mcp/switchyard/internal/trace"
 	"github.com/switchyard-mcp/switchyard/proto"
 )
 
@@ -137,6 +138,12 @@ func (s *Service) runFast(w http.ResponseWriter, r *http.Request, v *view, fc *f
 	} else if fc.name != "" {
 		preq.Name = fc.name
 	}
+	var span trace.Span
+	ctx, span = s.cfg.Tracer.StartEdge(ctx, r.Header, trace.Meta{Raw: p.Meta}, trace.Call{
+		Method: m.Method, Name: preq.Name, RequestID: m.ID, Protocol: fc.protocol,
+		Tenant: v.tenant, View: v.name,
+	})
+	defer span.End()
 	if len(preq.Params) == 0 {
 		preq.Params = emptyParams
 	}
@@ -155,7 +162,9 @@ func (s *Service) runFast(w http.ResponseWriter, r *http.Request, v *view, fc *f
 		if perr != nil {
 			setRetryAfter(w, perr)
 			code = int64(perr.Code)
-			s.writeResponse(&fastOut{w: w}, fc.protocol, m.ID, nil, s.toJSONRPC(perr, m.Method))
+			je := s.toJSONRPC(ctx, perr, m.Method)
+			span.Fail(je.Code, je.Message)
+			s.writeResponse(&fastOut{w: w}, fc.protocol, m.ID, nil, je)
 			return
 		}
 		release = done
@@ -165,6 +174,7 @@ func (s *Service) runFast(w http.ResponseWriter, r *http.Request, v *view, fc *f
 		id := idKey(m.ID)
 		if !cs.track(id, cancel) {
 			code = int64(jsonrpc.CodeInvalidRequest)
+			span.Fail(int64(jsonrpc.CodeInvalidRequest), "duplicate in-flight request ID")
 			writeRPCError(w, http.StatusBadRequest, m.ID, int(jsonrpc.CodeInvalidRequest), "duplicate in-flight request ID "+string(m.ID))
 			return
 		}
@@ -217,6 +227,7 @@ func (s *Service) runFast(w http.ResponseWriter, r *http.Request, v *view, fc *f
 			je = &jsonrpc.Error{Code: codeRequestCancelled, Message: "request cancelled"}
 		}
 		code = je.Code
+		span.Fail(je.Code, je.Message)
 		s.writeResponse(out, fc.protocol, m.ID, nil, je)
 		return
 	}
@@ -238,6 +249,7 @@ func (s *Service) runFast(w http.ResponseWriter, r *http.Request, v *view, fc *f
 		raw = downgrade2025(raw)
 	}
 	code = 0
+	span.CheckResult(m.Method, raw)
 	s.writeResponse(out, fc.protocol, m.ID, raw, nil)
 }
 

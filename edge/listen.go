@@ -56,7 +56,7 @@ func (s *Service) subscribeHandler(v *view) func(context.Context, *mcp.Subscribe
 		}
 		done, perr := s.admit(&lreq)
 		if perr != nil {
-			return s.toJSONRPC(perr, "resources/subscribe")
+			return s.toJSONRPC(ctx, perr, "resources/subscribe")
 		}
 		defer done()
 		uri := req.Params.URI

@@ -13,4 +13,9 @@ const (
 	LogMethod    = "method"
 	LogErr       = "err"
 	LogCallID    = "call_id"
+	// LogTraceID is the W3C trace id (32 hex digits) of the call a record
+	// belongs to, added by internal/trace's LogHandler when tracing is on.
+	LogTraceID = "trace_id"
+	// LogSpanID is the id (16 hex digits) of the span that logged.
+	LogSpanID = "span_id"
 )

@@ -1,6 +1,7 @@
 package router
 
 import (
+	"context"
 	"net/http"
 	"strings"
 	"time"
@@ -12,6 +13,7 @@ import (
 	"github.com/switchyard-mcp/switchyard/internal/jsonscan"
 	"github.com/switchyard-mcp/switchyard/internal/paramhdr"
 	"github.com/switchyard-mcp/switchyard/internal/policy"
+	"github.com/switchyard-mcp/switchyard/internal/trace"
 	"github.com/switchyard-mcp/switchyard/proto"
 	"github.com/switchyard-mcp/switchyard/router/internal/catalog"
 )
@@ -31,6 +33,7 @@ func (s *Service) onCall(m *nats.Msg) {
 	var req proto.Request
 	sc := scope{}
 	s.route(m, &req, &sc)
+	sc.span.End()
 	if sc.denied != "" {
 		s.met.Denied(sc.denied)
 	}
@@ -60,6 +63,12 @@ func (s *Service) route(m *nats.Msg, req *proto.Request, sc *scope) {
 		return
 	}
 	sc.tenant, sc.pol, sc.cat = tenant, pol, s.snap.Load()
+	sc.ctx, sc.span = s.cfg.Tracer.StartRoute(context.Background(), m.Header, trace.Call{
+		Method: req.Method, Name: req.Name, Tenant: sc.tenant, View: req.View,
+	})
+	// Forwarded messages copy the trace context from m.Header: put the
+	// route span there, in place of the edge's.
+	m.Header = s.cfg.Tracer.Inject(sc.ctx, m.Header)
 	if deadlinePassed(req) {
 		s.failIn(m, sc, proto.Errorf(proto.CodeTimeout, "deadline passed before routing"))
 		return
@@ -97,6 +106,7 @@ var listOps = map[string]string{
 // failIn answers e for the request of sc, noting its code for the metrics.
 func (s *Service) failIn(m *nats.Msg, sc *scope, e *proto.Error) {
 	sc.code = e.Code
+	sc.span.Fail(int64(e.Code), e.Msg)
 	s.fail(m, e)
 }
 
@@ -197,7 +207,7 @@ func (s *Service) toolsCall(m *nats.Msg, sc *scope, req *proto.Request) {
 // send forwards req to worker, answering the edge if that fails.
 func (s *Service) send(m *nats.Msg, sc *scope, req *proto.Request, worker string) {
 	if err := s.forward(m, sc, req, worker); err != nil {
-		s.log.Warn("forward failed", proto.LogWorker, worker, proto.LogErr, err)
+		s.log.WarnContext(sc.ctx, "forward failed", proto.LogWorker, worker, proto.LogErr, err)
 		s.failIn(m, sc, proto.Errorf(proto.CodeInternal, "router could not forward the call"))
 	}
 }
@@ -254,18 +264,25 @@ func (s *Service) forward(m *nats.Msg, sc *scope, req *proto.Request, worker str
 	if err != nil {
 		return err
 	}
+	// The header is built in a local and the message after it: assigning
+	// fwd.Header (a store through a pointer) would move the message and
+	// everything in it to the heap.
+	hdr := nats.Header{proto.HdrReplyTo: []string{m.Reply}}
+	if auth := authFor(sc, m.Header, req.Upstream); auth != nil {
+		hdr[proto.HdrAuthorization] = auth
+	}
+	// route put the route span's context in m.Header.
+	hdr = trace.Copy(hdr, m.Header)
+	sc.span.SetPlacement(req.Upstream, worker)
+	if hop.Traced(m.Header) {
+		hop.Copy(hdr, m.Header)
+		hop.Set(hdr, hop.RouterOut)
+	}
 	fwd := &nats.Msg{
 		Subject: string(subj),
 		Reply:   s.fwdPrefix + worker + "." + m.Reply,
-		Header:  nats.Header{proto.HdrReplyTo: []string{m.Reply}},
+		Header:  hdr,
 		Data:    data,
-	}
-	if auth := authFor(sc, m.Header, req.Upstream); auth != nil {
-		fwd.Header[proto.HdrAuthorization] = auth
-	}
-	if hop.Traced(m.Header) {
-		hop.Copy(fwd.Header, m.Header)
-		hop.Set(fwd.Header, hop.RouterOut)
 	}
 	return s.nc.PublishMsg(fwd)
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/switchyard-mcp/switchyard/internal/bus"
 	"github.com/switchyard-mcp/switchyard/internal/policy"
 	"github.com/switchyard-mcp/switchyard/internal/taskid"
+	"github.com/switchyard-mcp/switchyard/internal/trace"
 	"github.com/switchyard-mcp/switchyard/proto"
 )
 
@@ -198,7 +199,7 @@ func (s *Service) fanOut(m *nats.Msg, req proto.Request, ups []fanTarget) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			errs[i] = s.ask(req, u, time.Until(deadline))
+			errs[i] = s.ask(req, u, m.Header, time.Until(deadline))
 		}()
 	}
 	wg.Wait()
@@ -214,7 +215,7 @@ func (s *Service) fanOut(m *nats.Msg, req proto.Request, ups []fanTarget) {
 }
 
 // ask sends req to a worker of t's upstream and waits for its reply.
-func (s *Service) ask(req proto.Request, t fanTarget, timeout time.Duration) *proto.Error {
+func (s *Service) ask(req proto.Request, t fanTarget, hdr nats.Header, timeout time.Duration) *proto.Error {
 	upstream := t.upstream
 	worker, perr := s.place(&req, upstream)
 	if perr != nil {
@@ -229,10 +230,13 @@ func (s *Service) ask(req proto.Request, t fanTarget, timeout time.Duration) *pr
 	if err != nil {
 		return proto.Errorf(proto.CodeInternal, "router: %v", err)
 	}
-	out := &nats.Msg{Subject: string(subj), Data: data}
+	var h nats.Header
 	if t.auth != nil {
-		out.Header = nats.Header{proto.HdrAuthorization: t.auth}
+		h = nats.Header{proto.HdrAuthorization: t.auth}
 	}
+	// Built in a local: a store through out would move out to the heap.
+	h = trace.Copy(h, hdr)
+	out := &nats.Msg{Subject: string(subj), Data: data, Header: h}
 	msg, err := s.nc.RequestMsg(out, timeout)
 	switch {
 	case errors.Is(err, nats.ErrTimeout):

@@ -18,6 +18,7 @@ import (
 	"github.com/switchyard-mcp/switchyard/internal/config"
 	"github.com/switchyard-mcp/switchyard/internal/metrics"
 	"github.com/switchyard-mcp/switchyard/internal/tenancy"
+	"github.com/switchyard-mcp/switchyard/internal/trace"
 	"github.com/switchyard-mcp/switchyard/proto"
 	"github.com/switchyard-mcp/switchyard/router/internal/catalog"
 )
@@ -52,6 +53,8 @@ type Config struct {
 	// Metrics is where the router registers its metrics
 	// (internal/metrics.Router). Nil: a private registry nobody serves.
 	Metrics prometheus.Registerer
+	// Tracer makes the role's spans; nil: tracing off.
+	Tracer *trace.Provider
 }
 
 // Service is a running router. Create it with [New]; [Service.Run] once.

@@ -2,6 +2,7 @@ package router
 
 import (
 	"bytes"
+	"context"
 	"encoding/base64"
 	"encoding/binary"
 	"encoding/json"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/switchyard-mcp/switchyard/internal/jsonscan"
 	"github.com/switchyard-mcp/switchyard/internal/policy"
+	"github.com/switchyard-mcp/switchyard/internal/trace"
 	"github.com/switchyard-mcp/switchyard/proto"
 	"github.com/switchyard-mcp/switchyard/router/internal/catalog"
 )
@@ -26,7 +28,12 @@ type scope struct {
 	// For the metrics: the code of the error the request was answered
 	// with (0: none), and the kind a policy denial refused (policyTools,
 	// ...; "" for none).
-	code   int32
+	code int32
+	// span is the request's route span (zero when tracing is off), ctx
+	// its context (nil before the span started): logs about the request
+	// take it to carry the trace id.
+	span   trace.Span
+	ctx    context.Context
 	denied string
 }
 

@@ -11,6 +11,7 @@ import (
 
 	"github.com/switchyard-mcp/switchyard/internal/bus"
 	"github.com/switchyard-mcp/switchyard/internal/hop"
+	"github.com/switchyard-mcp/switchyard/internal/trace"
 	"github.com/switchyard-mcp/switchyard/proto"
 	"github.com/switchyard-mcp/switchyard/upstream-worker/internal/upstream"
 )
@@ -197,6 +198,13 @@ func (s *Service) onRequest(m *nats.Msg, op, pool string) {
 			res, perr := u.Request(ctx, &req)
 			return &proto.Reply{Result: res, Error: perr}
 		}
+	}
+	// Guarded: WrapUpstream's off path returns at once, but inlined its
+	// closure's captures would still be moved to the heap on every call.
+	if op != proto.OpCatalog && s.cfg.Tracer.Enabled() {
+		work = s.cfg.Tracer.WrapUpstream(m.Header, trace.Call{
+			Method: req.Method, Name: req.Name, Tenant: req.Tenant, Upstream: name, Worker: s.cfg.ID,
+		}, work)
 	}
 	method := req.Method
 	if op == proto.OpCatalog {

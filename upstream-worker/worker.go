@@ -17,6 +17,7 @@ import (
 
 	"github.com/switchyard-mcp/switchyard/internal/admin"
 	"github.com/switchyard-mcp/switchyard/internal/metrics"
+	"github.com/switchyard-mcp/switchyard/internal/trace"
 	"github.com/switchyard-mcp/switchyard/proto"
 	"github.com/switchyard-mcp/switchyard/upstream-worker/internal/specwatch"
 	"github.com/switchyard-mcp/switchyard/upstream-worker/internal/toolstore"
@@ -73,6 +74,8 @@ type Config struct {
 	// (internal/metrics.Worker and the upstream pool gauges). Nil: a
 	// private registry nobody serves.
 	Metrics prometheus.Registerer
+	// Tracer makes the role's spans; nil: tracing off.
+	Tracer *trace.Provider
 }
 
 // Validate reports every problem in c, joined.

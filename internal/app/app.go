@@ -23,6 +23,8 @@ import (
 	"github.com/switchyard-mcp/switchyard/internal/admin"
 	"github.com/switchyard-mcp/switchyard/internal/config"
 	"github.com/switchyard-mcp/switchyard/internal/metrics"
+	"github.com/switchyard-mcp/switchyard/internal/trace"
+	"github.com/switchyard-mcp/switchyard/proto"
 )
 
 // Role is what every role's Service offers.
@@ -115,10 +117,13 @@ func (f *Flags) Logger(w io.Writer) *slog.Logger {
 	var lvl slog.Level
 	_ = lvl.UnmarshalText([]byte(f.LogLevel))
 	o := &slog.HandlerOptions{Level: lvl}
+	var h slog.Handler = slog.NewJSONHandler(w, o)
 	if f.LogFormat == "text" {
-		return slog.New(slog.NewTextHandler(w, o))
+		h = slog.NewTextHandler(w, o)
 	}
-	return slog.New(slog.NewJSONHandler(w, o))
+	// Records logged with a context holding a span get trace_id and
+	// span_id; without one the wrapper only looks at the context.
+	return slog.New(trace.LogHandler(h))
 }
 
 // Prepare builds the logger, loads the configuration, and handles
@@ -156,15 +161,84 @@ func gcDefaults(log *slog.Logger) {
 	log.Debug("gc defaults", "gogc", DefaultGOGC, "gomemlimit", os.Getenv("GOMEMLIMIT"))
 }
 
-// Builder constructs a role on its connection, registering its metrics
-// in reg.
+// Builder constructs a role that makes no spans (tenancy-svc) on its
+// connection, registering its metrics in reg.
 type Builder func(f *config.File, nc *nats.Conn, log *slog.Logger, reg prometheus.Registerer) (Role, error)
 
-// Main runs one role as its own process: it parses args, connects to NATS
-// over TCP, builds the role with build and runs it until SIGINT/SIGTERM,
-// with the admin listener (config admin, flag --admin) when one is set.
-// It returns the process exit code.
+// TracedBuilder constructs a role on its connection, registering its
+// metrics in reg and making its spans with tp (the role's Config.Tracer;
+// off when tracing is disabled, nil for a role that makes no spans). The caller owns tp
+// and shuts it down after the role's Run returned.
+type TracedBuilder func(f *config.File, nc *nats.Conn, log *slog.Logger, reg prometheus.Registerer, tp *trace.Provider) (Role, error)
+
+// TraceRole is the role name a process role reports in its spans
+// (service.name <service_name>-<role>): "upstream-worker" is "worker",
+// the others keep their name.
+func TraceRole(name string) string {
+	if name == "upstream-worker" {
+		return "worker"
+	}
+	return name
+}
+
+// NewTracer builds the Provider of the role called name (a process role:
+// "edge", "router", "upstream-worker") from the tracing section of f, with
+// the role's id (edge.id, worker.id) as service.instance.id and export
+// errors logged to log (nil: OpenTelemetry's default). opts come after
+// those (tests pass trace.WithSpanProcessor). Tracing disabled, it returns
+// an off Provider.
+func NewTracer(f *config.File, name string, log *slog.Logger, opts ...trace.Option) (*trace.Provider, error) {
+	var o []trace.Option
+	switch name {
+	case "edge":
+		if f.Edge.ID != "" {
+			o = append(o, trace.WithInstance(f.Edge.ID))
+		}
+	case "upstream-worker":
+		if f.Worker.ID != "" {
+			o = append(o, trace.WithInstance(f.Worker.ID))
+		}
+	}
+	if log != nil {
+		o = append(o, trace.WithLogger(log))
+	}
+	return trace.New(f.Tracing, TraceRole(name), append(o, opts...)...)
+}
+
+// TracerShutdownTimeout bounds the flush of a role's last spans at exit.
+const TracerShutdownTimeout = 5 * time.Second
+
+// ShutdownTracer flushes and stops tp within TracerShutdownTimeout,
+// logging a failure (spans lost at exit are not worth a failed exit code).
+func ShutdownTracer(tp *trace.Provider, log *slog.Logger) {
+	ctx, cancel := context.WithTimeout(context.Background(), TracerShutdownTimeout)
+	defer cancel()
+	if err := tp.Shutdown(ctx); err != nil && log != nil {
+		log.Warn("trace shutdown failed", proto.LogErr, err)
+	}
+}
+
+// Main runs one role that makes no spans as its own process; see
+// [MainTraced].
 func Main(name string, args []string, build Builder) int {
+	return run(name, args, false, func(f *config.File, nc *nats.Conn, log *slog.Logger, reg prometheus.Registerer, _ *trace.Provider) (Role, error) {
+		return build(f, nc, log, reg)
+	})
+}
+
+// MainTraced runs one role as its own process: it parses args, connects
+// to NATS over TCP, builds the role's trace provider (config tracing:,
+// off by default) and the role with build, and runs it until
+// SIGINT/SIGTERM, with the admin listener (config admin, flag --admin)
+// when one is set. After the role's Run returned, the provider is shut
+// down, flushing the last spans. It returns the process exit code.
+func MainTraced(name string, args []string, build TracedBuilder) int {
+	return run(name, args, true, build)
+}
+
+// run is Main (traced false: the role gets an off Provider, and no
+// exporter is set up) and MainTraced.
+func run(name string, args []string, traced bool, build TracedBuilder) int {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	var f Flags
 	f.Register(fs)
@@ -188,7 +262,17 @@ func Main(name string, args []string, build Builder) int {
 		log.Error("metrics registration failed", "err", err)
 		return 1
 	}
-	role, err := build(cfg, nc, log, reg)
+	var tp *trace.Provider // nil: off
+	if traced {
+		tp, err = NewTracer(cfg, name, log)
+	}
+	if err != nil {
+		log.Error("tracing setup failed", proto.LogErr, err)
+		return 1
+	}
+	// Deferred: runs after the role's Run returned (its spans ended).
+	defer ShutdownTracer(tp, log)
+	role, err := build(cfg, nc, log, reg, tp)
 	if err != nil {
 		log.Error("invalid configuration", "err", err)
 		return 2
@@ -251,9 +335,11 @@ func Connect(url, name string, log *slog.Logger) (*nats.Conn, error) {
 }
 
 // PrintConfig writes the effective config as YAML, with the values of
-// upstream environment variables (where secrets live) redacted.
+// upstream environment variables and tracing export headers (where
+// secrets live) redacted.
 func PrintConfig(w io.Writer, cfg *config.File) int {
 	c := *cfg
+	c.Tracing = cfg.Tracing.Redacted()
 	c.Upstreams = make([]config.Upstream, len(cfg.Upstreams))
 	for i, u := range cfg.Upstreams {
 		if len(u.Env) > 0 {

@@ -10,8 +10,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -20,6 +22,7 @@ import (
 	"github.com/switchyard-mcp/switchyard/internal/apikey"
 	"github.com/switchyard-mcp/switchyard/internal/policy"
 	"github.com/switchyard-mcp/switchyard/internal/tenancy"
+	"github.com/switchyard-mcp/switchyard/internal/trace"
 	"github.com/switchyard-mcp/switchyard/proto"
 )
 
@@ -85,6 +88,12 @@ type File struct {
 	Admin string `yaml:"admin"`
 	// Metrics are the metric options.
 	Metrics MetricsFile `yaml:"metrics"`
+	// Tracing is the OpenTelemetry tracing section, read by the edge,
+	// router and worker (docs/tracing.md). Off by default. Env
+	// SWITCHYARD_TRACING_ENABLED, _ENDPOINT, _PROTOCOL, _SAMPLE_RATIO and
+	// _HEADERS (k1=v1,k2=v2, values URL-encoded; where export secrets
+	// belong). Header values are printed redacted.
+	Tracing trace.Config `yaml:"tracing"`
 
 	Upstreams []Upstream `yaml:"upstreams"`
 
@@ -97,6 +106,11 @@ type File struct {
 	// APIKeys are existing API keys to seed into KV switchyard_apikeys
 	// (hash only). Empty: none.
 	APIKeys []APIKey `yaml:"api_keys"`
+
+	// envErrs are SWITCHYARD_* values applyEnv could not parse, reported
+	// by Validate with the file's problems (never with the value: it may
+	// be a secret).
+	envErrs []error
 }
 
 // APIKey is one existing API key to seed. The plaintext key never appears
@@ -310,6 +324,49 @@ func (f *File) applyEnv(getenv func(string) string) {
 	if v := getenv("SWITCHYARD_WORKER_UPSTREAMS"); v != "" {
 		f.Worker.Upstreams = strings.Split(v, ",")
 	}
+	f.applyTracingEnv(getenv)
+}
+
+// applyTracingEnv overrides the tracing section from
+// SWITCHYARD_TRACING_*; unparsable values are kept in f.envErrs.
+func (f *File) applyTracingEnv(getenv func(string) string) {
+	t := &f.Tracing
+	if v := getenv("SWITCHYARD_TRACING_ENABLED"); v != "" {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			f.envErrs = append(f.envErrs, fmt.Errorf("SWITCHYARD_TRACING_ENABLED: %q is not true or false", v))
+		} else {
+			t.Enabled = b
+		}
+	}
+	if v := getenv("SWITCHYARD_TRACING_ENDPOINT"); v != "" {
+		t.Endpoint = v
+	}
+	if v := getenv("SWITCHYARD_TRACING_PROTOCOL"); v != "" {
+		t.Protocol = v
+	}
+	if v := getenv("SWITCHYARD_TRACING_SAMPLE_RATIO"); v != "" {
+		r, err := strconv.ParseFloat(v, 64)
+		if err != nil {
+			f.envErrs = append(f.envErrs, fmt.Errorf("SWITCHYARD_TRACING_SAMPLE_RATIO: %q is not a number", v))
+		} else {
+			t.SampleRatio = r
+		}
+	}
+	if v := getenv("SWITCHYARD_TRACING_HEADERS"); v != "" {
+		h, err := trace.ParseHeaders(v)
+		if err != nil {
+			// ParseHeaders names the entry, never its value.
+			f.envErrs = append(f.envErrs, fmt.Errorf("SWITCHYARD_TRACING_HEADERS: %w", err))
+		} else {
+			// The environment's headers add to the file's and win on a
+			// name both set.
+			if t.Headers == nil {
+				t.Headers = make(map[string]string, len(h))
+			}
+			maps.Copy(t.Headers, h)
+		}
+	}
 }
 
 // readKeys reads each API key's plaintext from its variable or file. A
@@ -431,6 +488,10 @@ func (f *File) Validate() error {
 	}
 	errs = append(errs, f.validateTenants(seen)...)
 	errs = append(errs, f.Auth.validate()...)
+	if err := f.Tracing.Validate(); err != nil {
+		errs = append(errs, fmt.Errorf("tracing: %w", err))
+	}
+	errs = append(errs, f.envErrs...)
 	return errors.Join(errs...)
 }
 

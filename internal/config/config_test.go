@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/switchyard-mcp/switchyard/proto"
 )
@@ -15,7 +16,9 @@ import (
 // envVars are every variable applyEnv reads.
 var envVars = []string{
 	"SWITCHYARD_NATS", "SWITCHYARD_LISTEN", "SWITCHYARD_EDGE_ID",
-	"SWITCHYARD_WORKER_ID", "SWITCHYARD_WORKER_UPSTREAMS",
+	"SWITCHYARD_WORKER_ID", "SWITCHYARD_WORKER_UPSTREAMS", "SWITCHYARD_ADMIN",
+	"SWITCHYARD_TRACING_ENABLED", "SWITCHYARD_TRACING_ENDPOINT", "SWITCHYARD_TRACING_PROTOCOL",
+	"SWITCHYARD_TRACING_SAMPLE_RATIO", "SWITCHYARD_TRACING_HEADERS",
 }
 
 // clearEnv blanks the SWITCHYARD_* variables (blank means unset to
@@ -138,7 +141,7 @@ upstreams:
 			if err != nil {
 				t.Fatalf("Load: %v", err)
 			}
-			if diff := cmp.Diff(tt.want(), *got); diff != "" {
+			if diff := cmp.Diff(tt.want(), *got, cmpopts.IgnoreUnexported(File{})); diff != "" {
 				t.Errorf("Load (-want +got):\n%s", diff)
 			}
 		})

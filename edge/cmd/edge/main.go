@@ -11,12 +11,14 @@ import (
 	"github.com/switchyard-mcp/switchyard/edge"
 	"github.com/switchyard-mcp/switchyard/internal/app"
 	"github.com/switchyard-mcp/switchyard/internal/config"
+	"github.com/switchyard-mcp/switchyard/internal/trace"
 )
 
 func main() {
-	os.Exit(app.Main("edge", os.Args[1:], func(f *config.File, nc *nats.Conn, log *slog.Logger, reg prometheus.Registerer) (app.Role, error) {
+	os.Exit(app.MainTraced("edge", os.Args[1:], func(f *config.File, nc *nats.Conn, log *slog.Logger, reg prometheus.Registerer, tp *trace.Provider) (app.Role, error) {
 		c := edge.FromFile(f)
 		c.Metrics = reg
+		c.Tracer = tp
 		return edge.New(c, nc, log)
 	}))
 }

@@ -10,13 +10,15 @@ import (
 
 	"github.com/switchyard-mcp/switchyard/internal/app"
 	"github.com/switchyard-mcp/switchyard/internal/config"
+	"github.com/switchyard-mcp/switchyard/internal/trace"
 	"github.com/switchyard-mcp/switchyard/router"
 )
 
 func main() {
-	os.Exit(app.Main("router", os.Args[1:], func(f *config.File, nc *nats.Conn, log *slog.Logger, reg prometheus.Registerer) (app.Role, error) {
+	os.Exit(app.MainTraced("router", os.Args[1:], func(f *config.File, nc *nats.Conn, log *slog.Logger, reg prometheus.Registerer, tp *trace.Provider) (app.Role, error) {
 		c := router.FromFile(f)
 		c.Metrics = reg
+		c.Tracer = tp
 		return router.New(c, nc, log)
 	}))
 }

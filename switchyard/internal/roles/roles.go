@@ -18,38 +18,48 @@ import (
 	"github.com/switchyard-mcp/switchyard/internal/app"
 	"github.com/switchyard-mcp/switchyard/internal/config"
 	"github.com/switchyard-mcp/switchyard/internal/metrics"
+	"github.com/switchyard-mcp/switchyard/internal/trace"
 	"github.com/switchyard-mcp/switchyard/router"
 	tenancy "github.com/switchyard-mcp/switchyard/tenancy-svc"
 	worker "github.com/switchyard-mcp/switchyard/upstream-worker"
 )
 
-// Builder constructs one role, registering its metrics in reg.
-type Builder = app.Builder
+// Builder constructs one role, registering its metrics in reg and making
+// its spans with tp (the role's Config.Tracer; off when tracing is
+// disabled, nil for a role that makes no spans).
+type Builder = app.TracedBuilder
 
 // Order is every role, in start order.
 var Order = []string{"tenancy-svc", "router", "upstream-worker", "edge"}
 
 // Builders maps role names to constructors.
 var Builders = map[string]Builder{
-	"tenancy-svc": func(f *config.File, nc *nats.Conn, l *slog.Logger, _ prometheus.Registerer) (app.Role, error) {
+	"tenancy-svc": func(f *config.File, nc *nats.Conn, l *slog.Logger, _ prometheus.Registerer, _ *trace.Provider) (app.Role, error) {
 		return tenancy.New(tenancy.FromFile(f), nc, l)
 	},
-	"router": func(f *config.File, nc *nats.Conn, l *slog.Logger, reg prometheus.Registerer) (app.Role, error) {
+	"router": func(f *config.File, nc *nats.Conn, l *slog.Logger, reg prometheus.Registerer, tp *trace.Provider) (app.Role, error) {
 		c := router.FromFile(f)
 		c.Metrics = reg
+		c.Tracer = tp
 		return router.New(c, nc, l)
 	},
-	"upstream-worker": func(f *config.File, nc *nats.Conn, l *slog.Logger, reg prometheus.Registerer) (app.Role, error) {
+	"upstream-worker": func(f *config.File, nc *nats.Conn, l *slog.Logger, reg prometheus.Registerer, tp *trace.Provider) (app.Role, error) {
 		c := worker.FromFile(f)
 		c.Metrics = reg
+		c.Tracer = tp
 		return worker.New(c, nc, l)
 	},
-	"edge": func(f *config.File, nc *nats.Conn, l *slog.Logger, reg prometheus.Registerer) (app.Role, error) {
+	"edge": func(f *config.File, nc *nats.Conn, l *slog.Logger, reg prometheus.Registerer, tp *trace.Provider) (app.Role, error) {
 		c := edge.FromFile(f)
 		c.Metrics = reg
+		c.Tracer = tp
 		return edge.New(c, nc, l)
 	},
 }
+
+// traced are the roles that make spans (each gets its own Provider, so a
+// span names the hop that made it).
+var traced = map[string]bool{"edge": true, "router": true, "upstream-worker": true}
 
 // Parse turns "edge,router" (or "all") into role names in start order.
 func Parse(list string) ([]string, error) {
@@ -76,6 +86,8 @@ type Set struct {
 	// process and build info collectors.
 	Registry *prometheus.Registry
 	conns    []*nats.Conn
+	tracers  []*trace.Provider
+	log      *slog.Logger
 }
 
 // Build constructs the roles, each with a connection from connect, into a
@@ -85,9 +97,13 @@ func Build(names []string, f *config.File, connect func(role string) (*nats.Conn
 }
 
 // BuildWith is Build registering every role's metrics, and its NATS
-// connection's (metrics.RegisterNATS), in reg.
-func BuildWith(names []string, f *config.File, connect func(role string) (*nats.Conn, error), log *slog.Logger, reg *prometheus.Registry) (*Set, error) {
-	s := &Set{Roles: map[string]app.Role{}, Registry: reg}
+// connection's (metrics.RegisterNATS), in reg. Each role that makes spans
+// (edge, router, upstream-worker) gets its own trace Provider built from
+// f's tracing section (app.NewTracer) with topts added (tests pass
+// trace.WithSpanProcessor to record spans in memory); [Set.Close] shuts
+// them down.
+func BuildWith(names []string, f *config.File, connect func(role string) (*nats.Conn, error), log *slog.Logger, reg *prometheus.Registry, topts ...trace.Option) (*Set, error) {
+	s := &Set{Roles: map[string]app.Role{}, Registry: reg, log: log}
 	for _, n := range names {
 		nc, err := connect(n)
 		if err != nil {
@@ -99,7 +115,15 @@ func BuildWith(names []string, f *config.File, connect func(role string) (*nats.
 			s.Close()
 			return nil, fmt.Errorf("%s: metrics: %w", n, err)
 		}
-		r, err := Builders[n](f, nc, log, reg)
+		var tp *trace.Provider // nil, off, for roles without spans
+		if traced[n] {
+			if tp, err = app.NewTracer(f, n, log, topts...); err != nil {
+				s.Close()
+				return nil, fmt.Errorf("%s: tracing: %w", n, err)
+			}
+			s.tracers = append(s.tracers, tp)
+		}
+		r, err := Builders[n](f, nc, log, reg, tp)
 		if err != nil {
 			s.Close()
 			return nil, fmt.Errorf("%s: %w", n, err)
@@ -148,8 +172,14 @@ func (s *Set) Ready() bool {
 	return true
 }
 
-// Close closes the connections.
+// Close flushes and shuts down the roles' trace providers (each within
+// app.TracerShutdownTimeout) and closes the connections. Call it after
+// Run returned.
 func (s *Set) Close() {
+	for _, tp := range s.tracers {
+		app.ShutdownTracer(tp, s.log)
+	}
+	s.tracers = nil
 	for _, nc := range s.conns {
 		nc.Close()
 	}

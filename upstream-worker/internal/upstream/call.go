@@ -13,6 +13,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/switchyard-mcp/switchyard/internal/trace"
 	"github.com/switchyard-mcp/switchyard/proto"
 	"github.com/switchyard-mcp/switchyard/upstream-worker/internal/capture"
 )
@@ -58,6 +59,7 @@ func (u *Upstream) Call(ctx context.Context, req *proto.Request) ([]byte, *proto
 			return nil, perr
 		}
 		rp.meta = st.rewriteMeta(rp.meta)
+		rp.meta = trace.InjectMetaMembers(ctx, rp.meta)
 		return u.send(ctx, req, st, func(ctx context.Context, s *session, l *lazy) ([]byte, error) {
 			return u.callRawOn(ctx, s, l, rp, st)
 		})
@@ -69,6 +71,7 @@ func (u *Upstream) Call(ctx context.Context, req *proto.Request) ([]byte, *proto
 	if tok, ok := p.Meta["progressToken"].(json.RawMessage); ok && st.relay != nil && !isNull(tok) {
 		p.Meta["progressToken"] = json.RawMessage(st.token(tok))
 	}
+	p.Meta = trace.InjectMetaMap(ctx, p.Meta)
 	return u.send(ctx, req, st, func(ctx context.Context, s *session, l *lazy) ([]byte, error) {
 		return u.callOn(ctx, s, l, p)
 	})
@@ -104,7 +107,7 @@ func (u *Upstream) send(ctx context.Context, req *proto.Request, st *callState, 
 		if errors.Is(err, mcp.ErrSessionMissing) && l != nil && ctx.Err() == nil {
 			l.drop(s)
 			if n == 0 {
-				u.log.Debug("upstream session expired, reopening")
+				u.log.DebugContext(ctx, "upstream session expired, reopening")
 				continue
 			}
 		}

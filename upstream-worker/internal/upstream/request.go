@@ -7,6 +7,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/switchyard-mcp/switchyard/internal/hop"
+	"github.com/switchyard-mcp/switchyard/internal/trace"
 	"github.com/switchyard-mcp/switchyard/proto"
 	"github.com/switchyard-mcp/switchyard/upstream-worker/internal/capture"
 )
@@ -60,6 +61,7 @@ func (u *Upstream) request(ctx context.Context, req *proto.Request) ([]byte, *pr
 	st := u.beginCall(ctx, req)
 	defer st.end()
 	p.meta = st.rewriteMeta(p.meta)
+	p.meta = trace.InjectMetaMembers(ctx, p.meta)
 	var attempt sendFunc
 	if u.rawCalls {
 		attempt = func(ctx context.Context, s *session, l *lazy) ([]byte, error) {
