@@ -3,11 +3,13 @@ package audit
 import (
 	"bytes"
 	"encoding/json"
+	"net"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -225,5 +227,67 @@ func TestAuditPublisherConfig(t *testing.T) {
 	}
 	if d := (StreamConfig{}).JetStreamConfig(); d.MaxAge != DefaultMaxAge || d.MaxBytes != DefaultMaxBytes || d.MaxMsgs != -1 {
 		t.Errorf("defaults %+v", d)
+	}
+}
+
+// TestAuditPublisherResumesAfterRestart stops the server, records while it
+// is down (drops counted), restarts it on the same port and store, and
+// checks events recorded afterwards are stored.
+func TestAuditPublisherResumesAfterRestart(t *testing.T) {
+	dir := t.TempDir()
+	start := func(port int) *server.Server {
+		s, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: port, JetStream: true, StoreDir: dir, NoLog: true, NoSigs: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		go s.Start()
+		if !s.ReadyForConnections(10 * time.Second) {
+			t.Fatal("server not ready")
+		}
+		return s
+	}
+	srv := start(-1)
+	port := srv.Addr().(*net.TCPAddr).Port
+	t.Cleanup(func() { srv.Shutdown() })
+	nc, err := nats.Connect(srv.ClientURL(), nats.MaxReconnects(-1), nats.ReconnectWait(20*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	pub, err := NewPublisher(nc, Config{AckTimeout: 300 * time.Millisecond}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- pub.Run(t.Context()) }()
+	t.Cleanup(func() { <-done })
+	ev := genEvent(2, time.Now())
+	waitFor(t, 10*time.Second, "first event published", func() bool {
+		if pub.Published() == 0 {
+			pub.Record(&ev)
+		}
+		return pub.Published() > 0
+	})
+
+	srv.Shutdown()
+	srv.WaitForShutdown()
+	for range 50 {
+		pub.Record(&ev)
+	}
+	waitFor(t, 10*time.Second, "events recorded during the outage dropped", func() bool { return pub.Dropped() > 0 })
+
+	srv = start(port)
+	before := pub.Published()
+	waitFor(t, 30*time.Second, "an event published after the restart", func() bool {
+		pub.Record(&ev)
+		return pub.Published() > before
+	})
+	js, _ := jetstream.New(nc)
+	s, err := js.Stream(t.Context(), DefaultStream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := s.CachedInfo().State.Msgs; n < 2 {
+		t.Fatalf("stream holds %d events after the restart, want the one before and those after", n)
 	}
 }
