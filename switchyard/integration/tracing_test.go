@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -70,8 +71,14 @@ func startTracedGateway(t *testing.T, cfg *config.File, rec sdktrace.SpanProcess
 // returns the response body.
 func postCall(t *testing.T, url string, id int, hdr map[string]string) (int, []byte) {
 	t.Helper()
-	body := fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"fixture__echo","arguments":{"text":"hi"},`+
-		`"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`, id)
+	return postTool(t, url, id, "fixture__echo", hdr)
+}
+
+// postTool is postCall for the tool name.
+func postTool(t *testing.T, url string, id int, name string, hdr map[string]string) (int, []byte) {
+	t.Helper()
+	body := fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":%q,"arguments":{"text":"hi"},`+
+		`"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`, id, name)
 	req, err := http.NewRequestWithContext(t.Context(), "POST", url+"/mcp", strings.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
@@ -80,7 +87,7 @@ func postCall(t *testing.T, url string, id int, hdr map[string]string) (int, []b
 	req.Header.Set("Accept", "application/json, text/event-stream")
 	req.Header.Set("Mcp-Protocol-Version", v2026)
 	req.Header.Set("Mcp-Method", "tools/call")
-	req.Header.Set("Mcp-Name", "fixture__echo")
+	req.Header.Set("Mcp-Name", name)
 	for k, v := range hdr {
 		req.Header.Set(k, v)
 	}
@@ -191,9 +198,19 @@ func hasAttr(s sdktrace.ReadOnlySpan, k, v string) bool {
 func TestIntegrationTracing(t *testing.T) {
 	rec := tracetest.NewSpanRecorder()
 	fxURL, _ := startFixtureHTTP(t)
-	cfg := loadConfig(t, fmt.Sprintf("upstreams:\n  - name: fixture\n    url: %s\n"+
+	// probe is an upstream that answers its tool with the traceparent of
+	// the request's _meta: the trace context the worker sent upstream.
+	probe := mcp.NewServer(&mcp.Implementation{Name: "probe", Version: "1"}, nil)
+	probe.AddTool(&mcp.Tool{Name: "peek", InputSchema: map[string]any{"type": "object"}},
+		func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			tp, _ := req.Params.Meta["traceparent"].(string)
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "tp=" + tp}}}, nil
+		})
+	ts := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return probe }, nil))
+	defer ts.Close()
+	cfg := loadConfig(t, fmt.Sprintf("upstreams:\n  - name: fixture\n    url: %s\n  - name: probe\n    url: %s\n"+
 		// The endpoint is never dialled: the recorder replaces the exporter.
-		"tracing:\n  enabled: true\n  endpoint: http://127.0.0.1:4318\n", fxURL))
+		"tracing:\n  enabled: true\n  endpoint: http://127.0.0.1:4318\n", fxURL, ts.URL))
 	g := startTracedGateway(t, cfg, rec)
 	// Wait until the worker serves the upstream; spans of these calls are
 	// told apart from the checked ones by trace id or JSON-RPC id.
@@ -202,6 +219,34 @@ func TestIntegrationTracing(t *testing.T) {
 			return fmt.Errorf("status %d: %s", code, out)
 		}
 		return nil
+	})
+
+	t.Run("upstream continues the worker span", func(t *testing.T) {
+		const tid, sid = "aaaabbbbccccddddeeeeffff00001111", "2222333344445555"
+		var out []byte
+		eventually(t, 20*time.Second, func() error {
+			var code int
+			code, out = postTool(t, g.url, 103, "probe__peek", map[string]string{"traceparent": "00-" + tid + "-" + sid + "-01"})
+			if code != http.StatusOK || !bytes.Contains(out, []byte("tp=00-")) {
+				return fmt.Errorf("status %d: %s", code, out)
+			}
+			return nil
+		})
+		// The upstream saw the client's trace with a worker span as its
+		// parent (not the client's span: the worker replaced it).
+		eventually(t, 10*time.Second, func() error {
+			var ids []string
+			for _, s := range rec.Ended() {
+				if role(s) == "worker" && s.SpanContext().TraceID().String() == tid && s.Name() == "tools/call peek" {
+					id := s.SpanContext().SpanID().String()
+					if bytes.Contains(out, []byte("tp=00-"+tid+"-"+id+"-01")) {
+						return nil
+					}
+					ids = append(ids, id)
+				}
+			}
+			return fmt.Errorf("upstream saw %s; worker spans of the trace: %v", out, ids)
+		})
 	})
 
 	t.Run("root", func(t *testing.T) {
