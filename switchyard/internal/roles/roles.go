@@ -172,13 +172,16 @@ func (s *Set) Ready() bool {
 	return true
 }
 
-// Close flushes and shuts down the roles' trace providers (each within
-// app.TracerShutdownTimeout) and closes the connections. Call it after
+// Close flushes and shuts down the roles' trace providers (together,
+// within app.TracerShutdownTimeout) and closes the connections. Call it after
 // Run returned.
 func (s *Set) Close() {
+	// Concurrently: each flush may wait for an unreachable collector.
+	var wg sync.WaitGroup
 	for _, tp := range s.tracers {
-		app.ShutdownTracer(tp, s.log)
+		wg.Go(func() { app.ShutdownTracer(tp, s.log) })
 	}
+	wg.Wait()
 	s.tracers = nil
 	for _, nc := range s.conns {
 		nc.Close()
