@@ -21,7 +21,8 @@ import (
 const auditUsage = `usage: switchyard audit search [flags]
 
 Searches the audit trail (the SWITCHYARD_AUDIT JetStream stream, one event
-per request; docs/audit.md), newest first, a page at a time.
+per request; docs/audit.md), newest first, a page at a time. The edge does
+not record events yet (docs/audit.md, status).
 
   --tenant T --principal P --upstream U --tool NAME --method M
                  filters (exact); --tool is the name the upstream knows
