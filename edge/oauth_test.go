@@ -161,15 +161,11 @@ func TestOAuthClientUpstreamEndpoint(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
 		audPaths []string
-		skip     string
 	}{
-		{"listed", []string{"/mcp", "/mcp/up"}, ""},
-		{"documented", []string{"/mcp"}, ""},
+		{"listed", []string{"/mcp", "/mcp/up"}},
+		{"documented", []string{"/mcp"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if tc.skip != "" {
-				t.Skip(tc.skip)
-			}
 			e := newOAuthEnv(t, map[string]any{"org": "acme"}, tc.audPaths...)
 			client := mcp.NewClient(&mcp.Implementation{Name: "oauth-test", Version: "1"}, nil)
 			cs, err := client.Connect(t.Context(), &mcp.StreamableClientTransport{

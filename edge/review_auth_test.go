@@ -7,7 +7,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -19,18 +18,8 @@ import (
 )
 
 // Adversarial review of issue 5 (tenancy, authentication, policy,
-// limits) at the edge. Each test states the defect it shows and fails
-// while the defect is open; each is skipped ("review: <defect>") unless
-// SWITCHYARD_REVIEW=1, so that the package stays green until the fixes
-// land. Whoever fixes one removes its reviewDefect line.
-
-// reviewDefect skips t unless SWITCHYARD_REVIEW is set.
-func reviewDefect(t *testing.T, defect string) {
-	t.Helper()
-	if os.Getenv("SWITCHYARD_REVIEW") == "" {
-		t.Skip("review: " + defect)
-	}
-}
+// limits) at the edge. Each test states the defect it showed; each failed
+// until its fix landed, and guards it since.
 
 // rawDo sends one request to base+path with the given Host (""; the
 // listener's) and headers (name, value pairs; "Authorization" may repeat).

@@ -1,7 +1,6 @@
 package router
 
 import (
-	"os"
 	"testing"
 
 	"github.com/switchyard-mcp/switchyard/internal/policy"
@@ -9,16 +8,8 @@ import (
 	"github.com/switchyard-mcp/switchyard/proto"
 )
 
-// Adversarial review of issue 5 at the router: each test fails while its
-// defect is open and is skipped ("review: <defect>") unless
-// SWITCHYARD_REVIEW=1.
-
-func reviewDefect(t *testing.T, defect string) {
-	t.Helper()
-	if os.Getenv("SWITCHYARD_REVIEW") == "" {
-		t.Skip("review: " + defect)
-	}
-}
+// Adversarial review of issue 5 at the router: each test failed while its
+// defect was open, and guards its fix since.
 
 // TestReviewDeniedTemplateCompletionLeaks: completion/complete of a
 // resource template the tenant's policy denies (a kind resource_templates
