@@ -13,6 +13,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/switchyard-mcp/switchyard/internal/stale"
 	"github.com/switchyard-mcp/switchyard/proto"
 )
 
@@ -76,10 +77,7 @@ type Fleet struct {
 	ready atomic.Bool
 	ran   atomic.Bool
 
-	mu     sync.Mutex // guards stale, since and reason
-	stale  bool
-	since  time.Time
-	reason string
+	st stale.State
 
 	stops sync.WaitGroup // watchers being stopped in the background
 }
@@ -132,14 +130,12 @@ func NewFleet(js jetstream.JetStream, cfg FleetConfig, log *slog.Logger) (*Fleet
 		return nil, err
 	}
 	f := &Fleet{
-		js:     js,
-		cfg:    cfg,
-		log:    log.With(proto.LogComponent, "limit-fleet", proto.LogEdge, cfg.ID),
-		self:   self,
-		stale:  true,
-		since:  time.Now(),
-		reason: errFleetNotStarted.Error(),
+		js:   js,
+		cfg:  cfg,
+		log:  log.With(proto.LogComponent, "limit-fleet", proto.LogEdge, cfg.ID),
+		self: self,
 	}
+	f.st.Restart(errFleetNotStarted)
 	f.view.Store(NewView(cfg.ID, nil))
 	return f, nil
 }
@@ -161,11 +157,7 @@ func (f *Fleet) Ready() bool { return f.ready.Load() }
 // Stale reports whether View may lag the fleet: from NewFleet until the
 // first read, and from any failure until the bucket is read again. since
 // is when it turned stale; reason the latest failure, for health.
-func (f *Fleet) Stale() (stale bool, since time.Time, reason string) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.stale, f.since, f.reason
-}
+func (f *Fleet) Stale() (stale bool, since time.Time, reason string) { return f.st.Get() }
 
 // Run announces the edge and watches the bucket until ctx ends, retrying
 // after every failure; then it deletes the edge's key (bounded by
@@ -183,9 +175,7 @@ func (f *Fleet) Run(ctx context.Context) error {
 		f.ready.Store(false)
 		f.setStale(errFleetStopped)
 	}()
-	f.mu.Lock()
-	f.since, f.reason = time.Now(), errFleetLoading.Error()
-	f.mu.Unlock()
+	f.st.Restart(errFleetLoading)
 	var announced bool
 	backoff := f.cfg.RetryMin
 	for {
@@ -424,30 +414,21 @@ func (f *Fleet) stopWatch(kw jetstream.KeyWatcher) {
 // setStale records a failure, logging the first after a read and any
 // that differs, but not the end of Run.
 func (f *Fleet) setStale(err error) {
-	f.mu.Lock()
-	was, old := f.stale, f.reason
-	if !was {
-		f.stale, f.since = true, time.Now()
-	}
-	f.reason = err.Error()
-	f.mu.Unlock()
+	first, changed := f.st.Fail(err)
 	switch {
 	case err == errFleetStopped:
-	case !was:
+	case first:
 		f.log.Warn("fleet membership stale, keeping the last shares", proto.LogErr, err)
-	case old != err.Error():
+	case changed:
 		f.log.Info("fleet membership not in sync", proto.LogErr, err)
 	}
 }
 
 func (f *Fleet) setFresh() {
-	f.mu.Lock()
-	since := f.since
-	f.stale, f.since, f.reason = false, time.Now(), ""
-	f.mu.Unlock()
+	staleFor := f.st.Clear()
 	v := f.view.Load()
 	f.log.Info("fleet membership in sync", "edges", v.N(), "rank", v.Rank,
-		"stale_for", time.Since(since).Round(time.Millisecond))
+		"stale_for", staleFor.Round(time.Millisecond))
 }
 
 var _ Membership = (*Fleet)(nil)

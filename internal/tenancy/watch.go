@@ -13,6 +13,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/switchyard-mcp/switchyard/internal/stale"
 	"github.com/switchyard-mcp/switchyard/proto"
 )
 
@@ -79,10 +80,7 @@ type Watcher struct {
 	ready atomic.Bool
 	ran   atomic.Bool
 
-	mu     sync.Mutex // guards stale, since and reason
-	stale  bool
-	since  time.Time
-	reason string
+	st stale.State
 
 	// stops tracks watchers being stopped in the background: stopping one
 	// deletes its consumer, a JetStream request that waits out its timeout
@@ -138,13 +136,11 @@ func NewWatcher(js jetstream.JetStream, cfg WatcherConfig, log *slog.Logger) (*W
 		log = slog.New(slog.DiscardHandler)
 	}
 	w := &Watcher{
-		js:     js,
-		cfg:    cfg,
-		log:    log.With(proto.LogComponent, "tenancy-watch"),
-		stale:  true,
-		since:  time.Now(),
-		reason: errNotStarted.Error(),
+		js:  js,
+		cfg: cfg,
+		log: log.With(proto.LogComponent, "tenancy-watch"),
 	}
+	w.st.Restart(errNotStarted)
 	w.snap.Store(emptySnapshot())
 	return w, nil
 }
@@ -163,11 +159,7 @@ func (w *Watcher) Ready() bool { return w.ready.Load() }
 // watch ended, bucket missing or unreachable) until both buckets have
 // been read again. since is when it turned stale; reason is the latest
 // failure, for health reports.
-func (w *Watcher) Stale() (stale bool, since time.Time, reason string) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.stale, w.since, w.reason
-}
+func (w *Watcher) Stale() (stale bool, since time.Time, reason string) { return w.st.Get() }
 
 // Run watches both buckets until ctx ends, retrying after every failure,
 // and returns nil then; every goroutine it started has exited. It
@@ -184,9 +176,7 @@ func (w *Watcher) Run(ctx context.Context) error {
 		w.ready.Store(false)
 		w.setStale(errStopped)
 	}()
-	w.mu.Lock()
-	w.since, w.reason = time.Now(), errLoading.Error()
-	w.mu.Unlock()
+	w.st.Restart(errLoading)
 	backoff := w.cfg.RetryMin
 	for {
 		synced, err := w.session(ctx, nc, status)
@@ -507,28 +497,19 @@ func (r *keyRec) rawValue() []byte    { return r.raw }
 // setStale records a failure; the first one after a sync is logged, and
 // later ones if they differ, but not the end of Run.
 func (w *Watcher) setStale(err error) {
-	w.mu.Lock()
-	was, old := w.stale, w.reason
-	if !was {
-		w.stale, w.since = true, time.Now()
-	}
-	w.reason = err.Error()
-	w.mu.Unlock()
+	first, changed := w.st.Fail(err)
 	switch {
 	case err == errStopped:
-	case !was:
+	case first:
 		w.log.Warn("tenancy snapshot stale, serving the last one", proto.LogErr, err)
-	case old != err.Error():
+	case changed:
 		w.log.Info("tenancy watch not in sync", proto.LogErr, err)
 	}
 }
 
 // setFresh clears stale once a watch has published the buckets' state.
 func (w *Watcher) setFresh(s *Snapshot) {
-	w.mu.Lock()
-	since := w.since
-	w.stale, w.since, w.reason = false, time.Now(), ""
-	w.mu.Unlock()
+	staleFor := w.st.Clear()
 	w.log.Info("tenancy snapshot in sync", "tenants", s.Len(), "api_keys", len(s.keys),
-		"problems", len(s.problems), "stale_for", time.Since(since).Round(time.Millisecond))
+		"problems", len(s.problems), "stale_for", staleFor.Round(time.Millisecond))
 }
