@@ -305,8 +305,12 @@ func (s *Service) passthroughOf(ev *bus.KVEvent) bool {
 // rebuild makes a new snapshot, publishes it, and has the announcer tell
 // the tenants what changed.
 func (s *Service) rebuild() {
-	view := s.presence.View()
 	s.mu.Lock()
+	// The presence view is read under mu: two rebuilds racing (a catalog
+	// event and a presence change) would otherwise let the one that read
+	// the older view store its snapshot last, and keep it until the next
+	// change.
+	view := s.presence.View()
 	next := s.state.Build(view.Up)
 	s.snap.Store(next)
 	ready := s.loadedU && s.loadedT

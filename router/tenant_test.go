@@ -78,7 +78,9 @@ func tenantRig(t *testing.T) *rig {
 		if !g.r.Ready() || !pres.Up("a") || !pres.Up("b") || !pres.Up("c") || !snap.Passthrough("c") ||
 			snap.Federated.Len() != 8 || snap.List(proto.KindPrompts, "").Len() != 3 ||
 			snap.List(proto.KindResources, "").Len() != 4 || snap.List(proto.KindResourceTemplates, "").Len() != 1 {
-			return errors.New("not ready")
+			return fmt.Errorf("not ready: ready %v, up a/b/c %v/%v/%v, passthrough c %v, tools %d, prompts %d, resources %d, templates %d",
+				g.r.Ready(), pres.Up("a"), pres.Up("b"), pres.Up("c"), snap.Passthrough("c"), snap.Federated.Len(),
+				snap.List(proto.KindPrompts, "").Len(), snap.List(proto.KindResources, "").Len(), snap.List(proto.KindResourceTemplates, "").Len())
 		}
 		return nil
 	})
