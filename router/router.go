@@ -313,9 +313,11 @@ func (s *Service) rebuild() {
 	view := s.presence.View()
 	next := s.state.Build(view.Up)
 	s.snap.Store(next)
+	// ready is stored under mu too: a rebuild that began before the
+	// catalog finished loading must not overwrite a later rebuild's true.
 	ready := s.loadedU && s.loadedT
-	s.mu.Unlock()
 	s.ready.Store(ready)
+	s.mu.Unlock()
 	if ready {
 		s.wake()
 	}
