@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"hash/maphash"
 	"math/bits"
-	"strings"
 )
 
 // ambiguous is stored for a selector that two different tenants list: any
@@ -17,8 +16,7 @@ const ambiguous = -1
 // and safe for concurrent use; to apply a change, build a new one and swap
 // it in (an atomic.Pointer). The zero Index matches no principal.
 type Index struct {
-	tenants []string // by id; ids are the records' tenants
-	names   string   // every tenant's name, concatenated; tenants are substrings
+	n int // distinct tenants
 
 	// A principal carries claims no selector names (sub, email, iat...);
 	// names skips them before their values are hashed.
@@ -42,32 +40,24 @@ func Build(tenants []TenantSelectors) (*Index, error) {
 	}
 	b := newBuilder()
 	ids := make(map[string]int32, len(tenants))
-	var names strings.Builder
 	for _, ts := range tenants {
 		id, ok := ids[ts.Tenant]
 		if !ok {
 			id = int32(len(b.names))
 			ids[ts.Tenant] = id
-			b.names = append(b.names, [2]uint32{uint32(names.Len()), uint32(len(ts.Tenant))})
-			names.WriteString(ts.Tenant)
+			b.names = append(b.names, ts.Tenant)
 		}
 		for _, s := range ts.Selectors {
 			b.add(s, id)
 		}
 	}
-	if len(b.x.t.arena) > maxArena || names.Len() > maxArena {
-		return nil, fmt.Errorf("selectors and tenant names take %d and %d bytes, more than %d: %w",
-			len(b.x.t.arena), names.Len(), maxArena, ErrInvalid)
+	if err := b.layout(); err != nil {
+		return nil, err
 	}
 	b.fill()
 	b.x.claims.freeze()
-	x := b.x
-	x.names = names.String()
-	x.tenants = make([]string, len(b.names))
-	for i, n := range b.names {
-		x.tenants[i] = x.names[n[0] : n[0]+n[1]]
-	}
-	return x, nil
+	b.x.n = len(b.names)
+	return b.x, nil
 }
 
 func validate(tenants []TenantSelectors) error {
@@ -99,19 +89,30 @@ type stringKey struct {
 
 type pairKey struct {
 	kind uint8
-	a, b uint32
+	a, b int // nodes
 }
 
-// builder appends one record per distinct key to the arena, finding keys
-// again through maps (Build may allocate), and fills the slots at the end,
-// when their number is known.
+// node is one key, and so one record, while Build collects them: the
+// arena is laid out once every tenant is known, so that each record can
+// carry its tenant's name.
+type node struct {
+	kind, flags uint8
+	a, b        int // claim name index (string kinds), or the nodes a pair pairs
+	s           string
+	tenant      int32
+}
+
+// builder collects one node per distinct key, finding keys again through
+// maps (Build may allocate), then lays the records out in the arena and
+// fills the slots, once their number is known.
 type builder struct {
 	x       *Index
 	strings map[stringKey]int
 	pairs   map[pairKey]int
-	hashes  []uint64 // of the records, in arena order
-	offs    []int
-	names   [][2]uint32 // by tenant id: offset and length in Index.names
+	nodes   []node
+	names   []string // by tenant id
+	hashes  []uint64 // of the records, in node order
+	offs    []int    // of the records, in node order
 }
 
 func newBuilder() *builder {
@@ -132,7 +133,7 @@ func (b *builder) add(s Selector, id int32) {
 	case ShapeCompound:
 		b.x.hasGroups, b.x.hasCompound = true, true
 		c := b.claim(s.Claim, s.Value, roleCompound)
-		b.x.t.arena[c+recFlags] |= flagCompound
+		b.nodes[c].flags |= flagCompound
 		prefix := b.pair(kindPrefix, b.str(kindIssuer, 0, s.Issuer), c)
 		b.put(b.pair(kindCompound, prefix, b.str(kindGroup, 0, s.Group)), id)
 	}
@@ -143,63 +144,78 @@ func (b *builder) claim(name, value string, r role) int {
 	return b.str(kindClaim, b.x.claims.add(name, r), value)
 }
 
-// put records that tenant id lists the selector of record o.
-func (b *builder) put(o int, id int32) {
-	if old := b.x.t.tenant(o); old != noTenant && old != id {
+// put records that tenant id lists the selector of node n.
+func (b *builder) put(n int, id int32) {
+	if old := b.nodes[n].tenant; old != noTenant && old != id {
 		id = ambiguous
 	}
-	r := b.x.t.arena[o:]
-	binary.LittleEndian.PutUint32(r[recTenant:], uint32(id))
-	if id != ambiguous {
-		binary.LittleEndian.PutUint32(r[recName:], b.names[id][0])
-		binary.LittleEndian.PutUint32(r[recNameN:], b.names[id][1])
-	}
+	b.nodes[n].tenant = id
 }
 
-// str returns the offset of the record for a string key, appending it
-// first if it is new.
+// str returns the node of a string key, adding it first if it is new.
 func (b *builder) str(kind uint8, name uint32, s string) int {
 	k := stringKey{kind, name, s}
-	if o, ok := b.strings[k]; ok {
-		return o
+	if n, ok := b.strings[k]; ok {
+		return n
 	}
-	o := b.record(kind, name, uint32(len(s)), s, stringHash(b.x.t.hashString(s), kind, name))
-	b.strings[k] = o
-	return o
+	b.nodes = append(b.nodes, node{kind: kind, a: int(name), s: s, tenant: noTenant})
+	b.strings[k] = len(b.nodes) - 1
+	return len(b.nodes) - 1
 }
 
-// pair returns the offset of the pair record of kind for records a and b,
-// appending it first if it is new.
+// pair returns the node of the pair key of kind for nodes a and c, adding
+// it first if it is new.
 func (b *builder) pair(kind uint8, a, c int) int {
-	k := pairKey{kind, uint32(a), uint32(c)}
-	if o, ok := b.pairs[k]; ok {
-		return o
+	k := pairKey{kind, a, c}
+	if n, ok := b.pairs[k]; ok {
+		return n
 	}
-	o := b.record(kind, k.a, k.b, "", pairHash(k.a, k.b))
-	b.pairs[k] = o
-	return o
+	b.nodes = append(b.nodes, node{kind: kind, a: a, b: c, tenant: noTenant})
+	b.pairs[k] = len(b.nodes) - 1
+	return len(b.nodes) - 1
 }
 
-// record appends a record, 8-byte aligned and, when it fits in a cache
-// line, not straddling two, so that a hit reads one line of the arena.
-func (b *builder) record(kind uint8, a, c uint32, s string, h uint64) int {
-	arena := b.x.t.arena
-	size := (recHeader + len(s) + 7) &^ 7
-	o := len(arena)
-	if size <= 64 && o%64+size > 64 {
-		o = (o + 63) &^ 63
+// layout writes one record per node to the arena, in node order (a pair's
+// nodes come before it, so their offsets are known), each 8-byte aligned
+// and, when it fits in a cache line, not straddling two, so that a hit
+// reads one line of the arena. It fails if the arena outgrows the 32 bits
+// a slot gives an offset.
+func (b *builder) layout() error {
+	t := &b.x.t
+	var arena []byte
+	b.hashes, b.offs = make([]uint64, len(b.nodes)), make([]int, len(b.nodes))
+	for i, n := range b.nodes {
+		name := ""
+		if n.tenant >= 0 {
+			name = b.names[n.tenant]
+		}
+		size := (recHeader + len(n.s) + len(name) + 7) &^ 7
+		o := len(arena)
+		if size <= 64 && o%64+size > 64 {
+			o = (o + 63) &^ 63
+		}
+		if o+size > maxArena {
+			return fmt.Errorf("selectors and tenant names take more than %d bytes: %w", maxArena, ErrInvalid)
+		}
+		arena = append(arena, make([]byte, o+size-len(arena))...)
+		a, c := uint32(n.a), uint32(len(n.s))
+		if n.kind == kindPrefix || n.kind == kindCompound {
+			a, c = uint32(b.offs[n.a]), uint32(b.offs[n.b])
+			b.hashes[i] = pairHash(a, c)
+		} else {
+			b.hashes[i] = stringHash(t.hashString(n.s), n.kind, a)
+		}
+		r := arena[o:]
+		r[recKind], r[recFlags] = n.kind, n.flags
+		binary.LittleEndian.PutUint32(r[recA:], a)
+		binary.LittleEndian.PutUint32(r[recB:], c)
+		binary.LittleEndian.PutUint32(r[recTenant:], uint32(n.tenant))
+		binary.LittleEndian.PutUint32(r[recNameN:], uint32(len(name)))
+		copy(r[recHeader+copy(r[recHeader:], n.s):], name)
+		b.offs[i] = o
 	}
-	arena = append(arena, make([]byte, o+size-len(arena))...)
-	r := arena[o:]
-	r[recKind] = kind
-	binary.LittleEndian.PutUint32(r[recA:], a)
-	binary.LittleEndian.PutUint32(r[recB:], c)
-	none := int32(noTenant)
-	binary.LittleEndian.PutUint32(r[recTenant:], uint32(none))
-	copy(r[recHeader:], s)
-	b.x.t.arena = arena
-	b.hashes, b.offs = append(b.hashes, h), append(b.offs, o)
-	return o
+	t.arena = string(arena)
+	return nil
 }
 
 // fill sizes the slots to at most half full, which keeps linear probes
@@ -211,7 +227,6 @@ func (b *builder) fill() {
 	}
 	n := uint64(1) << bits.Len64(uint64(2*len(b.offs)-1))
 	t.slots, t.mask = make([]uint64, n), n-1
-	t.arena = append([]byte(nil), t.arena...) // no spare capacity kept
 	for j, h := range b.hashes {
 		i := h & t.mask
 		for t.slots[i] != 0 {
@@ -222,4 +237,4 @@ func (b *builder) fill() {
 }
 
 // Len returns the number of distinct tenants in x.
-func (x *Index) Len() int { return len(x.tenants) }
+func (x *Index) Len() int { return x.n }

@@ -47,7 +47,7 @@ func (x *Index) Resolve(p *Principal) (string, error) {
 	case m.n == 0:
 		return "", ErrNoTenant
 	}
-	return x.t.name(m.rec, x.names), nil
+	return x.t.name(m.rec), nil
 }
 
 // unknownIssuer is the issuer record before Resolve needs it.

@@ -1,9 +1,6 @@
 package tenant
 
-import (
-	"encoding/binary"
-	"hash/maphash"
-)
+import "hash/maphash"
 
 // table is the open-addressing hash table behind an [Index]. Every key a
 // selector names (a claim value under its name, a group, an issuer, and the
@@ -14,13 +11,13 @@ import (
 // A principal's strings are hashed once each, and that hash both picks
 // the slot and (through the tag) turns away almost every key no selector
 // names: a miss reads one line of slots; a hit reads one more, the record,
-// whose header and string share a line. A Go map would hash the key again
-// and chase pointers to the key's strings.
+// whose header, string and tenant name share a line. A Go map would hash
+// the key again and chase pointers to the key's strings.
 type table struct {
 	seed  maphash.Seed
 	slots []uint64 // tag<<32 | offset+1; 0 is empty; len is a power of two
 	mask  uint64   // len(slots) - 1
-	arena []byte   // records, see rec*
+	arena string   // records, see rec*; a string so that names are substrings
 }
 
 // Record kinds. A record's key is its kind plus, for string kinds, the
@@ -34,16 +31,18 @@ const (
 	kindCompound                  // prefix record, group record
 )
 
-// Record layout in the arena, little-endian.
+// Record layout in the arena, little-endian. The key's string and then
+// the name of the record's tenant (none if it has no tenant or an
+// ambiguous one) follow the header, so that a hit reads the tenant's name
+// from the line it has just compared, not from another.
 const (
 	recKind   = 0  // uint8
 	recFlags  = 1  // uint8
 	recA      = 4  // uint32: claim name index, or first offset of a pair
 	recB      = 8  // uint32: string length, or second offset of a pair
 	recTenant = 12 // int32: tenant id, ambiguous or noTenant
-	recName   = 16 // uint32: offset of the tenant's name in Index.names
-	recNameN  = 20 // uint32: length of the tenant's name
-	recHeader = 24 // the string follows
+	recNameN  = 16 // uint32: length of the tenant's name
+	recHeader = 20 // the string follows, then the name
 )
 
 // flagCompound marks a claim record that some compound selector names, so
@@ -99,9 +98,8 @@ func (t *table) findString(h uint64, kind uint8, name uint32, s string) int {
 		}
 		o := int(uint32(slot)) - 1
 		r := t.arena[o : o+recHeader]
-		if r[recKind] == kind && binary.LittleEndian.Uint32(r[recA:]) == name &&
-			int(binary.LittleEndian.Uint32(r[recB:])) == len(s) &&
-			string(t.arena[o+recHeader:o+recHeader+len(s)]) == s {
+		if r[recKind] == kind && u32(r, recA) == name && int(u32(r, recB)) == len(s) &&
+			t.arena[o+recHeader:o+recHeader+len(s)] == s {
 			return o
 		}
 	}
@@ -122,23 +120,27 @@ func (t *table) findPair(kind uint8, a, b uint32) int {
 		}
 		o := int(uint32(slot)) - 1
 		r := t.arena[o : o+recHeader]
-		if r[recKind] == kind && binary.LittleEndian.Uint32(r[recA:]) == a &&
-			binary.LittleEndian.Uint32(r[recB:]) == b {
+		if r[recKind] == kind && u32(r, recA) == a && u32(r, recB) == b {
 			return o
 		}
 	}
 }
 
-func (t *table) tenant(o int) int32 {
-	return int32(binary.LittleEndian.Uint32(t.arena[o+recTenant:]))
+// u32 reads the little-endian uint32 at r[i:].
+func u32(r string, i int) uint32 {
+	_ = r[i+3] // one bounds check
+	return uint32(r[i]) | uint32(r[i+1])<<8 | uint32(r[i+2])<<16 | uint32(r[i+3])<<24
 }
 
-// name returns the tenant name of record o, a substring of all, the
-// names of every tenant, so that a hit yields its tenant without reading
-// another slice and the names read after it sit together.
-func (t *table) name(o int, all string) string {
-	off := binary.LittleEndian.Uint32(t.arena[o+recName:])
-	return all[off : off+binary.LittleEndian.Uint32(t.arena[o+recNameN:])]
+func (t *table) tenant(o int) int32 { return int32(u32(t.arena, o+recTenant)) }
+
+// name returns the tenant name of record o, which follows its string.
+func (t *table) name(o int) string {
+	i := o + recHeader
+	if k := t.arena[o+recKind]; k == kindClaim || k == kindGroup || k == kindIssuer {
+		i += int(u32(t.arena, o+recB))
+	}
+	return t.arena[i : i+int(u32(t.arena, o+recNameN))]
 }
 
 func (t *table) flags(o int) uint8 { return t.arena[o+recFlags] }
