@@ -51,10 +51,9 @@ func Build(tenants []TenantSelectors) (*Index, error) {
 			b.add(s, id)
 		}
 	}
-	if err := b.layout(); err != nil {
+	if err := b.fill(); err != nil {
 		return nil, err
 	}
-	b.fill()
 	b.x.claims.freeze()
 	b.x.n = len(b.names)
 	return b.x, nil
@@ -93,7 +92,7 @@ type pairKey struct {
 }
 
 // node is one key, and so one record, while Build collects them: the
-// arena is laid out once every tenant is known, so that each record can
+// table is filled once every tenant is known, so that each record can
 // carry its tenant's name.
 type node struct {
 	kind, flags uint8
@@ -103,16 +102,14 @@ type node struct {
 }
 
 // builder collects one node per distinct key, finding keys again through
-// maps (Build may allocate), then lays the records out in the arena and
-// fills the slots, once their number is known.
+// maps (Build may allocate), then enters them in the table, once their
+// number is known.
 type builder struct {
 	x       *Index
 	strings map[stringKey]int
 	pairs   map[pairKey]int
 	nodes   []node
 	names   []string // by tenant id
-	hashes  []uint64 // of the records, in node order
-	offs    []int    // of the records, in node order
 }
 
 func newBuilder() *builder {
@@ -175,65 +172,79 @@ func (b *builder) pair(kind uint8, a, c int) int {
 	return len(b.nodes) - 1
 }
 
-// layout writes one record per node to the arena, in node order (a pair's
-// nodes come before it, so their offsets are known), each 8-byte aligned
-// and, when it fits in a cache line, not straddling two, so that a hit
-// reads one line of the arena. It fails if the arena outgrows the 32 bits
-// a slot gives an offset.
-func (b *builder) layout() error {
+// maxLoad is the largest fraction of slots in use: tags make probing
+// cheap, so the table can be fuller than with slots read from memory, and
+// entries take a cache line each.
+const maxLoadNum, maxLoadDen = 3, 4
+
+// fill sizes the table to at most maxLoad full and enters every node in
+// node order: a pair's nodes come before it, so their slots, which its key
+// is made of, are known. It fails if the arena outgrows the 32 bits an
+// entry gives an offset.
+func (b *builder) fill() error {
 	t := &b.x.t
-	var arena []byte
-	b.hashes, b.offs = make([]uint64, len(b.nodes)), make([]int, len(b.nodes))
-	for i, n := range b.nodes {
-		name := ""
-		if n.tenant >= 0 {
-			name = b.names[n.tenant]
-		}
-		size := (recHeader + len(n.s) + len(name) + 7) &^ 7
-		o := len(arena)
-		if size <= 64 && o%64+size > 64 {
-			o = (o + 63) &^ 63
-		}
-		if o+size > maxArena {
-			return fmt.Errorf("selectors and tenant names take more than %d bytes: %w", maxArena, ErrInvalid)
-		}
-		arena = append(arena, make([]byte, o+size-len(arena))...)
-		a, c := uint32(n.a), uint32(len(n.s))
-		if n.kind == kindPrefix || n.kind == kindCompound {
-			a, c = uint32(b.offs[n.a]), uint32(b.offs[n.b])
-			b.hashes[i] = pairHash(a, c)
+	if len(b.nodes) == 0 {
+		return nil // the zero table: Resolve looks nothing up
+	}
+	n := uint64(1) << bits.Len64(uint64((len(b.nodes)*maxLoadDen-1)/maxLoadNum))
+	t.tags, t.mask = make([]uint8, n), n-1
+	slots := make([]int, len(b.nodes))
+	for j, nd := range b.nodes {
+		var h uint64
+		if nd.kind == kindPrefix || nd.kind == kindCompound {
+			h = pairHash(uint32(slots[nd.a]), uint32(slots[nd.b]))
 		} else {
-			b.hashes[i] = stringHash(t.hashString(n.s), n.kind, a)
+			h = stringHash(t.hashString(nd.s), nd.kind, uint32(nd.a))
 		}
-		r := arena[o:]
-		r[recKind], r[recFlags] = n.kind, n.flags
+		i := h & t.mask
+		for t.tags[i] != 0 {
+			i = (i + 1) & t.mask
+		}
+		t.tags[i], slots[j] = tagOf(h), int(i)
+	}
+	if n*entrySize > maxArena {
+		return fmt.Errorf("%d selectors: %w", len(b.nodes), ErrInvalid)
+	}
+	arena := make([]byte, n*entrySize)
+	for j, nd := range b.nodes {
+		name := ""
+		if nd.tenant >= 0 {
+			name = b.names[nd.tenant]
+		}
+		o := slots[j] * entrySize
+		r := arena[o : o+entrySize]
+		a, c := uint32(nd.a), uint32(len(nd.s))
+		if nd.kind == kindPrefix || nd.kind == kindCompound {
+			a, c = uint32(slots[nd.a]), uint32(slots[nd.b])
+		}
+		r[recKind], r[recFlags] = nd.kind, nd.flags
+		binary.LittleEndian.PutUint32(r[recTenant:], uint32(nd.tenant))
 		binary.LittleEndian.PutUint32(r[recA:], a)
 		binary.LittleEndian.PutUint32(r[recB:], c)
-		binary.LittleEndian.PutUint32(r[recTenant:], uint32(n.tenant))
+		// Strings that do not fit go after the entries: a hit on them
+		// reads another line.
+		free := recInline
+		for _, f := range [...]struct {
+			s   string
+			off int
+		}{{nd.s, recKey}, {name, recName}} {
+			at := len(arena)
+			if free+len(f.s) <= entrySize {
+				at, free = o+free, free+len(f.s)
+				copy(r[at-o:], f.s)
+			} else {
+				arena = append(arena, f.s...)
+				r = arena[o : o+entrySize] // arena may have moved
+			}
+			if at+len(f.s) > maxArena {
+				return fmt.Errorf("selectors and tenant names take more than %d bytes: %w", maxArena, ErrInvalid)
+			}
+			binary.LittleEndian.PutUint32(r[f.off:], uint32(at))
+		}
 		binary.LittleEndian.PutUint32(r[recNameN:], uint32(len(name)))
-		copy(r[recHeader+copy(r[recHeader:], n.s):], name)
-		b.offs[i] = o
 	}
 	t.arena = string(arena)
 	return nil
-}
-
-// fill sizes the slots to at most half full, which keeps linear probes
-// short, and enters every record.
-func (b *builder) fill() {
-	t := &b.x.t
-	if len(b.offs) == 0 {
-		return // the zero table: Resolve looks nothing up
-	}
-	n := uint64(1) << bits.Len64(uint64(2*len(b.offs)-1))
-	t.slots, t.mask = make([]uint64, n), n-1
-	for j, h := range b.hashes {
-		i := h & t.mask
-		for t.slots[i] != 0 {
-			i = (i + 1) & t.mask
-		}
-		t.slots[i] = h>>32<<32 | uint64(b.offs[j]+1)
-	}
 }
 
 // Len returns the number of distinct tenants in x.

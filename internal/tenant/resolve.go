@@ -3,12 +3,12 @@ package tenant
 // match accumulates the tenant ids a principal's lookups hit.
 type match struct {
 	id        int32 // first tenant seen; valid when n > 0
-	rec       int   // a record of tenant id, which holds its name
+	rec       int   // the slot of a record of tenant id, which holds its name
 	n         int   // lookups that hit
 	ambiguous bool
 }
 
-// see counts the tenant of record o, if the record has one.
+// see counts the tenant of the record in slot o, if it has one.
 func (m *match) see(t *table, o int) {
 	id := t.tenant(o)
 	switch {
@@ -38,7 +38,7 @@ const keptGroups = 16
 // not allocate. It is safe for concurrent use.
 func (x *Index) Resolve(p *Principal) (string, error) {
 	var m match
-	if len(x.t.slots) > 0 { // the zero Index and one built from nothing
+	if len(x.t.tags) > 0 { // the zero Index and one built from nothing
 		x.visit(p, &m)
 	}
 	switch {

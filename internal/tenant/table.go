@@ -4,25 +4,34 @@ import "hash/maphash"
 
 // table is the open-addressing hash table behind an [Index]. Every key a
 // selector names (a claim value under its name, a group, an issuer, and the
-// pairs that make up compound selectors) is one record in arena; slots
-// holds, per record, the top 32 bits of the key's hash and the record's
-// offset, probed linearly from the slot the low bits of the hash pick.
+// pairs that make up compound selectors) is one record. Records are
+// entries of one cache line each, in slot order: the record of slot i is
+// entry i of arena. tags holds one byte of each slot's hash (0 if the slot
+// is empty); lookups probe tags linearly from the slot the low bits of the
+// hash pick.
 //
 // A principal's strings are hashed once each, and that hash both picks
 // the slot and (through the tag) turns away almost every key no selector
-// names: a miss reads one line of slots; a hit reads one more, the record,
-// whose header, string and tenant name share a line. A Go map would hash
-// the key again and chase pointers to the key's strings.
+// names: a miss reads one line of tags, which are 1/64 of the table and so
+// stay in cache; a hit reads one more line, the entry, which holds the key
+// to compare and the tenant's name. Because the entry's address follows
+// from the slot, not from something read from memory, the CPU fetches it
+// while it compares the tag, so a hit waits for one cache miss, not two. A
+// Go map would hash the key again and chase pointers to the key's strings.
+//
+// The hash is seeded per table ([maphash.MakeSeed]): principals choose
+// their claim values and groups, and must not be able to pick strings that
+// share a slot and make every lookup probe far.
 type table struct {
 	seed  maphash.Seed
-	slots []uint64 // tag<<32 | offset+1; 0 is empty; len is a power of two
-	mask  uint64   // len(slots) - 1
-	arena string   // records, see rec*; a string so that names are substrings
+	tags  []uint8 // by slot: 0 is empty, else tagOf(hash); len is a power of two
+	mask  uint64  // len(tags) - 1
+	arena string  // len(tags) entries of entrySize bytes, then spilled strings
 }
 
 // Record kinds. A record's key is its kind plus, for string kinds, the
-// claim name index and the string, and for pair kinds the offsets of the
-// two records it pairs.
+// claim name index and the string, and for pair kinds the slots of the two
+// records it pairs.
 const (
 	kindClaim    uint8 = iota + 1 // claim name index, value
 	kindGroup                     // group
@@ -31,18 +40,21 @@ const (
 	kindCompound                  // prefix record, group record
 )
 
-// Record layout in the arena, little-endian. The key's string and then
-// the name of the record's tenant (none if it has no tenant or an
-// ambiguous one) follow the header, so that a hit reads the tenant's name
-// from the line it has just compared, not from another.
+// Entry layout, little-endian. The key's string and the name of the
+// record's tenant (empty if it has no tenant or an ambiguous one) are
+// stored in the entry when they fit, one after the other, or else after
+// the entries; recKey and recName locate them in the arena either way.
 const (
 	recKind   = 0  // uint8
 	recFlags  = 1  // uint8
-	recA      = 4  // uint32: claim name index, or first offset of a pair
-	recB      = 8  // uint32: string length, or second offset of a pair
-	recTenant = 12 // int32: tenant id, ambiguous or noTenant
-	recNameN  = 16 // uint32: length of the tenant's name
-	recHeader = 20 // the string follows, then the name
+	recTenant = 4  // int32: tenant id, ambiguous or noTenant
+	recA      = 8  // uint32: claim name index, or first slot of a pair
+	recB      = 12 // uint32: string length, or second slot of a pair
+	recKey    = 16 // uint32: offset of the string in the arena
+	recName   = 20 // uint32: offset of the tenant's name in the arena
+	recNameN  = 24 // uint32: length of the tenant's name
+	recInline = 28 // the string and the name, when they fit
+	entrySize = 64 // one cache line
 )
 
 // flagCompound marks a claim record that some compound selector names, so
@@ -57,8 +69,8 @@ const noTenant = -2
 // notFound is what the find methods return for a key no record has.
 const notFound = -1
 
-// maxArena keeps offset+1 within the 32 bits a slot gives it.
-const maxArena = 1<<32 - 2
+// maxArena keeps every offset within the 32 bits an entry gives it.
+const maxArena = 1<<32 - 1
 
 // fin is the splitmix64 finalizer: a bijection that spreads every input
 // bit over the output, so distinct pair keys never share a hash.
@@ -72,6 +84,15 @@ func fin(z uint64) uint64 {
 
 func (t *table) hashString(s string) uint64 { return maphash.String(t.seed, s) }
 
+// tagOf is the tag of hash h: its top byte, which the slot (its low bits)
+// does not use, made non-zero.
+func tagOf(h uint64) uint8 {
+	if g := uint8(h >> 56); g != 0 {
+		return g
+	}
+	return 1
+}
+
 // stringHash is the hash of a string record's key from the hash of its
 // string h. Adding a multiple of an odd constant that depends only on the
 // kind and name keeps h uniform (one multiply, off the path that waits for
@@ -80,48 +101,49 @@ func stringHash(h uint64, kind uint8, name uint32) uint64 {
 	return h + (uint64(kind)<<32|uint64(name))*0x9e3779b97f4a7c15
 }
 
-// pairHash is the hash of a pair record's key. Offsets are unique across
+// pairHash is the hash of a pair record's key. Slots are unique across
 // kinds, so the kind need not be hashed.
 func pairHash(a, b uint32) uint64 { return fin(uint64(a)<<32 | uint64(b)) }
 
-// findString returns the offset of the record of kind with name and s,
-// whose hash is h, or notFound.
+// findString returns the slot of the record of kind with name and s, whose
+// hash is h, or notFound.
 func (t *table) findString(h uint64, kind uint8, name uint32, s string) int {
-	tag := h >> 32
+	tag := tagOf(h)
 	for i := h & t.mask; ; i = (i + 1) & t.mask {
-		slot := t.slots[i]
-		if slot == 0 {
+		g := t.tags[i]
+		if g == 0 {
 			return notFound
 		}
-		if slot>>32 != tag {
+		if g != tag {
 			continue
 		}
-		o := int(uint32(slot)) - 1
-		r := t.arena[o : o+recHeader]
-		if r[recKind] == kind && u32(r, recA) == name && int(u32(r, recB)) == len(s) &&
-			t.arena[o+recHeader:o+recHeader+len(s)] == s {
-			return o
+		o := int(i) * entrySize
+		r := t.arena[o : o+entrySize]
+		if r[recKind] == kind && u32(r, recA) == name && int(u32(r, recB)) == len(s) {
+			if k := int(u32(r, recKey)); t.arena[k:k+len(s)] == s {
+				return int(i)
+			}
 		}
 	}
 }
 
-// findPair returns the offset of the pair record of kind for a and b, or
-// notFound.
+// findPair returns the slot of the pair record of kind for slots a and b,
+// or notFound.
 func (t *table) findPair(kind uint8, a, b uint32) int {
 	h := pairHash(a, b)
-	tag := h >> 32
+	tag := tagOf(h)
 	for i := h & t.mask; ; i = (i + 1) & t.mask {
-		slot := t.slots[i]
-		if slot == 0 {
+		g := t.tags[i]
+		if g == 0 {
 			return notFound
 		}
-		if slot>>32 != tag {
+		if g != tag {
 			continue
 		}
-		o := int(uint32(slot)) - 1
-		r := t.arena[o : o+recHeader]
+		o := int(i) * entrySize
+		r := t.arena[o : o+entrySize]
 		if r[recKind] == kind && u32(r, recA) == a && u32(r, recB) == b {
-			return o
+			return int(i)
 		}
 	}
 }
@@ -132,15 +154,12 @@ func u32(r string, i int) uint32 {
 	return uint32(r[i]) | uint32(r[i+1])<<8 | uint32(r[i+2])<<16 | uint32(r[i+3])<<24
 }
 
-func (t *table) tenant(o int) int32 { return int32(u32(t.arena, o+recTenant)) }
+func (t *table) tenant(i int) int32 { return int32(u32(t.arena, i*entrySize+recTenant)) }
 
-// name returns the tenant name of record o, which follows its string.
-func (t *table) name(o int) string {
-	i := o + recHeader
-	if k := t.arena[o+recKind]; k == kindClaim || k == kindGroup || k == kindIssuer {
-		i += int(u32(t.arena, o+recB))
-	}
-	return t.arena[i : i+int(u32(t.arena, o+recNameN))]
+// name returns the tenant name of the record in slot i.
+func (t *table) name(i int) string {
+	n := int(u32(t.arena, i*entrySize+recName))
+	return t.arena[n : n+int(u32(t.arena, i*entrySize+recNameN))]
 }
 
-func (t *table) flags(o int) uint8 { return t.arena[o+recFlags] }
+func (t *table) flags(i int) uint8 { return t.arena[i*entrySize+recFlags] }
