@@ -41,6 +41,22 @@ type Reply struct {
 	Result []byte `msgpack:"r,omitempty"`
 	Error  *Error `msgpack:"x,omitempty"`
 	Worker string `msgpack:"w,omitempty"`
+	// Upstream is the catalog name ([UpstreamSpec.Name]) of the upstream
+	// the call was dispatched to, for the audit trail. The worker sets it
+	// on every reply to a call it dispatched: a result, an error (the
+	// upstream's or its own), and an admission refusal (overloaded,
+	// shutting down: the call was meant for that upstream). It is "" on
+	// replies built by a router or an edge, on a worker's replies to
+	// messages it did not dispatch (undecodable, unknown op, upstream not
+	// served, cancels), and from workers that predate the field.
+	Upstream string `msgpack:"u,omitempty"`
+	// ServiceNs is the worker's own time on the call, in nanoseconds: from
+	// admitting it to having its answer, the span the worker's
+	// switchyard_upstream_request_duration_seconds histogram observes, so
+	// neither the bus nor the router is in it. The worker sets it with
+	// Upstream (a refusal's is just the admission check); it is 0 where
+	// Upstream is "". Read on the worker's monotonic clock: never negative.
+	ServiceNs int64 `msgpack:"d,omitempty"`
 }
 
 // Cancel asks a worker to cancel the edge's call ID (subject

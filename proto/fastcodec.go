@@ -341,9 +341,17 @@ func appendReply(b []byte, r *Reply) []byte {
 		n++
 		size += 2 + strSize(len(r.Worker))
 	}
+	if r.Upstream != "" {
+		n++
+		size += 2 + strSize(len(r.Upstream))
+	}
+	if r.ServiceNs != 0 {
+		n++
+		size += 2 + maxIntSize
+	}
 	b = grow(b, size)
 
-	b = appendMapHeader(b, n)
+	b = appendMapHeader(b, n) // n <= 5: one byte
 	if len(r.Result) > 0 {
 		b = appendKeyBin(b, 'r', r.Result)
 	}
@@ -352,6 +360,12 @@ func appendReply(b []byte, r *Reply) []byte {
 	}
 	if r.Worker != "" {
 		b = appendKeyStr(b, 'w', r.Worker)
+	}
+	if r.Upstream != "" {
+		b = appendKeyStr(b, 'u', r.Upstream)
+	}
+	if r.ServiceNs != 0 {
+		b = appendInt(append(b, mpFixStr|1, 'd'), r.ServiceNs)
 	}
 	return b
 }
@@ -919,17 +933,24 @@ func copyRequest(data []byte, spans *[reqCaps + 1]span, present uint32, r *Reque
 	}
 }
 
-// Reply and Error fields, in declaration order within each struct; the
-// bits of one present mask.
+// Reply and Error fields: the bits of one present mask; those up to
+// errData also index the str/bin spans.
 const (
 	repWorker = iota // the strings first, for makeStrings
+	repUpstream
 	errMsg
 	repResult
 	errData
 	errCode
+	repService
 	repError    // Reply.Error was decoded (as nil or as a value)
 	repErrorNil // ... and its last value was nil
 )
+
+// replyArrayFields is the Reply's keys in declaration order: the array
+// form of the struct, which msgpack/v5 decodes only with exactly this many
+// elements (an empty array zeroes it).
+const replyArrayFields = "rxwud"
 
 // decodeError decodes an Error value into spans/code, merging into what an
 // earlier value of the same key left (as msgpack/v5 merges into the *Error
@@ -999,12 +1020,13 @@ func decodeReply(data []byte, r *Reply, view bool) error {
 		*r = Reply{}
 		return nil
 	}
-	if !asMap && n != 3 {
+	if !asMap && n != len(replyArrayFields) {
 		return errArrayStruct
 	}
 	var (
 		spans   [errData + 1]span
 		code    uint64
+		svc     uint64
 		present uint32
 	)
 	for i := 0; i < n; i++ {
@@ -1014,7 +1036,7 @@ func decodeReply(data []byte, r *Reply, view bool) error {
 				return err
 			}
 		} else {
-			k = "rxw"[i]
+			k = replyArrayFields[i]
 		}
 		switch k {
 		case 'r':
@@ -1023,6 +1045,12 @@ func decodeReply(data []byte, r *Reply, view bool) error {
 		case 'w':
 			spans[repWorker].off, spans[repWorker].n, err = d.strBin()
 			present |= 1 << repWorker
+		case 'u':
+			spans[repUpstream].off, spans[repUpstream].n, err = d.strBin()
+			present |= 1 << repUpstream
+		case 'd':
+			svc, err = d.integer()
+			present |= 1 << repService
 		case 'x':
 			if d.i < len(d.b) && d.b[d.i] == mpNil {
 				d.i++
@@ -1046,6 +1074,12 @@ func decodeReply(data []byte, r *Reply, view bool) error {
 	makeStrings(data, spans[:errMsg+1], mask, strs[:], view)
 	if present&(1<<repWorker) != 0 {
 		r.Worker = strs[repWorker]
+	}
+	if present&(1<<repUpstream) != 0 {
+		r.Upstream = strs[repUpstream]
+	}
+	if present&(1<<repService) != 0 {
+		r.ServiceNs = int64(svc)
 	}
 	if present&(1<<repResult) != 0 {
 		r.Result = copyBytes(data, spans[repResult], view)

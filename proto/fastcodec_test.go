@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"unsafe"
 
 	"github.com/vmihailenco/msgpack/v5"
 )
@@ -62,9 +63,11 @@ type refError struct {
 }
 
 type refReply struct {
-	Result *string   `msgpack:"r,omitempty"`
-	Error  *refError `msgpack:"x,omitempty"`
-	Worker string    `msgpack:"w,omitempty"`
+	Result    *string   `msgpack:"r,omitempty"`
+	Error     *refError `msgpack:"x,omitempty"`
+	Worker    string    `msgpack:"w,omitempty"`
+	Upstream  string    `msgpack:"u,omitempty"`
+	ServiceNs int64     `msgpack:"d,omitempty"`
 }
 
 func refBytes(p *string) []byte {
@@ -87,7 +90,7 @@ func refUnmarshal(data []byte, v any) (any, error) {
 	case *Reply:
 		var m refReply
 		err := reflectUnmarshal(data, &m)
-		r := &Reply{Result: refBytes(m.Result), Worker: m.Worker}
+		r := &Reply{Result: refBytes(m.Result), Worker: m.Worker, Upstream: m.Upstream, ServiceNs: m.ServiceNs}
 		if m.Error != nil {
 			r.Error = &Error{Code: m.Error.Code, Msg: m.Error.Msg, Data: refBytes(m.Error.Data)}
 		}
@@ -226,6 +229,10 @@ func randRequest(rng *rand.Rand) *Request {
 
 func randReply(rng *rand.Rand) *Reply {
 	r := &Reply{Result: randPayload(rng), Worker: randString(rng)}
+	if rng.IntN(3) > 0 { // else as a router, or a worker before Upstream, sends it
+		r.Upstream = randString(rng)
+		r.ServiceNs = randInt(rng)
+	}
 	if rng.IntN(2) == 0 {
 		r.Error = &Error{Msg: randString(rng), Data: randPayload(rng)}
 		if rng.IntN(4) > 0 {
@@ -315,6 +322,8 @@ func TestFastCodecMatchesReflection(t *testing.T) {
 		if want := sentReply(rep); !reflect.DeepEqual(gotRep, want) {
 			t.Fatalf("round trip: got %+v want %+v", gotRep, want)
 		}
+		checkOneAlloc(t, req)
+		checkOneAlloc(t, rep)
 	}
 	// Fixed cases.
 	for _, v := range []any{
@@ -322,11 +331,23 @@ func TestFastCodecMatchesReflection(t *testing.T) {
 		&Request{Method: strings.Repeat("m", 70000), Params: make([]byte, 70000), ID: math.MaxUint64, DeadlineUnixMs: math.MinInt64},
 		&Reply{Error: &Error{Code: math.MinInt32, Msg: strings.Repeat("x", 256)}},
 		&Reply{Error: &Error{Code: math.MaxInt32, Data: []byte{}}, Result: []byte{}},
+		&Reply{Upstream: strings.Repeat("u", 70000), ServiceNs: math.MinInt64},
+		&Reply{Result: []byte("{}"), Worker: "w", Upstream: "u", ServiceNs: math.MaxInt64},
+		&Reply{Error: &Error{Code: CodeOverloaded}, Upstream: "u", ServiceNs: 1},
 	} {
 		data := checkSameEncoding(t, v)
 		if data[0] != mpNil {
 			mustDecodeSame(t, data, v)
 		}
+	}
+}
+
+// checkOneAlloc checks the encoder's size precomputation: Marshal grows its
+// buffer once, so an underestimate shows as a second allocation.
+func checkOneAlloc(t *testing.T, v any) {
+	t.Helper()
+	if n := testing.AllocsPerRun(1, func() { _, _ = Marshal(v) }); n != 1 {
+		t.Fatalf("Marshal(%T) allocates %v times, want 1: size underestimated", v, n)
 	}
 }
 
@@ -623,18 +644,29 @@ func altReply(w *altWriter, r *Reply) {
 			altError(w, r.Error)
 		}
 	}
-	if w.rng.IntN(10) == 0 {
-		w.arrayHeader(3)
+	if w.rng.IntN(10) == 0 { // the array form: every field, in declaration order
+		w.arrayHeader(len(replyArrayFields))
 		w.bytes(r.Result)
 		errVal()
 		w.str(r.Worker)
+		w.str(r.Upstream)
+		w.integer(uint64(r.ServiceNs), true)
 		return
 	}
-	w.writeMap([]entry{
+	es := []entry{
 		{"r", func() { w.bytes(r.Result) }},
 		{"x", errVal},
 		{"w", func() { w.str(r.Worker) }},
-	}, func(key string) func() {
+	}
+	// The newer fields are often absent, as from a worker that predates
+	// them, and sometimes sent empty.
+	if r.Upstream != "" || w.rng.IntN(4) == 0 {
+		es = append(es, entry{"u", func() { w.str(r.Upstream) }})
+	}
+	if r.ServiceNs != 0 || w.rng.IntN(4) == 0 {
+		es = append(es, entry{"d", func() { w.integer(uint64(r.ServiceNs), true) }})
+	}
+	w.writeMap(es, func(key string) func() {
 		switch key {
 		case "x": // an earlier Error value, or nil, merged into or replaced
 			if w.rng.IntN(2) == 0 {
@@ -650,6 +682,8 @@ func altReply(w *altWriter, r *Reply) {
 			}
 		case "r":
 			return func() { w.bytes(randPayload(w.rng)) }
+		case "d":
+			return func() { w.integer(w.rng.Uint64(), true) }
 		}
 		return func() { w.str(randString(w.rng)) }
 	})
@@ -680,7 +714,8 @@ func TestFastDecodeAcceptsAlternateEncodings(t *testing.T) {
 		gotRep := mustDecodeSame(t, w.b, rep).(*Reply)
 		// (The Error's fields may come from merged duplicates: the
 		// reflection decoder is the judge of those.)
-		if gotRep.Worker != rep.Worker || !bytes.Equal(gotRep.Result, rep.Result) || (gotRep.Error == nil) != (rep.Error == nil) {
+		if gotRep.Worker != rep.Worker || gotRep.Upstream != rep.Upstream || gotRep.ServiceNs != rep.ServiceNs ||
+			!bytes.Equal(gotRep.Result, rep.Result) || (gotRep.Error == nil) != (rep.Error == nil) {
 			t.Fatalf("%x: decoded %+v, want %+v", w.b, gotRep, rep)
 		}
 	}
@@ -702,6 +737,32 @@ func TestFastDecodeArrayEncodedStructs(t *testing.T) {
 	for _, in := range [][]byte{{0x90}, {0xc0}, {0x91, 0xa0}, {0x93, 0xc0, 0x90, 0xc0}, {0x93, 0xc0, 0x92, 0x01, 0x02, 0xc0}} {
 		checkSameDecoding(t, in, &Request{})
 		checkSameDecoding(t, in, &Reply{})
+	}
+	// A Reply's array form has all its fields, in declaration order: the
+	// three-element form of the Reply before Upstream and ServiceNs is
+	// rejected, as msgpack/v5 rejects it.
+	for _, tc := range []struct {
+		name, in string
+		want     *Reply // nil: an error
+	}{
+		{"five", "\x95\xc4\x01r\xc0\xa1w\xa1u\xd1\x01\x00", &Reply{Result: []byte("r"), Worker: "w", Upstream: "u", ServiceNs: 256}},
+		{"five with error", "\x95\xc0\x93\x05\xa1m\xc0\xc0\xa1u\x2a", &Reply{Error: &Error{Code: 5, Msg: "m"}, Upstream: "u", ServiceNs: 42}},
+		{"five nils", "\x95\xc0\xc0\xc0\xc0\xc0", &Reply{}},
+		{"three (old)", "\x93\xc4\x01r\xc0\xa1w", nil},
+		{"four", "\x94\xc4\x01r\xc0\xa1w\xa1u", nil},
+		{"six", "\x96\xc0\xc0\xc0\xc0\xc0\xc0", nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := checkSameDecoding(t, []byte(tc.in), &Reply{})
+			switch {
+			case tc.want == nil && err == nil:
+				t.Fatalf("decoded %+v, want an error", got)
+			case tc.want != nil && err != nil:
+				t.Fatal(err)
+			case tc.want != nil && !reflect.DeepEqual(got, tc.want):
+				t.Fatalf("got %+v want %+v", got, tc.want)
+			}
+		})
 	}
 }
 
@@ -729,6 +790,8 @@ func TestFastDecodeRepeatedKeys(t *testing.T) {
 		{"\x83" + x + c5dzz + x + "\x90" + x + ma, &Reply{Error: &Error{Msg: "a"}}},
 		{"\x82" + x + c5dzz + x + "\x93\xc0\xc0\xc0", &Reply{Error: &Error{}}},
 		{"\x83\xa1w\xa1a\xa1w\xc0\xa1r\xc4\x00", &Reply{Result: []byte{}}},
+		{"\x84\xa1u\xa1a\xa1d\x05\xa1u\xa1b\xa1d\xc0", &Reply{Upstream: "b"}},
+		{"\x83\xa1d\xd3\x80\x00\x00\x00\x00\x00\x00\x00\xa1u\xc0\xa1d\xcf\xff\xff\xff\xff\xff\xff\xff\xff", &Reply{ServiceNs: -1}},
 	} {
 		if got := mustDecodeSame(t, []byte(tc.in), &Reply{}); !reflect.DeepEqual(got, tc.want) {
 			t.Errorf("%x: got %+v want %+v", tc.in, got, tc.want)
@@ -865,6 +928,7 @@ func TestFastDecodeBoundedAllocation(t *testing.T) {
 		{0x81, 0xa1, 'm', 0xdb, 0xff, 0xff, 0xff, 0xff, 'a'},  // str32 method
 		{0x81, 0xa1, 'r', 0xc6, 0x7f, 0xff, 0xff, 0xff},       // bin32 result
 		{0x81, 0xa1, 'w', 0xda, 0xff, 0xff},                   // str16 worker
+		{0x81, 0xa1, 'u', 0xdb, 0x7f, 0xff, 0xff, 0xff, 'a'},  // str32 upstream
 		{0x81, 0xa1, 'z', 0xdd, 0xff, 0xff, 0xff, 0xff, 0xc0}, // skipped array32
 		{0x81, 0xa1, 'z', 0xdf, 0xff, 0xff, 0xff, 0xff, 0xc0}, // skipped map32
 		{0x81, 0xa1, 'z', 0xc9, 0xff, 0xff, 0xff, 0xff, 1},    // skipped ext32
@@ -875,12 +939,15 @@ func TestFastDecodeBoundedAllocation(t *testing.T) {
 		{0x81, 0xa1, 'x', 0x81, 0xa1, 'd', 0xc5, 0xff, 0xff},  // bin16 error data
 		{0x81, 0xa1, 'x', 0x93, 0xd3, 0, 0, 0, 0, 0, 0, 0, 0}, // array error, truncated
 		{0x8a, 0xa1, 'i', 0xcf, 0, 0, 0, 0, 0, 0, 0},          // short uint64
-		{0x81, 0xc1, 0xc0},                  // never-used code
-		{0x81, 0xa1, 'i', 0xca, 0, 0, 0, 0}, // float for an int
-		{0x81, 0xa1, 'm', 0x01},             // int for a string
-		{0x81, 0xa1, 'x', 0xa1, 'x'},        // str for an Error
-		{0x81, 0x01, 0xc0},                  // int key
-		{0x93, 0xc0, 0xc0},                  // short array struct
+		{0x81, 0xa1, 'd', 0xcb, 0, 0, 0, 0, 0, 0, 0, 0},       // float64 for the service time
+		{0x81, 0xc1, 0xc0},                   // never-used code
+		{0x81, 0xa1, 'i', 0xca, 0, 0, 0, 0},  // float for an int
+		{0x81, 0xa1, 'm', 0x01},              // int for a string
+		{0x81, 0xa1, 'x', 0xa1, 'x'},         // str for an Error
+		{0x81, 0x01, 0xc0},                   // int key
+		{0x93, 0xc0, 0xc0},                   // short array struct
+		{0x81, 0xa1, 'd', 0xd3, 0, 0, 0, 0},  // short int64 service time
+		{0x95, 0xc0, 0xc0, 0xc0, 0xc0, 0xa0}, // str for the service time (array form)
 	}
 	for _, in := range hostile {
 		failed := false
@@ -1048,7 +1115,10 @@ func TestUnmarshalViewAliases(t *testing.T) {
 	if n := testing.AllocsPerRun(100, func() { gotRep = Reply{}; _ = UnmarshalView(rdata, &gotRep) }); n != 0 {
 		t.Fatalf("UnmarshalView(Reply) allocates %v times", n)
 	}
-	if !bytes.Equal(gotRep.Result, rep.Result) || gotRep.Worker != rep.Worker {
-		t.Fatalf("view decode %+v", gotRep)
+	if !reflect.DeepEqual(&gotRep, rep) {
+		t.Fatalf("view decode %+v, want %+v", &gotRep, rep)
+	}
+	if i := bytes.Index(rdata, []byte(rep.Upstream)); unsafe.StringData(gotRep.Upstream) != &rdata[i] {
+		t.Fatal("Upstream is not a view of the input")
 	}
 }

@@ -101,13 +101,17 @@ func TestProtoCodesUniqueAndReserved(t *testing.T) {
 	}
 }
 
-// golden messages: one per type, to catch wire changes.
+// golden messages: one per type, to catch wire changes. Reply has three:
+// reply and reply_error without Upstream and ServiceNs (as a router, or a
+// worker before those fields, sends them) and reply_served with them (a
+// worker's answer to a call it ran).
 var golden = map[string]any{
 	"request": &Request{Method: "tools/call", Tenant: "default", Edge: "edge-1", Session: "edge-1-abc",
 		Upstream: "everything", Name: "echo", Protocol: "2025-11-25", Params: []byte(`{"name":"everything__echo","arguments":{"text":"hi"}}`),
 		ID: 42, DeadlineUnixMs: 1_800_000_000_000},
 	"reply":          &Reply{Result: []byte(`{"content":[]}`), Worker: "w-1"},
 	"reply_error":    &Reply{Error: &Error{Code: CodeNoWorkers, Msg: "no worker serves upstream x", Data: []byte(`{"upstream":"x"}`)}},
+	"reply_served":   &Reply{Result: []byte(`{"content":[]}`), Worker: "w-1", Upstream: "everything", ServiceNs: 1_234_567},
 	"cancel":         &Cancel{Edge: "edge-1", ID: 42},
 	"heartbeat":      &Heartbeat{Worker: "w-1", Boot: 1, IntervalMs: 500, InFlight: 3, Upstreams: []UpstreamState{{Name: "a", Up: true}, {Name: "b", Err: "refused"}}},
 	"upstream_spec":  &UpstreamSpec{Name: "fs", Transport: TransportStdio, Command: []string{"fs-server", "--root", "/"}, Env: map[string]string{"B": "2", "A": "1"}, Processes: 2},
@@ -175,7 +179,8 @@ func BenchmarkProtoRouteSubject(b *testing.B) {
 }
 
 // envelopeFixtures returns the hot-path messages: a tools/call Request as a
-// router forwards it (315-byte params) and its Reply (1 KiB result).
+// router forwards it (315-byte params) and its Reply as the worker sends it
+// (1 KiB result, with the upstream and the worker's time on the call).
 func envelopeFixtures() (*Request, *Reply) {
 	params := []byte(`{"name":"filesystem__read_text_file","arguments":{"path":"/srv/projects/switchyard/docs/architecture/overview.md","head":200},"_meta":{"progressToken":"c0ffee-42"}}`)
 	for len(params) < 315 { // pad the arguments to exactly 315 bytes
@@ -191,7 +196,7 @@ func envelopeFixtures() (*Request, *Reply) {
 	req := &Request{Method: "tools/call", Tenant: "default", Edge: "edge-7f3a9c", Session: "edge-7f3a9c-5b1d2e8f4a6c",
 		Upstream: "filesystem", Name: "read_text_file", Protocol: "2025-11-25", Params: params,
 		ID: 1_048_613, DeadlineUnixMs: 1_800_000_030_123}
-	rep := &Reply{Result: result[:1024], Worker: "w-3c9e1a"}
+	rep := &Reply{Result: result[:1024], Worker: "w-3c9e1a", Upstream: "filesystem", ServiceNs: 2_345_678}
 	return req, rep
 }
 
@@ -277,7 +282,7 @@ func BenchmarkProtoEnvelope(b *testing.B) {
 			req.Params, req.Edge+req.Session+req.Upstream+req.Name)
 	})
 	b.Run("msg=reply", func(b *testing.B) {
-		run(b, rep, func() any { outRep = Reply{}; return &outRep }, rep.Result, rep.Worker)
+		run(b, rep, func() any { outRep = Reply{}; return &outRep }, rep.Result, rep.Worker+rep.Upstream)
 	})
 }
 
