@@ -228,7 +228,10 @@ func (s *Service) deadline(req *proto.Request, u *upstream.Upstream) time.Time {
 // dispatch admits the work (or answers Overloaded / Unavailable at once)
 // and runs it on its own goroutine, cancellable under key. Its time, from
 // admission to the answer, is recorded for upstream and method ("": not
-// recorded).
+// recorded) and sent in the reply: every reply dispatch sends, a refusal
+// and a catalog refresh's included, carries Upstream up and ServiceNs
+// (see [proto.Reply]), so the edge learns who served a call and for how
+// long whatever the outcome.
 func (s *Service) dispatch(m *nats.Msg, key callKey, ctx context.Context, cancel context.CancelFunc, up, method string, work func(context.Context) *proto.Reply) {
 	start := time.Now()
 	if perr := s.admit(); perr != nil {
@@ -236,7 +239,7 @@ func (s *Service) dispatch(m *nats.Msg, key callKey, ctx context.Context, cancel
 		if method != "" {
 			s.met.Upstream(up, method, int64(perr.Code), start)
 		}
-		s.respond(m, &proto.Reply{Error: perr})
+		s.respond(m, &proto.Reply{Error: perr, Upstream: up, ServiceNs: time.Since(start).Nanoseconds()})
 		return
 	}
 	e := s.track(key, cancel)
@@ -249,6 +252,9 @@ func (s *Service) dispatch(m *nats.Msg, key callKey, ctx context.Context, cancel
 		if r.Error != nil && s.callBase.Err() != nil {
 			r.Error = proto.Errorf(proto.CodeWorkerLost, "worker %s shut down during the call", s.cfg.ID)
 		}
+		// The span the histogram below observes (it reads the clock again
+		// a few nanoseconds later).
+		r.Upstream, r.ServiceNs = up, time.Since(start).Nanoseconds()
 		if method != "" {
 			var code int64
 			if r.Error != nil {

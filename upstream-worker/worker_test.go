@@ -77,6 +77,66 @@ func TestWorkerCallTransports(t *testing.T) {
 	}
 }
 
+// TestWorkerReplyServedBy: a worker's reply to a call it dispatched names
+// the upstream and carries the worker's time on it (a result, an upstream
+// error, a call on the pool subject); its reply to a call it could not
+// dispatch carries neither.
+func TestWorkerReplyServedBy(t *testing.T) {
+	h := serveHTTP(t, newUpstream(0), "streamable")
+	e := startWorker(t, Config{}, streamableSpec("up", h.ts.URL))
+	e.waitUp("up")
+	pool := func(req proto.Request) *proto.Reply {
+		subj, _ := proto.AppendPoolSubject(nil, "up", proto.OpToolsCall)
+		req.Upstream = "" // the pool subject names it
+		data, _ := proto.Marshal(&req)
+		raw, err := e.caller.Request(t.Context(), string(subj), data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var r proto.Reply
+		if err := proto.Unmarshal(raw, &r); err != nil {
+			t.Fatal(err)
+		}
+		return &r
+	}
+	for _, tc := range []struct {
+		name     string
+		send     func(proto.Request) *proto.Reply
+		req      proto.Request
+		code     int32 // 0: a result
+		upstream string
+	}{
+		{"result", e.call, toolCall("up", "hologram", `{}`), 0, "up"},
+		{"upstream error", e.call, toolCall("up", "badparams", `{}`), proto.CodeInvalidParams, "up"},
+		{"pool subject", pool, toolCall("up", "echo", `{"text":"p"}`), 0, "up"},
+		{"not served", e.call, toolCall("elsewhere", "echo", `{}`), proto.CodeUpstreamUnavailable, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			before := time.Now()
+			r := tc.send(tc.req)
+			elapsed := time.Since(before)
+			switch {
+			case tc.code == 0 && r.Error != nil:
+				t.Fatalf("reply error %v, want a result", r.Error)
+			case tc.code != 0 && (r.Error == nil || r.Error.Code != tc.code):
+				t.Fatalf("reply error %v, want code %d", r.Error, tc.code)
+			}
+			if r.Upstream != tc.upstream {
+				t.Errorf("reply.Upstream = %q, want %q", r.Upstream, tc.upstream)
+			}
+			// Not a timing bound: the worker's span lies within the
+			// caller's, on one machine, so this holds however slow it is
+			// (and catches a wrong unit or a wall-clock timestamp).
+			switch {
+			case tc.upstream == "" && r.ServiceNs != 0:
+				t.Errorf("reply.ServiceNs = %d for an undispatched call, want 0", r.ServiceNs)
+			case tc.upstream != "" && (r.ServiceNs <= 0 || r.ServiceNs > elapsed.Nanoseconds()):
+				t.Errorf("reply.ServiceNs = %d, want within (0, %d]: the caller's own wait", r.ServiceNs, elapsed.Nanoseconds())
+			}
+		})
+	}
+}
+
 // TestWorkerBigResult: an 8 MiB result exceeds the 8 MiB max payload and
 // arrives intact in chunks, from the SSE and the JSON response paths.
 func TestWorkerBigResult(t *testing.T) {
@@ -233,8 +293,13 @@ func TestWorkerCancel(t *testing.T) {
 		replies <- r
 	}()
 	recv(t, u.blocked, 10*time.Second, "the upstream to start the call")
-	// MaxInFlight 1: a second call is refused at once.
-	wantError(t, e.call(toolCall("up", "echo", `{}`)), proto.CodeOverloaded, "in flight")
+	// MaxInFlight 1: a second call is refused at once, naming the upstream
+	// it was meant for.
+	refused := e.call(toolCall("up", "echo", `{}`))
+	wantError(t, refused, proto.CodeOverloaded, "in flight")
+	if refused.Upstream != "up" {
+		t.Errorf("refusal's Upstream = %q, want up", refused.Upstream)
+	}
 
 	data, _ := proto.Marshal(&proto.Cancel{Edge: "e1", ID: 42})
 	if _, err := e.request(t.Context(), proto.OpCancel, data); err != nil {
@@ -243,6 +308,9 @@ func TestWorkerCancel(t *testing.T) {
 	r := recv(t, replies, 10*time.Second, "the cancelled call's reply")
 	if r == nil || r.Error == nil {
 		t.Fatalf("cancelled call replied %+v", r)
+	}
+	if r.Upstream != "up" || r.ServiceNs <= 0 {
+		t.Errorf("cancelled call's reply: Upstream %q ServiceNs %d, want up and > 0", r.Upstream, r.ServiceNs)
 	}
 	recv(t, u.cancelled, 10*time.Second, "the upstream handler to see the cancellation")
 	eventually(t, 5*time.Second, "the in-flight slot to be freed", func() bool { return len(e.svc.sem) == 0 })
