@@ -213,7 +213,11 @@ func (s *Service) resume(ctx context.Context, state string, responses []byte, re
 		return nil, nil, &suspended{k: sus.k, preq: sus.preq, deadline: sus.deadline}
 	}
 	defer sus.k.Close()
-	raw, timing, err := s.replyOf(sus.k, out, err, nil)
+	var note *callNote
+	if s.audit != nil {
+		note = noteOf(ctx)
+	}
+	raw, timing, err := s.replyOf(sus.k, out, err, nil, replyClock{}, note)
 	switch {
 	case err == nil:
 		return raw, timing, nil

@@ -188,6 +188,9 @@ func (s *Service) forward(ctx context.Context, v *view, method, op, name string,
 	ctx, span := s.cfg.Tracer.StartEdge(ctx, hdr, trace.Meta{Params: params}, trace.Call{
 		Method: method, Name: name, Protocol: preq.Protocol, Tenant: v.tenant, View: v.name,
 	})
+	if n := noteOf(ctx); n != nil && span.Recording() {
+		n.traceID = span.TraceID()
+	}
 	defer func() {
 		if !span.Recording() {
 			span.End() // nothing recorded; je below would cost an allocation per call
@@ -362,6 +365,7 @@ func (s *Service) send(ctx context.Context, preq *proto.Request, op string, stam
 		hdr = trace.Copy(hdr, s.cfg.Tracer.Inject(ctx, nil))
 	}
 	msg := &nats.Msg{Subject: s.routeFor(preq.Tenant, op), Reply: k.Reply(), Data: data, Header: hdr}
+	sent := time.Now()
 	if err := s.nc.PublishMsg(msg); err != nil {
 		return nil, nil, err
 	}
@@ -370,13 +374,27 @@ func (s *Service) send(ctx context.Context, preq *proto.Request, op string, stam
 		keep = true
 		return nil, nil, &suspended{k: k, preq: *preq}
 	}
-	return s.replyOf(k, out, err, stamps)
+	var note *callNote
+	if s.audit != nil {
+		note = noteOf(ctx)
+	}
+	return s.replyOf(k, out, err, stamps, replyClock{method: preq.Method, sent: sent}, note)
+}
+
+// replyClock is when a call was published, for the bus time of its reply
+// (switchyard_edge_bus_seconds); the zero value records none (a resumed
+// call: its first publish was in an earlier request).
+type replyClock struct {
+	method string
+	sent   time.Time
 }
 
 // replyOf turns what a call's WaitWith returned into the result bytes and,
 // for a traced call, the reply's headers; a call that was cancelled or
-// timed out is cancelled at its worker.
-func (s *Service) replyOf(k *bus.Call, out []byte, err error, stamps nats.Header) ([]byte, nats.Header, error) {
+// timed out is cancelled at its worker. A worker's reply also gives the
+// bus time (recorded when clock has a send time) and, for note (nil: not
+// wanted), the upstream and the worker's time.
+func (s *Service) replyOf(k *bus.Call, out []byte, err error, stamps nats.Header, clock replyClock, note *callNote) ([]byte, nats.Header, error) {
 	if errors.Is(err, bus.ErrCanceled) || errors.Is(err, proto.ErrTimeout) {
 		s.cancelAtWorker(k)
 	}
@@ -388,6 +406,13 @@ func (s *Service) replyOf(k *bus.Call, out []byte, err error, stamps nats.Header
 	// the result is written to the client and nothing of it is kept.
 	if err := proto.UnmarshalView(out, &rep); err != nil {
 		return nil, nil, proto.Errorf(proto.CodeBadEnvelope, "undecodable reply: %v", err)
+	}
+	if rep.ServiceNs > 0 && !clock.sent.IsZero() {
+		s.met.Bus(clock.method, time.Since(clock.sent)-time.Duration(rep.ServiceNs))
+	}
+	if note != nil {
+		note.upstream = strings.Clone(rep.Upstream) // rep is a view of out
+		note.service = time.Duration(rep.ServiceNs)
 	}
 	if rep.Error != nil {
 		return nil, nil, rep.Error

@@ -17,6 +17,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/switchyard-mcp/switchyard/internal/audit"
 	"github.com/switchyard-mcp/switchyard/internal/bus"
 	"github.com/switchyard-mcp/switchyard/internal/jwtauth"
 	"github.com/switchyard-mcp/switchyard/internal/limit"
@@ -58,6 +59,14 @@ type Config struct {
 	Metrics prometheus.Registerer
 	// Tracer makes the role's spans; nil: tracing off.
 	Tracer *trace.Provider
+	// Audit, if not nil, records one audit event per request on the audit
+	// stream (docs/audit.md): the edge runs an audit.Publisher with it.
+	// Nil: no audit trail.
+	Audit *audit.Config
+	// NameSeparator joins upstream and tool names in the federated view,
+	// as the routers' (config name_separator); the audit trail records
+	// names without the prefix. Default "__".
+	NameSeparator string
 	// TenantLabels, when positive, adds per-tenant request counts while
 	// the tenancy state holds at most this many tenants
 	// (metrics.EdgeOptions). 0: off.
@@ -97,6 +106,7 @@ type Service struct {
 	serverInfoMeta []byte                // `"<serverInfo key>":<impl>` for 2026-era results
 	noFastPath     bool                  // tests: every request through the SDK
 	met            *metrics.Edge
+	audit          *audit.Publisher      // nil: no audit trail
 	reg            prometheus.Registerer // where met went (private when Config.Metrics is nil): tests gather it
 	tenantLabels   bool
 
@@ -134,6 +144,14 @@ func New(cfg Config, nc *nats.Conn, log *slog.Logger) (*Service, error) {
 		return nil, fmt.Errorf("edge: metrics: %w", err)
 	}
 	s.tenantLabels = cfg.TenantLabels > 0
+	if cfg.Audit != nil {
+		if s.audit, err = audit.NewPublisher(nc, *cfg.Audit, log); err != nil {
+			return nil, fmt.Errorf("edge: audit: %w", err)
+		}
+		if err := reg.Register(audit.Collector(s.audit)); err != nil {
+			return nil, fmt.Errorf("edge: metrics: %w", err)
+		}
+	}
 	s.caller = bus.NewCaller(nc, int(cfg.MaxResultBytes))
 	s.events = mcp.NewMemoryEventStore(nil)
 	s.presence = bus.NewPresence(nc, log)
@@ -171,6 +189,9 @@ func (c *Config) fill() error {
 	}
 	if c.Listen == "" {
 		c.Listen = "127.0.0.1:8080"
+	}
+	if c.NameSeparator == "" {
+		c.NameSeparator = "__"
 	}
 	if c.CallTimeout == 0 {
 		c.CallTimeout = 60 * time.Second
@@ -254,6 +275,16 @@ func (s *Service) Run(ctx context.Context) error {
 	// edge's share) only after the HTTP server has finished its calls.
 	run(func() { _ = s.fleet.Run(ctx) })
 	run(func() { s.sweepLimits(ctx) })
+	// The audit publisher outlives the HTTP server: the requests it
+	// finishes during shutdown are recorded, then flushed.
+	actx, acancel := context.WithCancel(context.WithoutCancel(ctx))
+	defer acancel()
+	auditDone := make(chan struct{})
+	if s.audit != nil {
+		go func() { defer close(auditDone); _ = s.audit.Run(actx) }()
+	} else {
+		close(auditDone)
+	}
 	serveErr := make(chan error, 1)
 	run(func() { serveErr <- srv.Serve(ln) })
 	s.log.Info("edge listening", "addr", addr)
@@ -271,6 +302,8 @@ func (s *Service) Run(ctx context.Context) error {
 	s.caller.Stop(proto.Errorf(proto.CodeUnavailable, "edge shutting down"))
 	cancel()
 	wg.Wait()
+	acancel()
+	<-auditDone
 	if errors.Is(err, http.ErrServerClosed) {
 		err = nil
 	}

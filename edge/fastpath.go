@@ -144,6 +144,21 @@ func (s *Service) runFast(w http.ResponseWriter, r *http.Request, v *view, fc *f
 		Tenant: v.tenant, View: v.name,
 	})
 	defer span.End()
+	var written []byte // the result sent, for the audit event
+	if s.audit != nil {
+		note := &callNote{traceID: span.TraceID()}
+		if note.traceID == "" {
+			note.traceID = headerTraceID(r.Header)
+		}
+		ctx = withNote(ctx, note)
+		defer func() {
+			s.recordAudit(&auditRecord{
+				start: start, tenant: v.tenant, principal: preq.Principal, method: m.Method, view: v.name,
+				name: preq.Name, code: code, params: m.Params, arguments: argumentsOf(m.Method, m.Params),
+				result: written, session: fc.session != nil, note: note,
+			})
+		}()
+	}
 	if len(preq.Params) == 0 {
 		preq.Params = emptyParams
 	}
@@ -248,7 +263,7 @@ func (s *Service) runFast(w http.ResponseWriter, r *http.Request, v *view, fc *f
 	} else {
 		raw = downgrade2025(raw)
 	}
-	code = 0
+	code, written = 0, raw
 	span.CheckResult(m.Method, raw)
 	s.writeResponse(out, fc.protocol, m.ID, raw, nil)
 }

@@ -16,6 +16,8 @@ func FromFile(f *config.File) Config {
 		MaxResultBytes:      f.MaxResultBytes,
 		JSONResponse:        f.JSONResponse,
 		TenantLabels:        f.Metrics.MaxTenantLabels(),
+		NameSeparator:       f.NameSeparator,
+		Audit:               f.Audit.PublisherConfig(),
 		Auth: AuthConfig{
 			JWT:                  f.Auth.JWTConfig(),
 			PublicURL:            f.Auth.PublicURL,

@@ -45,8 +45,17 @@ func (s *Service) metered(v *view) mcp.Middleware {
 			}
 			start := time.Now()
 			s.met.InFlight.Inc()
+			var note *callNote
+			if s.audit != nil {
+				note = &callNote{}
+				ctx = withNote(ctx, note)
+			}
 			res, err := next(ctx, method, req)
-			s.record(v.tenant, method, errCode(ctx, err), start)
+			code := errCode(ctx, err)
+			s.record(v.tenant, method, code, start)
+			if note != nil {
+				s.auditSDK(v, method, req, res, code, start, note)
+			}
 			return res, err
 		}
 	}

@@ -21,6 +21,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/switchyard-mcp/switchyard/internal/admin"
+	"github.com/switchyard-mcp/switchyard/internal/audit"
 	"github.com/switchyard-mcp/switchyard/internal/config"
 	"github.com/switchyard-mcp/switchyard/internal/metrics"
 	"github.com/switchyard-mcp/switchyard/internal/trace"
@@ -284,6 +285,10 @@ func run(name string, args []string, traced bool, build TracedBuilder) int {
 	}
 	if adm != nil {
 		adm.AddRole(name, role)
+		if err := MountAudit(adm, cfg, nc, log); err != nil {
+			log.Error("audit search failed", "err", err)
+			return 1
+		}
 	}
 	code = 0
 	if err := role.Run(ctx); err != nil {
@@ -315,6 +320,22 @@ func StartAdmin(ctx context.Context, addr string, reg *prometheus.Registry, log 
 	done := make(chan error, 1)
 	go func() { done <- s.Serve(ctx, ln) }()
 	return s, func() error { return <-done }, nil
+}
+
+// MountAudit serves the audit search (docs/audit.md) at /audit/ on adm,
+// reading the audit stream over nc, when cfg's audit trail is on; it does
+// nothing otherwise. Every role's admin listener serves it, so an
+// operator can search from any process.
+func MountAudit(adm *admin.Server, cfg *config.File, nc *nats.Conn, log *slog.Logger) error {
+	if adm == nil || !cfg.Audit.On() {
+		return nil
+	}
+	srch, err := audit.NewSearcher(nc, cfg.Audit.StreamName())
+	if err != nil {
+		return err
+	}
+	adm.Mount("/audit/", audit.NewHandler(srch, log))
+	return nil
 }
 
 // Connect dials NATS with reconnects forever, so a role survives a server

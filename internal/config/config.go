@@ -94,6 +94,8 @@ type File struct {
 	// _HEADERS (k1=v1,k2=v2, values URL-encoded; where export secrets
 	// belong). Header values are printed redacted.
 	Tracing trace.Config `yaml:"tracing"`
+	// Audit is the audit trail (docs/audit.md): on by default.
+	Audit AuditFile `yaml:"audit"`
 
 	Upstreams []Upstream `yaml:"upstreams"`
 
@@ -325,6 +327,7 @@ func (f *File) applyEnv(getenv func(string) string) {
 		f.Worker.Upstreams = strings.Split(v, ",")
 	}
 	f.applyTracingEnv(getenv)
+	f.applyAuditEnv(getenv)
 }
 
 // applyTracingEnv overrides the tracing section from
@@ -487,6 +490,11 @@ func (f *File) Validate() error {
 		}
 	}
 	errs = append(errs, f.validateTenants(seen)...)
+	tenants := make(map[string]bool, len(f.Tenants))
+	for _, t := range f.Tenants {
+		tenants[t.Name] = true
+	}
+	errs = append(errs, f.Audit.validate(tenants)...)
 	errs = append(errs, f.Auth.validate()...)
 	if err := f.Tracing.Validate(); err != nil {
 		errs = append(errs, fmt.Errorf("tracing: %w", err))

@@ -3,6 +3,7 @@ package metrics
 import (
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -17,6 +18,9 @@ type Edge struct {
 	Requests *MethodOutcome
 	// InFlight is switchyard_edge_requests_in_flight.
 	InFlight prometheus.Gauge
+
+	bus      *prometheus.HistogramVec
+	busCells []atomic.Pointer[cell] // by method index
 
 	authRefusals *prometheus.CounterVec
 	limited      *prometheus.CounterVec
@@ -68,7 +72,13 @@ func NewEdge(reg prometheus.Registerer, o EdgeOptions) (*Edge, error) {
 		limitedBy:  map[string]prometheus.Counter{},
 		maxTenants: o.TenantLabels,
 	}
-	cs := []prometheus.Collector{req, e.InFlight, e.authRefusals, e.limited}
+	e.bus = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Namespace: Namespace, Subsystem: "edge", Name: "bus_seconds",
+		Help:    "Time a call answered by a worker spent between edge and worker, by method: from the edge publishing it to the reply arriving, less the worker's own time on it. The router's hop plus the bus transits.",
+		Buckets: BusBuckets,
+	}, []string{"method"})
+	e.busCells = make([]atomic.Pointer[cell], len(Methods))
+	cs := []prometheus.Collector{req, e.InFlight, e.bus, e.authRefusals, e.limited}
 	if o.TenantLabels > 0 {
 		e.tenants = prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: Namespace, Subsystem: "edge", Name: "tenant_requests_total",
@@ -89,6 +99,22 @@ func NewEdge(reg prometheus.Registerer, o EdgeOptions) (*Edge, error) {
 // was answered with (0: a result) and the time since start.
 func (e *Edge) Request(method string, code int64, start time.Time) {
 	e.Requests.Observe(method, code, time.Since(start))
+}
+
+// Bus records the time a call answered by a worker spent between edge and
+// worker (switchyard_edge_bus_seconds): from publishing it to its reply
+// arriving, less the worker's own time (proto.Reply.ServiceNs). Negative
+// durations (clock steps) are recorded as 0.
+func (e *Edge) Bus(method string, d time.Duration) {
+	d = max(d, 0)
+	i := methodIndex[method]
+	c := &e.busCells[i]
+	p := c.Load()
+	if p == nil {
+		p = &cell{o: e.bus.WithLabelValues(Methods[i])}
+		c.Store(p)
+	}
+	p.o.Observe(d.Seconds())
 }
 
 // Tenant counts one request of tenant when tenant labels are on; tenants

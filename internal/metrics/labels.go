@@ -121,6 +121,13 @@ var DurationBuckets = []float64{
 	0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60,
 }
 
+// BusBuckets are the upper bounds (seconds) of the bus-time histogram:
+// a hop over a local NATS server takes tens of microseconds, a loaded or
+// remote one milliseconds.
+var BusBuckets = []float64{
+	0.000025, 0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1,
+}
+
 // MethodOutcome is a histogram with (at least) the labels method and
 // outcome, whose children are bound on first use and cached: Observe
 // allocates nothing after a pair's first observation. Safe for

@@ -8,9 +8,16 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/switchyard-mcp/switchyard/internal/audit"
 )
 
 // BenchmarkCall is one sequential tools/call through every role of an
@@ -20,6 +27,8 @@ import (
 // POSTs on an initialized session, so the numbers are the server sides'
 // cost: gateway/op minus direct/op is what Switchyard adds, CPU included
 // (all of it runs in this process; allocs/op counts every role).
+// side=gateway records an audit event per call (the default);
+// side=gateway-no-audit is a second gateway with the audit trail off.
 func BenchmarkCall(b *testing.B) {
 	srv := echoServer()
 	get := func(*http.Request) *mcp.Server { return srv }
@@ -35,10 +44,12 @@ func BenchmarkCall(b *testing.B) {
 	}))
 	b.Cleanup(up.Close)
 	g := startGateway(b, loadConfig(b, fmt.Sprintf("upstreams:\n  - name: mem\n    url: %s\n", up.URL)))
+	quiet := startGateway(b, loadConfig(b, fmt.Sprintf("audit: {enabled: false}\nupstreams:\n  - name: mem\n    url: %s\n", up.URL)))
 	for _, era := range []string{v2025, v2026} {
 		for _, side := range []struct{ name, url, tool string }{
 			{"direct", up.URL, "echo"},
 			{"gateway", g.url + "/mcp", "mem__echo"},
+			{"gateway-no-audit", quiet.url + "/mcp", "mem__echo"},
 		} {
 			b.Run("protocol="+era+"/side="+side.name, func(b *testing.B) {
 				c := newRawClient(b, side.url, era)
@@ -126,4 +137,90 @@ func (c *rawClient) do(body, method, name string) http.Header {
 		c.b.Fatalf("%s: HTTP %d %s", c.url, resp.StatusCode, data)
 	}
 	return resp.Header
+}
+
+// BenchmarkAuditIngestServing measures audit ingest while the gateway
+// serves calls: an in-process gateway (audit on, its edge recording an
+// event per call into the same stream) serves sequential 2026-07-28
+// tools/call from 4 clients, while a second audit.Publisher on the same
+// NATS server records b.N events as fast as the stream acknowledges them
+// (it backs off while its buffer is more than half full, so nothing is
+// dropped). Reported: events/s (the second publisher's, acknowledged),
+// stream-events/s (everything the stream stored meanwhile, the gateway's
+// own events included) and calls/s served meanwhile.
+func BenchmarkAuditIngestServing(b *testing.B) {
+	up := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return echoServer() },
+		&mcp.StreamableHTTPOptions{Stateless: true}))
+	b.Cleanup(up.Close)
+	g := startGateway(b, loadConfig(b, fmt.Sprintf("upstreams:\n  - name: mem\n    url: %s\n", up.URL)))
+	nc, err := nats.Connect("", nats.InProcessServer(g.ns))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer nc.Close()
+	pub, err := audit.NewPublisher(nc, audit.Config{}, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(b.Context())
+	pubDone := make(chan error, 1)
+	go func() { pubDone <- pub.Run(ctx) }()
+	defer func() { cancel(); <-pubDone }()
+
+	var calls atomic.Int64
+	stop := make(chan struct{})
+	var clients sync.WaitGroup
+	for range 4 {
+		c := newRawClient(b, g.url+"/mcp", v2026)
+		body := c.callBody("mem__echo")
+		c.post(body)
+		clients.Go(func() {
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				c.post(body)
+				calls.Add(1)
+			}
+		})
+	}
+	js, _ := jetstream.New(nc)
+	stored := func() uint64 {
+		st, err := js.Stream(b.Context(), audit.DefaultStream)
+		if err != nil {
+			b.Fatal(err)
+		}
+		info, err := st.Info(b.Context())
+		if err != nil {
+			b.Fatal(err)
+		}
+		return info.State.Msgs
+	}
+	ev := audit.Event{Tenant: "default", Principal: "bench", Method: "tools/call", Upstream: "mem", Name: "echo",
+		Outcome: audit.OutcomeOK, Duration: time.Millisecond, RequestBytes: 40, ResponseBytes: 120, EdgeID: "bench"}
+	b.ReportAllocs()
+	b.ResetTimer()
+	start, calls0, stored0 := time.Now(), calls.Load(), stored()
+	for i := 0; i < b.N; i++ {
+		for pub.Stats().Buffered > audit.DefaultBuffer/2 {
+			time.Sleep(50 * time.Microsecond)
+		}
+		ev.Time = time.Now()
+		pub.Record(&ev)
+	}
+	for s := pub.Stats(); s.Published+s.Dropped() < s.Recorded; s = pub.Stats() {
+		time.Sleep(time.Millisecond)
+	}
+	elapsed := time.Since(start)
+	b.StopTimer()
+	close(stop)
+	clients.Wait()
+	if s := pub.Stats(); s.Dropped() > 0 {
+		b.Fatalf("%d events dropped: %+v", s.Dropped(), s)
+	}
+	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "events/s")
+	b.ReportMetric(float64(stored()-stored0)/elapsed.Seconds(), "stream-events/s")
+	b.ReportMetric(float64(calls.Load()-calls0)/elapsed.Seconds(), "calls/s")
 }

@@ -47,7 +47,11 @@ func runRoles(args []string) int {
 		return 1
 	}
 	if adm != nil {
-		set.AddTo(adm) // one listener for every role: aggregated readiness
+		// One listener for every role: aggregated readiness.
+		if err := set.AddTo(adm); err != nil {
+			log.Error("audit search failed", "err", err)
+			return 1
+		}
 	}
 	defer func() { stop(); _ = wait() }()
 	if err := set.Run(ctx); err != nil {

@@ -88,6 +88,7 @@ type Set struct {
 	conns    []*nats.Conn
 	tracers  []*trace.Provider
 	log      *slog.Logger
+	file     *config.File
 }
 
 // Build constructs the roles, each with a connection from connect, into a
@@ -103,7 +104,7 @@ func Build(names []string, f *config.File, connect func(role string) (*nats.Conn
 // trace.WithSpanProcessor to record spans in memory); [Set.Close] shuts
 // them down.
 func BuildWith(names []string, f *config.File, connect func(role string) (*nats.Conn, error), log *slog.Logger, reg *prometheus.Registry, topts ...trace.Option) (*Set, error) {
-	s := &Set{Roles: map[string]app.Role{}, Registry: reg, log: log}
+	s := &Set{Roles: map[string]app.Role{}, Registry: reg, log: log, file: f}
 	for _, n := range names {
 		nc, err := connect(n)
 		if err != nil {
@@ -133,11 +134,17 @@ func BuildWith(names []string, f *config.File, connect func(role string) (*nats.
 	return s, nil
 }
 
-// AddTo adds every role of the set to an admin listener's readiness.
-func (s *Set) AddTo(a *admin.Server) {
+// AddTo adds every role of the set to an admin listener's readiness, and
+// mounts the audit search there (app.MountAudit, on the first role's
+// connection) when the audit trail is on.
+func (s *Set) AddTo(a *admin.Server) error {
 	for n, r := range s.Roles {
 		a.AddRole(n, r)
 	}
+	if len(s.conns) == 0 {
+		return nil
+	}
+	return app.MountAudit(a, s.file, s.conns[0], s.log)
 }
 
 // Run runs every role until ctx ends or one fails; it returns when all have

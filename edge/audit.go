@@ -1,0 +1,197 @@
+package edge
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/switchyard-mcp/switchyard/internal/audit"
+	"github.com/switchyard-mcp/switchyard/internal/jsonscan"
+)
+
+// The audit trail (docs/audit.md): the edge records one audit.Event per
+// MCP request it answers, fast path and SDK path alike, on the
+// audit.Publisher it runs (Config.Audit). Recording never blocks or fails
+// the request: the Publisher queues the event and drops it, counted, when
+// its buffer is full.
+
+// callNote is what serving one request learns for its audit event beyond
+// what the request and its answer show: the upstream that served it and
+// the worker's time on it (proto.Reply), and the request's trace id. It
+// travels in the request's context (withNote), and only while auditing is
+// on.
+type callNote struct {
+	upstream string
+	service  time.Duration
+	traceID  string
+}
+
+type noteKey struct{}
+
+func withNote(ctx context.Context, n *callNote) context.Context {
+	return context.WithValue(ctx, noteKey{}, n)
+}
+
+// noteOf returns ctx's callNote, or nil.
+func noteOf(ctx context.Context) *callNote {
+	n, _ := ctx.Value(noteKey{}).(*callNote)
+	return n
+}
+
+// auditRecord is one answered request, as recordAudit turns it into an
+// event.
+type auditRecord struct {
+	start             time.Time
+	tenant, principal string
+	method            string
+	view              string // the endpoint's upstream, "" for the federated one
+	name              string // the tool or prompt name the client sent, or the resource URI
+	code              int64  // the JSON-RPC error code answered, 0 for a result
+	params            []byte // the request's params as raw JSON
+	arguments         []byte // params.arguments (tools/call, prompts/get), nil if none
+	result            []byte // the result sent, raw JSON
+	session           bool
+	note              *callNote
+}
+
+// recordAudit builds the request's event and hands it to the publisher.
+// Arguments and result are copied only for a tenant that records them.
+func (s *Service) recordAudit(a *auditRecord) {
+	ev := audit.Event{
+		Time: a.start, Tenant: a.tenant, Principal: a.principal, Method: a.method,
+		Upstream: a.view, Name: a.name, ErrorCode: a.code,
+		Duration:     time.Since(a.start),
+		RequestBytes: int64(len(a.params)), ResponseBytes: int64(len(a.result)),
+		EdgeID: s.cfg.ID, Session: a.session,
+	}
+	if n := a.note; n != nil {
+		if n.upstream != "" {
+			ev.Upstream = n.upstream
+		}
+		ev.UpstreamDuration, ev.TraceID = n.service, n.traceID
+	}
+	if a.view == "" && ev.Upstream != "" && (a.method == "tools/call" || a.method == "prompts/get") {
+		// A federated name: "<upstream><sep><name>" as the router mangled it.
+		if rest, ok := strings.CutPrefix(a.name, ev.Upstream+s.cfg.NameSeparator); ok {
+			ev.Name = rest
+		}
+	}
+	switch {
+	case a.code != 0:
+		ev.Outcome = audit.ErrorOutcome(a.code)
+	case a.method == "tools/call" && toolError(a.result):
+		ev.Outcome = audit.OutcomeToolError
+	default:
+		ev.Outcome = audit.OutcomeOK
+	}
+	args, result := s.audit.Wants(a.tenant)
+	if args && a.arguments != nil {
+		ev.Arguments = bytes.Clone(a.arguments)
+	}
+	if result && a.code == 0 && a.result != nil {
+		ev.Result = bytes.Clone(a.result)
+	}
+	s.audit.Record(&ev)
+}
+
+// toolError reports whether a tools/call result has isError true.
+func toolError(result []byte) bool {
+	isErr := false
+	jsonscan.Members(result, func(k, v []byte) {
+		if jsonscan.KeyIs(k, "isError") {
+			isErr = string(v) == "true"
+		}
+	})
+	return isErr
+}
+
+// argumentsOf returns the arguments member of a tools/call or prompts/get
+// request's params (raw JSON), or nil.
+func argumentsOf(method string, params []byte) []byte {
+	if method != "tools/call" && method != "prompts/get" {
+		return nil
+	}
+	var args []byte
+	jsonscan.Members(params, func(k, v []byte) {
+		if jsonscan.KeyIs(k, "arguments") {
+			args = v
+		}
+	})
+	return args
+}
+
+// headerTraceID returns the trace id of a W3C traceparent header
+// ("00-<32 hex>-<16 hex>-<2 hex>"), or "" when there is none or it is
+// malformed: the client's trace, recorded even when the edge does not
+// trace.
+func headerTraceID(h http.Header) string {
+	tp := h.Get("Traceparent")
+	if len(tp) < 55 || tp[2] != '-' || tp[35] != '-' {
+		return ""
+	}
+	id := tp[3:35]
+	for i := 0; i < len(id); i++ {
+		c := id[i]
+		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
+			return ""
+		}
+	}
+	if id == "00000000000000000000000000000000" {
+		return ""
+	}
+	return id
+}
+
+// auditSDK records a request the SDK path answered (metered).
+func (s *Service) auditSDK(v *view, method string, req mcp.Request, res mcp.Result, code int64, start time.Time, note *callNote) {
+	a := auditRecord{start: start, tenant: v.tenant, method: method, view: v.name, code: code, note: note}
+	if ex := req.GetExtra(); ex != nil {
+		if ex.TokenInfo != nil {
+			a.principal, _ = ex.TokenInfo.Extra[principalExtra].(string)
+		}
+		if note.traceID == "" && ex.Header != nil {
+			note.traceID = headerTraceID(ex.Header)
+		}
+	}
+	if ss, ok := req.GetSession().(*mcp.ServerSession); ok {
+		a.session = ss.ID() != "" || s.sessions.of(ss) != nil
+	}
+	if p := req.GetParams(); p != nil {
+		a.params, _ = json.Marshal(p)
+		a.name = paramsName(p)
+		a.arguments = argumentsOf(method, a.params)
+	}
+	switch r := res.(type) {
+	case nil:
+	case *rawResult:
+		a.result = r.raw
+	default:
+		a.result, _ = json.Marshal(r)
+	}
+	s.recordAudit(&a)
+}
+
+// paramsName is what a request names: a tool or prompt name, or a
+// resource URI ("" for none).
+func paramsName(p mcp.Params) string {
+	switch p := p.(type) {
+	case *mcp.CallToolParamsRaw:
+		return p.Name
+	case *mcp.CallToolParams:
+		return p.Name
+	case *mcp.GetPromptParams:
+		return p.Name
+	case *mcp.ReadResourceParams:
+		return p.URI
+	case *mcp.SubscribeParams:
+		return p.URI
+	case *mcp.UnsubscribeParams:
+		return p.URI
+	}
+	return ""
+}

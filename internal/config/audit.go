@@ -1,0 +1,142 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/switchyard-mcp/switchyard/internal/audit"
+)
+
+// AuditFile is the audit trail section (docs/audit.md): the edge records
+// one event per MCP request in the JetStream stream it names, and every
+// admin listener serves the search at /audit/events.
+type AuditFile struct {
+	// Enabled turns the audit trail on. Default true (nil); false: the
+	// edge records nothing and /audit/ is not served. Env
+	// SWITCHYARD_AUDIT_ENABLED.
+	Enabled *bool `yaml:"enabled"`
+	// Stream is the JetStream stream's name. Default SWITCHYARD_AUDIT.
+	Stream string `yaml:"stream"`
+	// MaxAge drops events older than this. "0s" or absent: 720h (30
+	// days); negative: no age limit.
+	MaxAge Duration `yaml:"max_age"`
+	// MaxBytes bounds the stream's size in bytes; the oldest events go
+	// first. 0: 10 GiB; negative: unlimited.
+	MaxBytes int64 `yaml:"max_bytes"`
+	// MaxMsgs bounds the number of stored events. 0: unlimited.
+	MaxMsgs int64 `yaml:"max_msgs"`
+	// Replicas is the stream's replica count in a NATS cluster (1..5). 0: 1.
+	Replicas int `yaml:"replicas"`
+	// Buffer is how many events an edge queues for publishing; past it
+	// events are dropped (and counted), never the call. 0: 8192.
+	Buffer int `yaml:"buffer"`
+	// Redact are field paths redacted from every recorded arguments and
+	// result ("arguments.password", "result.content[*].text").
+	Redact []string `yaml:"redact"`
+	// Tenants are the tenants that record arguments or results, by name.
+	// A tenant not listed records neither.
+	Tenants map[string]AuditTenant `yaml:"tenants"`
+}
+
+// AuditTenant is one tenant's audit settings.
+type AuditTenant struct {
+	// RecordArguments records tools/call arguments and prompts/get
+	// arguments, redacted.
+	RecordArguments bool `yaml:"record_arguments"`
+	// RecordResults records results, redacted.
+	RecordResults bool `yaml:"record_results"`
+	// Redact are field paths redacted in addition to the section's.
+	Redact []string `yaml:"redact"`
+}
+
+// On reports whether the audit trail is enabled.
+func (a *AuditFile) On() bool { return a.Enabled == nil || *a.Enabled }
+
+// StreamName is the audit stream's name, defaults applied.
+func (a *AuditFile) StreamName() string {
+	if a.Stream == "" {
+		return audit.DefaultStream
+	}
+	return a.Stream
+}
+
+// PublisherConfig is the section as an audit.Config; nil when the audit
+// trail is off.
+func (a *AuditFile) PublisherConfig() *audit.Config {
+	if !a.On() {
+		return nil
+	}
+	c := &audit.Config{
+		Stream: audit.StreamConfig{
+			Name: a.Stream, MaxAge: time.Duration(a.MaxAge), MaxBytes: a.MaxBytes,
+			MaxMsgs: a.MaxMsgs, Replicas: a.Replicas,
+		},
+		Buffer: a.Buffer,
+		Redact: a.Redact,
+	}
+	if len(a.Tenants) > 0 {
+		c.Tenants = make(map[string]audit.TenantPolicy, len(a.Tenants))
+		for n, t := range a.Tenants {
+			c.Tenants[n] = audit.TenantPolicy{RecordArguments: t.RecordArguments, RecordResults: t.RecordResults, Redact: t.Redact}
+		}
+	}
+	return c
+}
+
+// validate reports the section's problems; tenants are the configured
+// tenant names.
+func (a *AuditFile) validate(tenants map[string]bool) []error {
+	var errs []error
+	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf("audit: "+format, args...)) }
+	if a.Stream != "" && !validStreamName(a.Stream) {
+		bad("stream: %q is not a stream name (letters, digits, - and _)", a.Stream)
+	}
+	if a.MaxMsgs < 0 {
+		bad("max_msgs: must not be negative")
+	}
+	if a.Replicas < 0 || a.Replicas > 5 {
+		bad("replicas: must be 1..5, got %d", a.Replicas)
+	}
+	if a.Buffer < 0 {
+		bad("buffer: must not be negative")
+	}
+	if _, err := audit.NewRedactor(a.Redact); err != nil {
+		bad("redact: %v", err)
+	}
+	for _, n := range slices.Sorted(maps.Keys(a.Tenants)) {
+		if !tenants[n] {
+			bad("tenants: %q is not a configured tenant", n)
+		}
+		if _, err := audit.NewRedactor(a.Tenants[n].Redact); err != nil {
+			bad("tenants.%s.redact: %v", n, err)
+		}
+	}
+	return errs
+}
+
+func validStreamName(s string) bool {
+	for _, c := range s {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
+			return false
+		}
+	}
+	return len(s) <= 255
+}
+
+// applyAuditEnv overrides audit.enabled from SWITCHYARD_AUDIT_ENABLED.
+func (f *File) applyAuditEnv(getenv func(string) string) {
+	v := getenv("SWITCHYARD_AUDIT_ENABLED")
+	if v == "" {
+		return
+	}
+	b, err := strconv.ParseBool(v)
+	if err != nil {
+		f.envErrs = append(f.envErrs, errors.New("SWITCHYARD_AUDIT_ENABLED: not true or false"))
+		return
+	}
+	f.Audit.Enabled = &b
+}
