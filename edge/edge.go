@@ -143,6 +143,9 @@ func New(cfg Config, nc *nats.Conn, log *slog.Logger) (*Service, error) {
 	if err := reg.Register(sessionCollector{&s.sessions}); err != nil {
 		return nil, fmt.Errorf("edge: metrics: %w", err)
 	}
+	if err := reg.Register(listenCollector{&s.subs}); err != nil {
+		return nil, fmt.Errorf("edge: metrics: %w", err)
+	}
 	s.tenantLabels = cfg.TenantLabels > 0
 	if cfg.Audit != nil {
 		if s.audit, err = audit.NewPublisher(nc, *cfg.Audit, log); err != nil {

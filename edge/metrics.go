@@ -131,6 +131,26 @@ func (c sessionCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 }
 
+// listenDesc describes switchyard_edge_listen_subscriptions.
+var listenDesc = prometheus.NewDesc("switchyard_edge_listen_subscriptions",
+	"Resource subscriptions held by 2026-07-28 subscriptions/listen streams (a stream listening to N URIs counts N); the 2026 era's counterpart of sessions.",
+	nil, nil)
+
+// listenCollector counts the listen streams' subscriptions at scrape time.
+type listenCollector struct{ l *listens }
+
+func (c listenCollector) Describe(ch chan<- *prometheus.Desc) { ch <- listenDesc }
+
+func (c listenCollector) Collect(ch chan<- prometheus.Metric) {
+	n := 0
+	c.l.mu.Lock()
+	for _, ls := range c.l.byURI {
+		n += ls.refs
+	}
+	c.l.mu.Unlock()
+	ch <- prometheus.MustNewConstMetric(listenDesc, prometheus.GaugeValue, float64(n))
+}
+
 // Checks reports the edge's readiness check by check (internal/admin): the
 // NATS connection, the catalog and tenancy state loaded, the limits fleet,
 // the HTTP listener. A stale tenancy snapshot or fleet view is a warning:

@@ -1,6 +1,7 @@
 package edge
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"strings"
@@ -205,4 +206,38 @@ func TestEdgeMetricsPrecheck(t *testing.T) {
 	if got["other parse_error"] != 1 || got["other method_not_found"] != 1 {
 		t.Errorf("request counts %v, want other parse_error 1 and other method_not_found 1", got)
 	}
+}
+
+// TestEdgeMetricsListen: switchyard_edge_listen_subscriptions counts the
+// URIs 2026-07-28 subscriptions/listen streams hold, and drops to 0 when
+// the stream ends.
+func TestEdgeMetricsListen(t *testing.T) {
+	var nc *nats.Conn
+	g := newRigWith(t, func(m *nats.Msg) { reply(nc, m, &proto.Reply{Result: []byte(`{}`)}) }, &rigOpts{sse: true})
+	nc = g.nc
+	listen := `{"jsonrpc":"2.0","id":2,"method":"subscriptions/listen","params":{"notifications":{"resourceSubscriptions":` +
+		`["file:///a","file:///b","file:///c"]},` + meta2026 + `}}`
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, g.url, strings.NewReader(listen))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Mcp-Protocol-Version", "2026-07-28")
+	req.Header.Set("Mcp-Method", "subscriptions/listen")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	gauge := func(want float64) func(map[string]*dto.MetricFamily) error {
+		return func(mfs map[string]*dto.MetricFamily) error {
+			if got := labelled(mfs, "switchyard_edge_listen_subscriptions")[""]; got != want {
+				return fmt.Errorf("switchyard_edge_listen_subscriptions = %v, want %v", got, want)
+			}
+			return nil
+		}
+	}
+	waitFor(t, g.e, gauge(3))
+	cancel()
+	waitFor(t, g.e, gauge(0))
 }

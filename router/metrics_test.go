@@ -169,6 +169,15 @@ switchyard_router_policy_denials_total{kind="upstreams"} 0
 	if counts["resources/read ok"] != 1 || counts["tools/list ok"] != 2 {
 		t.Errorf("handling counts: %v", counts)
 	}
+	// The mailbox gauge: present, and empty once every call was answered.
+	const idle = `
+# HELP switchyard_router_intake_pending_messages Calls delivered to the router's intake subscriptions and not yet handled (its mailbox).
+# TYPE switchyard_router_intake_pending_messages gauge
+switchyard_router_intake_pending_messages 0
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(idle), "switchyard_router_intake_pending_messages"); err != nil {
+		t.Error(err)
+	}
 }
 
 // TestRouterMicroService: a running router answers $SRV.PING and INFO as

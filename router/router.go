@@ -76,6 +76,9 @@ type Service struct {
 	snap  atomic.Pointer[catalog.Snapshot]
 	ready atomic.Bool
 	live  atomic.Bool // the intake subscriptions are in place
+	// intake are the route queue subscriptions while Run serves (nil
+	// before and after): their pending count is the router's mailbox.
+	intake atomic.Pointer[[]*nats.Subscription]
 	rr    atomic.Uint64
 
 	mu      sync.Mutex // guards state and the loaded flags
@@ -121,12 +124,16 @@ func New(cfg Config, nc *nats.Conn, log *slog.Logger) (*Service, error) {
 	log = log.With(proto.LogComponent, "router", "router_id", cfg.ID)
 	s := &Service{cfg: cfg, nc: nc, log: log, state: catalog.NewState(cfg.NameSeparator),
 		tenancy: cfg.Tenancy, views: newViewCache(cfg.PageSize, cfg.ViewCacheBytes), kick: make(chan struct{}, 1)}
-	met, err := metrics.NewRouter(metrics.Or(cfg.Metrics))
+	reg := metrics.Or(cfg.Metrics)
+	met, err := metrics.NewRouter(reg)
 	if err != nil {
 		return nil, fmt.Errorf("router: metrics: %w", err)
 	}
 	s.met = met
 	s.views.lookup = met.ListCache
+	if err := reg.Register(intakeCollector{s}); err != nil {
+		return nil, fmt.Errorf("router: metrics: %w", err)
+	}
 	if s.tenancy == nil {
 		js, err := jetstream.New(nc)
 		if err != nil {
@@ -208,6 +215,9 @@ func (s *Service) Run(ctx context.Context) error {
 		_ = sub.SetPendingLimits(-1, 256<<20)
 		subs = append(subs, sub)
 	}
+	intake := subs[1:]
+	s.intake.Store(&intake)
+	defer s.intake.Store(nil)
 	s.live.Store(true)
 	svc, err := admin.AddService(s.nc, admin.ServiceConfig{
 		Name: MicroService, ID: s.cfg.ID, Version: metrics.Version(),

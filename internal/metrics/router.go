@@ -73,3 +73,7 @@ func (r *Router) ListCache(hit bool) {
 		r.listMiss.Inc()
 	}
 }
+
+// RouterPendingDesc describes switchyard_router_intake_pending_messages.
+var RouterPendingDesc = prometheus.NewDesc(Namespace+"_router_intake_pending_messages",
+	"Calls delivered to the router's intake subscriptions and not yet handled (its mailbox).", nil, nil)

@@ -178,6 +178,9 @@ upstreams:
 		{"router", "switchyard_router_handling_seconds", map[string]string{"method": "tools/call", "outcome": "ok"}, n25 + n26},
 		{"router", "switchyard_router_handling_seconds", map[string]string{"method": "tools/call", "outcome": "invalid_params"}, 1},
 		{"upstream-worker", "switchyard_upstream_request_duration_seconds", map[string]string{"upstream": "fixture", "method": "tools/call", "outcome": "ok"}, n25 + n26},
+		// The bus time of every call a worker answered (the unknown tool
+		// never reached one).
+		{"edge", "switchyard_edge_bus_seconds", map[string]string{"method": "tools/call"}, n25 + n26},
 	}
 	for _, w := range wants {
 		eventually(t, 10*time.Second, func() error {
@@ -207,6 +210,7 @@ upstreams:
 		{"switchyard_upstream_sessions", map[string]string{"upstream": "fixture", "kind": "dedicated"}},
 		{"switchyard_upstream_restarts_total", map[string]string{"upstream": "fixture"}},
 		{"switchyard_worker_calls_in_flight", nil},
+		{"switchyard_worker_intake_pending_messages", nil},
 	} {
 		if series(wmfs, g.name, g.labels) == nil {
 			t.Errorf("worker /metrics has no %s%v", g.name, g.labels)
@@ -223,6 +227,18 @@ upstreams:
 	}
 	if m := series(emfs, "switchyard_edge_sessions_open", map[string]string{"era": v2025}); m == nil || m.GetGauge().GetValue() < 1 {
 		t.Errorf("switchyard_edge_sessions_open{era=%q} = %v, want >= 1", v2025, m)
+	}
+	for _, name := range []string{"switchyard_edge_listen_subscriptions", "switchyard_audit_events_published_total"} {
+		if series(emfs, name, nil) == nil {
+			t.Errorf("edge /metrics has no %s", name)
+		}
+	}
+	rmfs, err := scrape("http://" + admins["router"] + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if series(rmfs, "switchyard_router_intake_pending_messages", nil) == nil {
+		t.Error("router /metrics has no switchyard_router_intake_pending_messages")
 	}
 	// Every role has build info and its NATS connection's metrics, and no
 	// label anywhere carries a session id.
