@@ -1,7 +1,6 @@
 package config
 
 import (
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -58,15 +57,7 @@ func TestConfigAudit(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			clearEnv(t)
-			for k, v := range tc.env {
-				t.Setenv(k, v)
-			}
-			p := dir + "/" + strings.ReplaceAll(tc.name, " ", "-") + ".yaml"
-			if err := os.WriteFile(p, []byte(tc.yaml), 0o600); err != nil {
-				t.Fatal(err)
-			}
-			f, err := Load(p)
+			f, err := loadCase(t, dir, tc.name, tc.yaml, tc.env)
 			if tc.err != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.err) {
 					t.Fatalf("err = %v, want one mentioning %q", err, tc.err)

@@ -30,6 +30,21 @@ func clearEnv(t *testing.T) {
 	}
 }
 
+// loadCase loads yaml as a file named after a table case, with only the
+// env variables of SWITCHYARD_* set.
+func loadCase(t *testing.T, dir, name, yaml string, env map[string]string) (*File, error) {
+	t.Helper()
+	clearEnv(t)
+	for k, v := range env {
+		t.Setenv(k, v)
+	}
+	p := filepath.Join(dir, strings.ReplaceAll(name, " ", "-")+".yaml")
+	if err := os.WriteFile(p, []byte(yaml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return Load(p)
+}
+
 // writeConfig writes body to a fresh file and returns its path.
 func writeConfig(t *testing.T, body string) string {
 	t.Helper()

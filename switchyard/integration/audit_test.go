@@ -45,29 +45,8 @@ audit:
       redact: [arguments.profile.ssn]
 `
 
-// auditHit is an event as the search API returns it.
-type auditHit struct {
-	Seq       uint64          `json:"seq"`
-	Tenant    string          `json:"tenant"`
-	Principal string          `json:"principal"`
-	Method    string          `json:"method"`
-	Upstream  string          `json:"upstream"`
-	Name      string          `json:"name"`
-	Outcome   string          `json:"outcome"`
-	ErrorCode int64           `json:"error_code"`
-	Duration  int64           `json:"duration_ns"`
-	Upstream2 int64           `json:"upstream_duration_ns"`
-	TraceID   string          `json:"trace_id"`
-	EdgeID    string          `json:"edge_id"`
-	Session   bool            `json:"session"`
-	ReqBytes  int64           `json:"request_bytes"`
-	RespBytes int64           `json:"response_bytes"`
-	Arguments json.RawMessage `json:"arguments"`
-	Result    json.RawMessage `json:"result"`
-}
-
 // auditSearch asks the admin listener's audit API.
-func auditSearch(adminAddr string, q url.Values) ([]auditHit, error) {
+func auditSearch(adminAddr string, q url.Values) ([]audit.Hit, error) {
 	resp, err := http.Get("http://" + adminAddr + "/audit/events?" + q.Encode())
 	if err != nil {
 		return nil, err
@@ -78,7 +57,7 @@ func auditSearch(adminAddr string, q url.Values) ([]auditHit, error) {
 		return nil, fmt.Errorf("/audit/events: %d %s", resp.StatusCode, body)
 	}
 	var page struct {
-		Events []auditHit `json:"events"`
+		Events []audit.Hit `json:"events"`
 	}
 	if err := json.Unmarshal(body, &page); err != nil {
 		return nil, fmt.Errorf("%v: %s", err, body)
@@ -157,7 +136,7 @@ func TestIntegrationAudit(t *testing.T) {
 	}
 
 	// The specific call, found by tenant and tool.
-	var hit auditHit
+	var hit audit.Hit
 	eventually(t, 10*time.Second, func() error {
 		hits, err := auditSearch(adm.Addr(), url.Values{"tenant": {"acme"}, "tool": {"echo"}, "since": {"10m"}})
 		if err != nil {
@@ -175,7 +154,7 @@ func TestIntegrationAudit(t *testing.T) {
 		hit.Outcome != "ok" || hit.TraceID != traceID || hit.Session || hit.EdgeID == "" {
 		t.Errorf("event = %+v", hit)
 	}
-	if hit.Duration <= 0 || hit.Upstream2 <= 0 || hit.Upstream2 > hit.Duration || hit.ReqBytes == 0 || hit.RespBytes == 0 {
+	if hit.Duration <= 0 || hit.UpstreamDuration <= 0 || hit.UpstreamDuration > hit.Duration || hit.RequestBytes == 0 || hit.ResponseBytes == 0 {
 		t.Errorf("durations/sizes: %+v", hit)
 	}
 	var args map[string]any
@@ -218,7 +197,7 @@ func TestIntegrationAudit(t *testing.T) {
 	sy := bins.Build(t, "switchyard", "github.com/switchyard-mcp/switchyard/switchyard/cmd/switchyard")
 	cli, err := exec.CommandContext(t.Context(), sy, "audit", "search", "--nats", g.ns.ClientURL(),
 		"--tenant", "acme", "--tool", "echo", "--json").Output()
-	var page struct{ Events []auditHit }
+	var page struct{ Events []audit.Hit }
 	if err != nil || json.Unmarshal(cli, &page) != nil || len(page.Events) == 0 || page.Events[0].Seq != hit.Seq ||
 		!bytes.Contains(page.Events[0].Arguments, []byte(marker)) {
 		t.Errorf("CLI search: %v\n%s", err, cli)
