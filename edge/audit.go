@@ -81,6 +81,7 @@ func (s *Service) recordAudit(a *auditRecord) {
 			ev.Name = rest
 		}
 	}
+	ev.Method, ev.Name = clip(ev.Method), clip(ev.Name)
 	switch {
 	case a.code != 0:
 		ev.Outcome = audit.ErrorOutcome(a.code)
@@ -97,6 +98,19 @@ func (s *Service) recordAudit(a *auditRecord) {
 		ev.Result = bytes.Clone(a.result)
 	}
 	s.audit.Record(&ev)
+}
+
+// maxAuditString bounds the method and name an event keeps: both come
+// from the client (an unknown method, a tool name no upstream has), and an
+// event must stay far below the stream's message size.
+const maxAuditString = 1024
+
+// clip cuts s to maxAuditString bytes, on a rune boundary.
+func clip(s string) string {
+	if len(s) <= maxAuditString {
+		return s
+	}
+	return strings.ToValidUTF8(s[:maxAuditString], "")
 }
 
 // toolError reports whether a tools/call result has isError true.

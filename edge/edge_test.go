@@ -15,6 +15,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/switchyard-mcp/switchyard/internal/audit"
 	"github.com/switchyard-mcp/switchyard/internal/bus"
 	"github.com/switchyard-mcp/switchyard/internal/config"
 	"github.com/switchyard-mcp/switchyard/internal/tenancy"
@@ -43,6 +44,7 @@ type rigOpts struct {
 	sessionTimeout time.Duration  // 0: the default
 	tenancy        tenancy.Source // nil: the default tenant alone
 	auth           AuthConfig
+	audit          *audit.Config // nil: no audit trail
 }
 
 // newRigWith is newRig with an edge configured by o (nil: the defaults).
@@ -67,7 +69,7 @@ func newRigWith(t *testing.T, router nats.MsgHandler, o *rigOpts) *rig {
 		}
 	}
 	cfg := Config{ID: "edge-t", Listen: "127.0.0.1:0", JSONResponse: !o.sse, CallTimeout: 5 * time.Second,
-		MaxRequestBodyBytes: 64 << 10, SessionTimeout: o.sessionTimeout, Tenancy: o.tenancy, Auth: o.auth}
+		MaxRequestBodyBytes: 64 << 10, SessionTimeout: o.sessionTimeout, Tenancy: o.tenancy, Auth: o.auth, Audit: o.audit}
 	if cfg.Tenancy == nil {
 		cfg.Tenancy = tenancy.Static{Snap: tenancy.NewSnapshot(config.DefaultTenants(), nil)}
 	}

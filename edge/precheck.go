@@ -32,25 +32,25 @@ var clientMethods = map[string]bool{
 // makes before it reads a body. It restores the body for the SDK and reports whether the
 // request may go on; a body of one message (not a batch) is returned
 // decoded for the fast path.
-func (s *Service) precheck(w http.ResponseWriter, r *http.Request) (*probeMsg, bool) {
+func (s *Service) precheck(w http.ResponseWriter, r *http.Request, v *view) (*probeMsg, bool) {
 	if r.Method != http.MethodPost || r.Body == nil || !plainPOST(r) {
 		return nil, true // the SDK's transport checks (403, 415, 400) come first
 	}
 	if sid := r.Header.Get("Mcp-Session-Id"); sid != "" && r.Header.Get("Mcp-Protocol-Version") < protocol2026 && s.sessions.get(sid) == nil {
 		return nil, true // a session the edge does not track: the SDK answers (404)
 	}
-	start := time.Now() // refusals here are requests answered too (metrics)
+	start := time.Now() // refusals here are requests answered too (metrics, audit)
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxRequestBodyBytes))
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
 			writeRPCError(w, http.StatusRequestEntityTooLarge, nil, -32600,
 				"request body exceeds "+strconv.FormatInt(s.cfg.MaxRequestBodyBytes, 10)+" bytes")
-			s.met.Request("", -32600, start)
+			s.refused(r, v, "", -32600, start)
 			return nil, false
 		}
 		writeRPCError(w, http.StatusBadRequest, nil, -32700, "Parse error: reading body failed")
-		s.met.Request("", -32700, start)
+		s.refused(r, v, "", -32700, start)
 		return nil, false
 	}
 	r.Body = io.NopCloser(bytes.NewReader(body))
@@ -58,7 +58,7 @@ func (s *Service) precheck(w http.ResponseWriter, r *http.Request) (*probeMsg, b
 	msgs, single, ok := parseBody(body)
 	if !ok {
 		writeRPCError(w, http.StatusBadRequest, nil, -32700, "Parse error: body is not valid JSON-RPC")
-		s.met.Request("", -32700, start)
+		s.refused(r, v, "", -32700, start)
 		return nil, false
 	}
 	stateful := r.Header.Get("Mcp-Protocol-Version") < protocol2026
@@ -71,7 +71,7 @@ func (s *Service) precheck(w http.ResponseWriter, r *http.Request) (*probeMsg, b
 			// What the transport spec asks of servers that use sessions; the
 			// SDK would answer 200 with a JSON-RPC error of code 0.
 			writeRPCError(w, http.StatusBadRequest, m.ID, -32600, "Bad Request: missing Mcp-Session-Id header (initialize first)")
-			s.met.Request(m.Method, -32600, start)
+			s.refused(r, v, m.Method, -32600, start)
 			return nil, false
 		}
 		if m.Method != "" && len(m.ID) > 0 && !clientMethods[m.Method] {
@@ -80,7 +80,7 @@ func (s *Service) precheck(w http.ResponseWriter, r *http.Request) (*probeMsg, b
 				status = http.StatusNotFound // what the SDK answers in that era
 			}
 			writeRPCError(w, status, m.ID, -32601, "Method not found: "+strconv.Quote(m.Method))
-			s.met.Request(m.Method, -32601, start)
+			s.refused(r, v, m.Method, -32601, start)
 			return nil, false
 		}
 	}
@@ -209,4 +209,20 @@ func writeRPCError(w http.ResponseWriter, status int, id json.RawMessage, code i
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	_, _ = w.Write(b)
+}
+
+// refused records a request precheck answered with an error itself: its
+// metrics, and its audit event (method "" when the body held none that
+// could be read).
+func (s *Service) refused(r *http.Request, v *view, method string, code int64, start time.Time) {
+	s.met.Request(method, code, start)
+	if s.audit == nil {
+		return
+	}
+	a := auditRecord{start: start, tenant: v.tenant, method: method, view: v.name, code: code,
+		session: r.Header.Get("Mcp-Session-Id") != "", note: &callNote{traceID: headerTraceID(r.Header)}}
+	if id := identityOf(r.Context()); id != nil {
+		a.principal = id.principal
+	}
+	s.recordAudit(&a)
 }

@@ -259,7 +259,7 @@ func (s *Service) serve(w http.ResponseWriter, r *http.Request, v *view) {
 		http.Error(w, "session not found", http.StatusNotFound)
 		return
 	}
-	m, ok := s.precheck(w, r)
+	m, ok := s.precheck(w, r, v)
 	if !ok {
 		return
 	}
