@@ -6,8 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -78,13 +80,22 @@ func writeJSONError(w http.ResponseWriter, code int, msg string) {
 	_ = json.NewEncoder(w).Encode(map[string]string{"error": msg})
 }
 
-// ParseQuery reads a Query from URL parameters (the names of NewHandler).
-// Relative times count back from now. Unknown parameters are an error,
-// so a misspelt filter does not silently widen a search.
+// ParseQuery reads a Query from URL parameters (the names of NewHandler;
+// name is an alias of tool). Relative times count back from now. Unknown
+// parameters, a parameter given more than once and tool given with name
+// are errors wrapping ErrBadQuery (listed in parameter order), so a
+// misspelt or ambiguous filter does not silently widen or change a
+// search.
 func ParseQuery(v url.Values, now time.Time) (Query, error) {
 	var q Query
 	var errs []error
-	for k, vals := range v {
+	if _, ok := v["tool"]; ok {
+		if _, ok := v["name"]; ok {
+			errs = append(errs, errors.New("tool and name given: name is an alias of tool, give one"))
+		}
+	}
+	for _, k := range slices.Sorted(maps.Keys(v)) {
+		vals := v[k]
 		if len(vals) != 1 {
 			errs = append(errs, fmt.Errorf("%s given %d times", k, len(vals)))
 			continue

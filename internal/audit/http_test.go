@@ -2,10 +2,12 @@ package audit
 
 import (
 	"encoding/json"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 )
@@ -80,6 +82,7 @@ func TestAuditHTTP(t *testing.T) {
 		"/audit/events?tennant=acme":      http.StatusBadRequest,
 		"/audit/events?since=yesterday":   http.StatusBadRequest,
 		"/audit/events?tenant=a&tenant=b": http.StatusBadRequest,
+		"/audit/events?tool=a&name=b":     http.StatusBadRequest,
 		"/audit/events?since=1m&until=2h": http.StatusBadRequest,
 		"/audit/other":                    http.StatusNotFound,
 		"/missing/events":                 http.StatusServiceUnavailable,
@@ -112,5 +115,37 @@ func TestAuditParseQuery(t *testing.T) {
 		Outcome: OutcomeError, Since: now.Add(-90 * time.Minute), Until: time.Date(2026, 1, 2, 3, 0, 0, 0, time.UTC), Limit: 7, Cursor: 99}
 	if q != want {
 		t.Fatalf("ParseQuery = %+v, want %+v", q, want)
+	}
+}
+
+// TestAuditParseQueryRefuses: the queries whose meaning would be a guess
+// are refused, with an ErrBadQuery naming the problem.
+func TestAuditParseQueryRefuses(t *testing.T) {
+	now := time.Now()
+	for _, tc := range []struct {
+		query, want string
+	}{
+		{"tool=a&name=b", "tool and name given"},
+		{"tool=a&name=a", "tool and name given"},
+		{"name=a&name=b", "name given 2 times"},
+		{"tool=a&tool=a", "tool given 2 times"},
+		{"tenant=a&tenant=b", "tenant given 2 times"},
+		{"tennant=a", `unknown parameter "tennant"`},
+		{"limit=0", "limit: want 1..1000"},
+	} {
+		v, err := url.ParseQuery(tc.query)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = ParseQuery(v, now)
+		if !errors.Is(err, ErrBadQuery) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("ParseQuery(%s) = %v, want ErrBadQuery with %q", tc.query, err, tc.want)
+		}
+	}
+	for _, query := range []string{"tool=a", "name=a"} {
+		v, _ := url.ParseQuery(query)
+		if q, err := ParseQuery(v, now); err != nil || q.Tool != "a" {
+			t.Errorf("ParseQuery(%s) = %+v, %v, want tool a", query, q, err)
+		}
 	}
 }

@@ -18,9 +18,17 @@ import (
 // Publisher defaults.
 const (
 	DefaultBuffer       = 8192
+	DefaultBufferBytes  = 64 << 20
 	DefaultMaxPending   = 4096
 	DefaultAckTimeout   = 5 * time.Second
 	DefaultFlushTimeout = 2 * time.Second
+)
+
+// Publisher bounds. The buffer is allocated whole by NewPublisher, about
+// 250 bytes per event (MaxBuffer: about 250 MB).
+const (
+	MaxBuffer      = 1_000_000
+	MaxBufferBytes = 16 << 30
 )
 
 // Config configures a [Publisher]. The zero value is usable: defaults
@@ -29,8 +37,17 @@ type Config struct {
 	// Stream is the stream the Publisher creates or updates in Run.
 	Stream StreamConfig
 	// Buffer is how many events Record queues for publishing; when it is
-	// full Record drops the event. 0 is DefaultBuffer.
+	// full Record drops the event. 0 is DefaultBuffer; more than
+	// MaxBuffer is MaxBuffer.
 	Buffer int
+	// BufferBytes bounds the bytes of Arguments and Result held by the
+	// buffered events (the rest of an event is small and bounded by
+	// Buffer). An event that would take the buffer past it is still
+	// queued, with its Arguments and Result replaced by the JSON string
+	// "[DROPPED: audit buffer full]" (Stats.TrimmedFull). 0 is
+	// DefaultBufferBytes (64 MiB); more than MaxBufferBytes is
+	// MaxBufferBytes.
+	BufferBytes int64
 	// MaxPending bounds the publishes awaiting the stream's ack; past it
 	// publishing stalls (and the buffer fills). 0 is DefaultMaxPending.
 	MaxPending int
@@ -75,8 +92,20 @@ type Stats struct {
 	// DroppedClosed counts events recorded after the Publisher stopped,
 	// or still buffered when its flush timed out.
 	DroppedClosed uint64
+	// TrimmedFull counts events queued without their Arguments and
+	// Result because those would have taken the buffer past BufferBytes.
+	TrimmedFull uint64
+	// TrimmedTooLarge counts the trims of Arguments or Result to
+	// "[DROPPED: too large]" because the event would have exceeded
+	// MaxEventBytes: Record trims an Arguments or Result bigger than that
+	// on its own, the publish trims both of an event that still encodes
+	// bigger (so one event can count twice).
+	TrimmedTooLarge uint64
 	// Buffered is the number of events waiting in the buffer now.
 	Buffered int
+	// BufferedBytes is the bytes of Arguments and Result the buffered
+	// events hold now (at most BufferBytes, give or take a few markers).
+	BufferedBytes int64
 	// Pending is the number of publishes awaiting their ack now.
 	Pending int
 }
@@ -111,9 +140,22 @@ type Publisher struct {
 	policy atomic.Pointer[policySet]
 
 	recorded, published, droppedFull, droppedPublish, droppedClosed atomic.Uint64
-	closed                                                          atomic.Bool
-	running                                                         atomic.Bool
-	ensureNow                                                       chan struct{} // non-blocking poke: re-ensure the stream
+	trimmedFull, trimmedTooLarge                                    atomic.Uint64
+	// bufBytes is the bytes of Arguments and Result of the events in ch
+	// (payloadBytes): Record adds, whoever takes an event out subtracts.
+	bufBytes atomic.Int64
+	closed   atomic.Bool
+	// drained is set once flush has published what it could: from then on
+	// nothing reads ch, so whatever lands there counts as DroppedClosed
+	// (discardBuffered), by flush or by the Record that put it there.
+	drained   atomic.Bool
+	running   atomic.Bool
+	ensureNow chan struct{} // non-blocking poke: re-ensure the stream
+
+	// afterClosedCheck, if set (tests, before any Record), runs in Record
+	// between its closed check and its enqueue: the window a concurrent
+	// flush can finish in.
+	afterClosedCheck func()
 
 	closeOnce sync.Once
 }
@@ -142,6 +184,11 @@ func NewPublisher(nc *nats.Conn, cfg Config, log *slog.Logger) (*Publisher, erro
 	if cfg.Buffer <= 0 {
 		cfg.Buffer = DefaultBuffer
 	}
+	cfg.Buffer = min(cfg.Buffer, MaxBuffer)
+	if cfg.BufferBytes <= 0 {
+		cfg.BufferBytes = DefaultBufferBytes
+	}
+	cfg.BufferBytes = min(cfg.BufferBytes, MaxBufferBytes)
 	if cfg.MaxPending <= 0 {
 		cfg.MaxPending = DefaultMaxPending
 	}
@@ -226,7 +273,14 @@ func (p *Publisher) Wants(tenant string) (arguments, result bool) {
 // dropped and counted. Record copies ev, but takes ownership of the
 // bytes of ev.Arguments and ev.Result: the caller must not modify them
 // afterwards. Arguments and results of a tenant that does not record them
-// are discarded; the others are redacted before publishing.
+// are discarded at once; the others are redacted before publishing.
+//
+// Memory: an Arguments or Result bigger than MaxEventBytes could never be
+// published, so Record replaces it at once by the JSON string
+// "[DROPPED: too large]" (Stats.TrimmedTooLarge); an event whose
+// Arguments and Result would take the buffer past Config.BufferBytes is
+// queued with both replaced by "[DROPPED: audit buffer full]"
+// (Stats.TrimmedFull). Either way the caller's bytes are not kept.
 func (p *Publisher) Record(ev *Event) {
 	if p == nil {
 		return
@@ -235,17 +289,104 @@ func (p *Publisher) Record(ev *Event) {
 		p.droppedClosed.Add(1)
 		return
 	}
+	if h := p.afterClosedCheck; h != nil {
+		h()
+	}
+	e := *ev
+	n := p.admit(&e)
 	select {
-	case p.ch <- *ev:
+	case p.ch <- e:
 		p.recorded.Add(1)
+		if p.drained.Load() {
+			// flush finished before this send (the closed check above
+			// passed just before Close): nobody will publish the event.
+			p.discardBuffered()
+		}
 	default:
+		p.bufBytes.Add(-n)
 		p.droppedFull.Add(1)
 	}
 }
 
+// Markers that replace Arguments and Result Record does not keep (JSON
+// strings, like the redactor's "[REDACTED]"). Shared: nothing writes to
+// an event's Arguments or Result in place.
+var (
+	droppedFullJSON     = []byte(`"[DROPPED: audit buffer full]"`)
+	droppedTooLargeJSON = []byte(`"[DROPPED: too large]"`)
+)
+
+// admit applies the tenant's recording settings and the size bounds to
+// e's Arguments and Result, and charges what remains to the buffer's
+// byte budget; it returns the bytes charged (payloadBytes(e)).
+func (p *Publisher) admit(e *Event) int64 {
+	if e.Arguments == nil && e.Result == nil {
+		return 0
+	}
+	t := p.policy.Load().tenants[e.Tenant]
+	if !t.args {
+		e.Arguments = nil
+	}
+	if !t.result {
+		e.Result = nil
+	}
+	tooLarge := false
+	if len(e.Arguments) > MaxEventBytes {
+		e.Arguments, tooLarge = droppedTooLargeJSON, true
+	}
+	if len(e.Result) > MaxEventBytes {
+		e.Result, tooLarge = droppedTooLargeJSON, true
+	}
+	if tooLarge {
+		p.trimmedTooLarge.Add(1)
+	}
+	n := payloadBytes(e)
+	if n == 0 {
+		return 0
+	}
+	if p.bufBytes.Add(n) <= p.cfg.BufferBytes {
+		return n
+	}
+	p.bufBytes.Add(-n)
+	p.trimmedFull.Add(1)
+	if e.Arguments != nil {
+		e.Arguments = droppedFullJSON
+	}
+	if e.Result != nil {
+		e.Result = droppedFullJSON
+	}
+	// The markers are charged too (a few bytes), so that taking the event
+	// out subtracts payloadBytes whatever it holds.
+	n = payloadBytes(e)
+	p.bufBytes.Add(n)
+	return n
+}
+
+// payloadBytes is what an event charges to the buffer's byte budget.
+func payloadBytes(e *Event) int64 { return int64(len(e.Arguments) + len(e.Result)) }
+
+// take is what a reader does with each event it receives from ch.
+func (p *Publisher) take(e *Event) { p.bufBytes.Add(-payloadBytes(e)) }
+
+// discardBuffered empties ch, counting its events as DroppedClosed. Safe
+// to run concurrently with itself (each event is received once).
+func (p *Publisher) discardBuffered() {
+	for {
+		select {
+		case ev := <-p.ch:
+			p.take(&ev)
+			p.droppedClosed.Add(1)
+		default:
+			return
+		}
+	}
+}
+
 // enqueueWait is Record that waits for room (benchmarks measure the
-// sustained rate with it).
+// sustained rate with it). It charges the byte budget but does not
+// enforce it.
 func (p *Publisher) enqueueWait(ev *Event) {
+	p.bufBytes.Add(payloadBytes(ev))
 	p.ch <- *ev
 	p.recorded.Add(1)
 }
@@ -257,13 +398,16 @@ func (p *Publisher) Stats() Stats {
 		return Stats{}
 	}
 	return Stats{
-		Recorded:       p.recorded.Load(),
-		Published:      p.published.Load(),
-		DroppedFull:    p.droppedFull.Load(),
-		DroppedPublish: p.droppedPublish.Load(),
-		DroppedClosed:  p.droppedClosed.Load(),
-		Buffered:       len(p.ch),
-		Pending:        p.js.PublishAsyncPending(),
+		Recorded:        p.recorded.Load(),
+		Published:       p.published.Load(),
+		DroppedFull:     p.droppedFull.Load(),
+		DroppedPublish:  p.droppedPublish.Load(),
+		DroppedClosed:   p.droppedClosed.Load(),
+		TrimmedFull:     p.trimmedFull.Load(),
+		TrimmedTooLarge: p.trimmedTooLarge.Load(),
+		Buffered:        len(p.ch),
+		BufferedBytes:   p.bufBytes.Load(),
+		Pending:         p.js.PublishAsyncPending(),
 	}
 }
 
@@ -295,6 +439,7 @@ func (p *Publisher) Run(ctx context.Context) error {
 	for {
 		select {
 		case ev := <-p.ch:
+			p.take(&ev)
 			buf = p.publish(&ev, buf)
 		case <-ctx.Done():
 			p.flush(&buf)
@@ -323,18 +468,25 @@ func (p *Publisher) Close() {
 }
 
 // flush publishes what is buffered and waits for the acks, within
-// FlushTimeout.
+// FlushTimeout. What is left in the buffer then, or recorded by a Record
+// that passed its closed check before closed was set, counts as
+// DroppedClosed.
 func (p *Publisher) flush(buf *[]byte) {
 	p.closed.Store(true)
 	deadline := time.NewTimer(p.cfg.FlushTimeout)
 	defer deadline.Stop()
+	defer p.discardBuffered()
+	// Set before the final discard: a Record that enqueues after this
+	// discards itself (see Record), one that enqueued before is
+	// discarded here.
+	defer p.drained.Store(true)
 drain:
 	for {
 		select {
 		case ev := <-p.ch:
+			p.take(&ev)
 			*buf = p.publish(&ev, *buf)
 		case <-deadline.C:
-			p.droppedClosed.Add(uint64(len(p.ch)))
 			return
 		default:
 			break drain
@@ -346,12 +498,6 @@ drain:
 		// The pending publishes time out on their own (AckTimeout) and
 		// are counted by the error handler then.
 	}
-	// Events recorded between the drain and closed (a race Record can
-	// lose) count as closed.
-	p.droppedClosed.Add(uint64(len(p.ch)))
-	for len(p.ch) > 0 {
-		<-p.ch
-	}
 }
 
 // publish prepares ev (policy, redaction, scrubbing) and publishes it
@@ -360,7 +506,13 @@ func (p *Publisher) publish(ev *Event, scratch []byte) []byte {
 	p.prepare(ev)
 	data, err := AppendEncode(scratch[:0], ev)
 	if err == nil && len(data) > MaxEventBytes && (ev.Arguments != nil || ev.Result != nil) {
-		ev.Arguments, ev.Result = nil, nil
+		p.trimmedTooLarge.Add(1)
+		if ev.Arguments != nil {
+			ev.Arguments = droppedTooLargeJSON
+		}
+		if ev.Result != nil {
+			ev.Result = droppedTooLargeJSON
+		}
 		data, err = AppendEncode(scratch[:0], ev)
 	}
 	if err != nil {

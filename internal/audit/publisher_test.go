@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"net"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -289,5 +290,135 @@ func TestAuditPublisherResumesAfterRestart(t *testing.T) {
 	}
 	if n := s.CachedInfo().State.Msgs; n < 2 {
 		t.Fatalf("stream holds %d events after the restart, want the one before and those after", n)
+	}
+}
+
+// TestAuditRecordBoundsBufferBytes: with the stream out of reach (Run not
+// started), the buffered events of a tenant recording large results hold
+// at most BufferBytes of them, and an Arguments bigger than MaxEventBytes
+// is not held at all; the events themselves are all queued, and publish
+// with markers in place of what was trimmed once Run starts.
+func TestAuditRecordBoundsBufferBytes(t *testing.T) {
+	srv := natstest.Start(t)
+	nc := natstest.Connect(t, srv)
+	const budget = 1 << 20
+	pub, err := NewPublisher(nc, Config{
+		Buffer:      128,
+		BufferBytes: budget,
+		Tenants:     map[string]TenantPolicy{"acme": {RecordArguments: true, RecordResults: true}},
+	}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const (
+		fitting, fitSize = 48, 200 << 10 // 9.4 MiB in all, each publishable
+		huge, hugeSize   = 16, 2 << 20   // 32 MiB, none publishable
+	)
+	result := []byte(`{"content":[{"type":"text","text":"` + strings.Repeat("r", fitSize) + `"}]}`)
+	args := []byte(`{"blob":"` + strings.Repeat("a", hugeSize) + `"}`)
+	record := func(ev Event) {
+		// The caller's buffers are fresh per request and dropped after
+		// it: only what the Publisher keeps stays live.
+		ev.Arguments = bytes.Clone(ev.Arguments)
+		ev.Result = bytes.Clone(ev.Result)
+		pub.Record(&ev)
+	}
+	base := Event{Tenant: "acme", Method: "tools/call", Upstream: "files", Name: "big", Outcome: OutcomeOK}
+
+	before := liveHeap()
+	for range fitting {
+		ev := base
+		ev.Arguments, ev.Result = []byte(`{"q":1}`), result
+		record(ev)
+	}
+	for range huge {
+		ev := base
+		ev.Arguments = args
+		record(ev)
+	}
+	globex := base
+	globex.Tenant, globex.Result = "globex", result // records neither: not charged
+	record(globex)
+	grown := liveHeap() - before
+
+	st := pub.Stats()
+	if st.Buffered != fitting+huge+1 || st.Dropped() != 0 {
+		t.Fatalf("stats %+v: want every event queued", st)
+	}
+	if limit := int64(budget + 1<<20); grown > limit {
+		t.Errorf("%d buffered events hold %d KiB, want at most the %d KiB budget and 1 MiB of slack", st.Buffered, grown>>10, budget>>10)
+	}
+	if st.BufferedBytes > budget+int64(st.Buffered*2*len(droppedFullJSON)) {
+		t.Errorf("BufferedBytes %d past the budget %d", st.BufferedBytes, budget)
+	}
+	if st.TrimmedTooLarge != huge || st.TrimmedFull < fitting-budget/fitSize {
+		t.Errorf("stats %+v: want %d trimmed too large, at least %d trimmed for the budget", st, huge, fitting-budget/fitSize)
+	}
+
+	done := make(chan error, 1)
+	go func() { done <- pub.Run(t.Context()) }()
+	defer func() { pub.Close(); <-done }()
+	want := uint64(st.Buffered)
+	waitFor(t, 30*time.Second, "buffered events published", func() bool { return pub.Published() == want })
+	if st := pub.Stats(); st.BufferedBytes != 0 || st.Dropped() != 0 {
+		t.Errorf("stats %+v after publishing: want no bytes held, nothing dropped", st)
+	}
+	s, err := NewSearcher(nc, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, err := s.Search(t.Context(), Query{Limit: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	kinds := map[string]int{}
+	for _, h := range page.Events {
+		switch {
+		case h.Tenant == "globex":
+			if h.Arguments != nil || h.Result != nil {
+				t.Errorf("globex event kept %s / %s", h.Arguments, h.Result)
+			}
+			kinds["globex"]++
+		case bytes.Equal(h.Arguments, droppedTooLargeJSON) && h.Result == nil:
+			kinds["too large"]++
+		case bytes.Equal(h.Arguments, droppedFullJSON) && bytes.Equal(h.Result, droppedFullJSON):
+			kinds["buffer full"]++
+		case len(h.Result) > fitSize:
+			kinds["kept"]++
+		default:
+			t.Errorf("unexpected event: arguments %.40s, result %.40s", h.Arguments, h.Result)
+		}
+	}
+	if kinds["too large"] != huge || kinds["globex"] != 1 || kinds["kept"]+kinds["buffer full"] != fitting ||
+		uint64(kinds["buffer full"]) != st.TrimmedFull {
+		t.Errorf("published %v, stats %+v", kinds, st)
+	}
+}
+
+// liveHeap is the live heap after a collection, in bytes.
+func liveHeap() int64 {
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return int64(m.HeapAlloc)
+}
+
+// TestAuditRecordRacesFlush: a Record that passed its closed check just
+// before Close, and enqueues only after Run's flush is over, is counted
+// as dropped rather than left in the buffer unaccounted for.
+func TestAuditRecordRacesFlush(t *testing.T) {
+	h := startHarness(t, Config{})
+	h.pub.afterClosedCheck = func() {
+		h.pub.afterClosedCheck = nil
+		h.pub.Close() // returns once Run has flushed and returned
+	}
+	ev := genEvent(1, time.Now())
+	h.pub.Record(&ev)
+	if st := h.pub.Stats(); st.Recorded != 1 || st.DroppedClosed != 1 || st.Buffered != 0 {
+		t.Errorf("stats %+v: want the event recorded, then dropped as closed, none left buffered", st)
+	}
+	h.pub.Record(&ev)
+	if st := h.pub.Stats(); st.DroppedClosed != 2 {
+		t.Errorf("stats %+v: a Record after Close is dropped as closed", st)
 	}
 }

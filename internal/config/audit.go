@@ -32,8 +32,13 @@ type AuditFile struct {
 	// Replicas is the stream's replica count in a NATS cluster (1..5). 0: 1.
 	Replicas int `yaml:"replicas"`
 	// Buffer is how many events an edge queues for publishing; past it
-	// events are dropped (and counted), never the call. 0: 8192.
+	// events are dropped (and counted), never the call. 0: 8192; at most
+	// 1,000,000 (audit.MaxBuffer).
 	Buffer int `yaml:"buffer"`
+	// BufferBytes bounds the bytes of recorded arguments and results the
+	// queued events hold; past it events are queued without them (and
+	// counted). 0: 64 MiB; at most 16 GiB (audit.MaxBufferBytes).
+	BufferBytes int64 `yaml:"buffer_bytes"`
 	// Redact are field paths redacted from every recorded arguments and
 	// result ("arguments.password", "result.content[*].text").
 	Redact []string `yaml:"redact"`
@@ -75,8 +80,9 @@ func (a *AuditFile) PublisherConfig() *audit.Config {
 			Name: a.Stream, MaxAge: time.Duration(a.MaxAge), MaxBytes: a.MaxBytes,
 			MaxMsgs: a.MaxMsgs, Replicas: a.Replicas,
 		},
-		Buffer: a.Buffer,
-		Redact: a.Redact,
+		Buffer:      a.Buffer,
+		BufferBytes: a.BufferBytes,
+		Redact:      a.Redact,
 	}
 	if len(a.Tenants) > 0 {
 		c.Tenants = make(map[string]audit.TenantPolicy, len(a.Tenants))
@@ -101,8 +107,11 @@ func (a *AuditFile) validate(tenants map[string]bool) []error {
 	if a.Replicas < 0 || a.Replicas > 5 {
 		bad("replicas: must be 1..5, got %d", a.Replicas)
 	}
-	if a.Buffer < 0 {
-		bad("buffer: must not be negative")
+	if a.Buffer < 0 || a.Buffer > audit.MaxBuffer {
+		bad("buffer: must be 0..%d events, got %d", audit.MaxBuffer, a.Buffer)
+	}
+	if a.BufferBytes < 0 || a.BufferBytes > audit.MaxBufferBytes {
+		bad("buffer_bytes: must be 0..%d bytes, got %d", int64(audit.MaxBufferBytes), a.BufferBytes)
 	}
 	if _, err := audit.NewRedactor(a.Redact); err != nil {
 		bad("redact: %v", err)

@@ -34,12 +34,12 @@ func TestConfigAudit(t *testing.T) {
 					t.Error("still on")
 				}
 			}},
-		{name: "every key", yaml: tenants + "audit:\n  stream: AUD_1\n  max_age: 48h\n  max_bytes: 1048576\n  max_msgs: 1000\n  replicas: 3\n  buffer: 64\n" +
+		{name: "every key", yaml: tenants + "audit:\n  stream: AUD_1\n  max_age: 48h\n  max_bytes: 1048576\n  max_msgs: 1000\n  replicas: 3\n  buffer: 64\n  buffer_bytes: 4096\n" +
 			"  redact: [arguments.password]\n  tenants:\n    acme: {record_arguments: true, record_results: true, redact: ['result.content[*].text']}\n",
 			check: func(t *testing.T, f *File) {
 				c := f.Audit.PublisherConfig()
 				s := c.Stream
-				if s.Name != "AUD_1" || s.MaxAge != 48*time.Hour || s.MaxBytes != 1<<20 || s.MaxMsgs != 1000 || s.Replicas != 3 || c.Buffer != 64 ||
+				if s.Name != "AUD_1" || s.MaxAge != 48*time.Hour || s.MaxBytes != 1<<20 || s.MaxMsgs != 1000 || s.Replicas != 3 || c.Buffer != 64 || c.BufferBytes != 4096 ||
 					len(c.Redact) != 1 || f.Audit.StreamName() != "AUD_1" {
 					t.Errorf("publisher config = %+v", c)
 				}
@@ -52,6 +52,16 @@ func TestConfigAudit(t *testing.T) {
 		{name: "bad tenant path", yaml: tenants + "audit:\n  tenants:\n    acme: {redact: ['results.x']}\n", err: "audit: tenants.acme.redact"},
 		{name: "bad stream", yaml: "audit:\n  stream: a.b\n", err: "audit: stream"},
 		{name: "bad numbers", yaml: "audit:\n  replicas: 7\n  buffer: -1\n  max_msgs: -2\n", err: "replicas"},
+		{name: "largest buffers", yaml: "audit:\n  buffer: 1000000\n  buffer_bytes: 17179869184\n", check: func(t *testing.T, f *File) {
+			if c := f.Audit.PublisherConfig(); c.Buffer != audit.MaxBuffer || c.BufferBytes != audit.MaxBufferBytes {
+				t.Errorf("publisher config = %+v", c)
+			}
+		}},
+		{name: "negative buffer", yaml: "audit:\n  buffer: -1\n", err: "audit: buffer: must be 0..1000000 events, got -1"},
+		{name: "huge buffer", yaml: "audit:\n  buffer: 1000001\n", err: "audit: buffer: must be 0..1000000 events, got 1000001"},
+		{name: "huger buffer", yaml: "audit:\n  buffer: 9223372036854775807\n", err: "audit: buffer: must be 0..1000000"},
+		{name: "negative buffer_bytes", yaml: "audit:\n  buffer_bytes: -1\n", err: "audit: buffer_bytes: must be 0..17179869184 bytes, got -1"},
+		{name: "huge buffer_bytes", yaml: "audit:\n  buffer_bytes: 17179869185\n", err: "audit: buffer_bytes: must be 0..17179869184 bytes, got 17179869185"},
 		{name: "unknown key", yaml: "audit:\n  retention: 1d\n", err: "retention"},
 		{name: "bad env", env: map[string]string{"SWITCHYARD_AUDIT_ENABLED": "maybe"}, err: "SWITCHYARD_AUDIT_ENABLED"},
 	}

@@ -9,8 +9,11 @@ import (
 	"io"
 	"os"
 	"strconv"
+	"strings"
 	"text/tabwriter"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/nats-io/nats.go"
 
@@ -20,9 +23,11 @@ import (
 
 const auditUsage = `usage: switchyard audit search [flags]
 
-Searches the audit trail (the SWITCHYARD_AUDIT JetStream stream, one event
-per request; docs/audit.md), newest first, a page at a time. The edge does
-not record events yet (docs/audit.md, status).
+Searches the audit trail (the SWITCHYARD_AUDIT JetStream stream: every edge
+records one event per MCP request it answers; the trail is on by default,
+docs/audit.md), newest first, a page at a time. The table escapes control
+and invisible characters in values clients choose (\x1b, \n, \u202e; a
+backslash as \\); --json prints them as JSON strings, for programs.
 
   --tenant T --principal P --upstream U --tool NAME --method M
                  filters (exact); --tool is the name the upstream knows
@@ -160,7 +165,9 @@ func auditSearch(args []string, stdout, stderr io.Writer) int {
 }
 
 // printAuditPage prints a page as a table, the next cursor on stderr (so
-// that stdout stays the table).
+// that stdout stays the table). Names, methods and principals come from
+// clients, so every value is printed through termSafe: nothing a client
+// sends reaches the operator's terminal as a control sequence.
 func printAuditPage(stdout, stderr io.Writer, page *audit.Page) {
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "SEQ\tTIME\tTENANT\tPRINCIPAL\tMETHOD\tUPSTREAM\tNAME\tOUTCOME\tDURATION\tTRACE")
@@ -168,7 +175,7 @@ func printAuditPage(stdout, stderr io.Writer, page *audit.Page) {
 		if s == "" {
 			return "-"
 		}
-		return s
+		return termSafe(s)
 	}
 	for _, h := range page.Events {
 		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", h.Seq,
@@ -182,4 +189,39 @@ func printAuditPage(stdout, stderr io.Writer, page *audit.Page) {
 	default:
 		fmt.Fprintf(stderr, "%d events (%d scanned); no older events\n", len(page.Events), page.Scanned)
 	}
+}
+
+// termSafe returns s with what a terminal could act on, or that would
+// hide or reorder text, escaped Go-style: C0 controls (tab and newline
+// included), DEL and bytes that are not UTF-8 as \xNN, C1 controls and
+// other non-printing runes (bidi overrides, zero-width and line
+// separators) as \uNNNN, and a backslash as \\ so that the escaping is
+// unambiguous. Printable text, spaces included, is kept.
+func termSafe(s string) string {
+	i := strings.IndexFunc(s, func(r rune) bool { return r == '\\' || r == utf8.RuneError || !unicode.IsPrint(r) })
+	if i < 0 {
+		return s
+	}
+	var b strings.Builder
+	b.Grow(len(s) + 8)
+	b.WriteString(s[:i])
+	const hexd = "0123456789abcdef"
+	for s = s[i:]; s != ""; {
+		r, n := utf8.DecodeRuneInString(s)
+		switch {
+		case r == '\\':
+			b.WriteString(`\\`)
+		case r == utf8.RuneError && n == 1, r < utf8.RuneSelf && !unicode.IsPrint(r):
+			b.WriteString(`\x`)
+			b.WriteByte(hexd[s[0]>>4])
+			b.WriteByte(hexd[s[0]&0xf])
+		case !unicode.IsPrint(r):
+			q := strconv.QuoteRuneToASCII(r) // '\u202e'
+			b.WriteString(q[1 : len(q)-1])
+		default:
+			b.WriteString(s[:n])
+		}
+		s = s[n:]
+	}
+	return b.String()
 }

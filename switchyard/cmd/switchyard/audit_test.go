@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/switchyard-mcp/switchyard/internal/audit"
 	"github.com/switchyard-mcp/switchyard/testutil/natstest"
@@ -130,6 +131,46 @@ func TestAuditCLIUsage(t *testing.T) {
 		r := runAuditCLI(tc.args...)
 		if r.code != tc.code || !strings.Contains(r.stdout+r.stderr, tc.msg) {
 			t.Errorf("%q: exit %d, output %q; want %d and %q", tc.args, r.code, r.stdout+r.stderr, tc.code, tc.msg)
+		}
+	}
+}
+
+// TestAuditCLITableEscapes: values a client chose (name, method,
+// principal) reach the table with control and invisible characters
+// escaped, so they can neither drive the operator's terminal nor forge
+// rows or columns; the JSON output keeps them as they are.
+func TestAuditCLITableEscapes(t *testing.T) {
+	hostile := audit.Hit{Seq: 7, Event: audit.Event{
+		Time: time.Unix(0, 0), Tenant: "acme", Outcome: audit.OutcomeOK,
+		Principal: "eve\x1b]0;pwned\x07",
+		Method:    "tools/call\r\n8\t2026-01-01\tacme\tadmin",
+		Name:      "read\x1b[2J\u202eexe.txt\u0085\x7f\xff\\x1b",
+		TraceID:   "caf\u00e9 ok",
+	}}
+	var out, errb bytes.Buffer
+	printAuditPage(&out, &errb, &audit.Page{Events: []audit.Hit{hostile}})
+	got := out.String()
+	if lines := strings.Split(strings.TrimSuffix(got, "\n"), "\n"); len(lines) != 2 {
+		t.Fatalf("want a header and one row, got %d lines:\n%s", len(lines), got)
+	}
+	for i, r := range strings.TrimSuffix(got, "\n") {
+		if r != '\n' && (r < 0x20 || r == 0x7f || r >= 0x80 && r < 0xa0 || r == 0x202e || r == utf8.RuneError) {
+			t.Errorf("byte %d: %U reached the table:\n%q", i, r, got)
+		}
+	}
+	for _, want := range []string{
+		`eve\x1b]0;pwned\x07`,
+		`tools/call\x0d\x0a8\x092026-01-01\x09acme\x09admin`,
+		`read\x1b[2J\u202eexe.txt\u0085\x7f\xff\\x1b`,
+		"caf\u00e9 ok",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("table lacks %s:\n%s", want, got)
+		}
+	}
+	for in, want := range map[string]string{"": "", "plain name/ok": "plain name/ok", "a\\b": `a\\b`, "\U000e0001": `\U000e0001`} {
+		if s := termSafe(in); s != want {
+			t.Errorf("termSafe(%q) = %s, want %s", in, s, want)
 		}
 	}
 }
