@@ -5,7 +5,9 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -75,10 +77,17 @@ func (s *Service) recordAudit(a *auditRecord) {
 		}
 		ev.UpstreamDuration, ev.TraceID = n.service, n.traceID
 	}
-	if a.view == "" && ev.Upstream != "" && (a.method == "tools/call" || a.method == "prompts/get") {
-		// A federated name: "<upstream><sep><name>" as the router mangled it.
-		if rest, ok := strings.CutPrefix(a.name, ev.Upstream+s.cfg.NameSeparator); ok {
-			ev.Name = rest
+	if a.view == "" && (a.method == "tools/call" || a.method == "prompts/get") {
+		// A federated name, "<upstream><sep><name>" as the router mangled
+		// it: the upstream is the reply's or, when no worker replied (a
+		// limit, a timeout, an unknown tool), the catalog upstream the
+		// name begins with.
+		if ev.Upstream != "" {
+			if rest, ok := strings.CutPrefix(a.name, ev.Upstream+s.cfg.NameSeparator); ok {
+				ev.Name = rest
+			}
+		} else if up, rest, ok := strings.Cut(a.name, s.cfg.NameSeparator); ok && s.inCatalog(up) {
+			ev.Upstream, ev.Name = up, rest
 		}
 	}
 	ev.Method, ev.Name = clip(ev.Method), clip(ev.Name)
@@ -90,11 +99,13 @@ func (s *Service) recordAudit(a *auditRecord) {
 	default:
 		ev.Outcome = audit.OutcomeOK
 	}
+	// Arguments or a result bigger than an event can be are never
+	// published (the publisher drops them): not copied either.
 	args, result := s.audit.Wants(a.tenant)
-	if args && a.arguments != nil {
+	if args && a.arguments != nil && len(a.arguments) <= audit.MaxEventBytes {
 		ev.Arguments = bytes.Clone(a.arguments)
 	}
-	if result && a.code == 0 && a.result != nil {
+	if result && a.code == 0 && a.result != nil && len(a.result) <= audit.MaxEventBytes {
 		ev.Result = bytes.Clone(a.result)
 	}
 	s.audit.Record(&ev)
@@ -111,6 +122,14 @@ func clip(s string) string {
 		return s
 	}
 	return strings.ToValidUTF8(s[:maxAuditString], "")
+}
+
+// inCatalog reports whether name is a catalog upstream.
+func (s *Service) inCatalog(name string) bool {
+	s.mu.Lock()
+	_, ok := s.upstreams[name]
+	s.mu.Unlock()
+	return ok
 }
 
 // toolError reports whether a tools/call result has isError true.
@@ -208,4 +227,110 @@ func paramsName(p mcp.Params) string {
 		return p.URI
 	}
 	return ""
+}
+
+// The SDK answers some requests itself, before any handler runs: params
+// that do not decode into the method's params type (-32602), a 2026-07-28
+// request whose Mcp-Method or Mcp-Name header does not match its body
+// (-32020). metered never sees them, so serve watches the SDK's answer to
+// each request it hands over: metered marks the request as recorded
+// through a header of the request (the SDK passes the request's header to
+// handlers, not its context), and a request still unmarked when the SDK
+// is done is recorded from the JSON-RPC error code the SDK wrote.
+
+// auditTokenHeader carries a request's sdkAudits token to metered. serve
+// sets or deletes it on every request it hands to the SDK, so a client
+// cannot send one of its own.
+const auditTokenHeader = "Sy-Audit-Token"
+
+// watchSDK prepares r for the SDK: it returns the writer to hand the SDK
+// and a function to call once the SDK is done, which records the request
+// if no handler did. Only single requests are watched (a batch, a
+// notification or a response is not one request).
+func (s *Service) watchSDK(w http.ResponseWriter, r *http.Request, v *view, m *probeMsg) (http.ResponseWriter, func()) {
+	if s.audit == nil || m == nil || m.Method == "" || !validID(m.ID) || strings.HasPrefix(m.Method, "notifications/") {
+		r.Header.Del(auditTokenHeader)
+		return w, func() {}
+	}
+	start := time.Now()
+	tok := strconv.FormatUint(auditTokens.Add(1), 36)
+	mark := new(atomic.Bool)
+	s.sdkAudits.Store(tok, mark)
+	r.Header.Set(auditTokenHeader, tok)
+	sw := &sniffWriter{ResponseWriter: w}
+	return sw, func() {
+		s.sdkAudits.Delete(tok)
+		if mark.Load() {
+			return
+		}
+		code, ok := errorCodeIn(sw.head)
+		if !ok {
+			return // nothing the SDK wrote reads as an error answer
+		}
+		a := auditRecord{start: start, tenant: v.tenant, method: m.Method, view: v.name, code: code,
+			params: m.Params, session: r.Header.Get("Mcp-Session-Id") != "", note: &callNote{traceID: headerTraceID(r.Header)}}
+		if id := identityOf(r.Context()); id != nil {
+			a.principal = id.principal
+		}
+		if m.Method == "tools/call" || m.Method == "prompts/get" {
+			a.name = m.params().Name
+		}
+		s.recordAudit(&a)
+	}
+}
+
+// auditTokens numbers watched requests.
+var auditTokens atomic.Uint64
+
+// markAudited tells watchSDK that a handler recorded the request whose
+// header h is.
+func (s *Service) markAudited(h http.Header) {
+	if tok := h.Get(auditTokenHeader); tok != "" {
+		if mark, ok := s.sdkAudits.Load(tok); ok {
+			mark.(*atomic.Bool).Store(true)
+		}
+	}
+}
+
+// sniffHead bounds what sniffWriter keeps of an answer: an error
+// response's code is near its start.
+const sniffHead = 512
+
+// sniffWriter keeps the first bytes the SDK writes.
+type sniffWriter struct {
+	http.ResponseWriter
+	head []byte
+}
+
+func (w *sniffWriter) Write(p []byte) (int, error) {
+	if n := sniffHead - len(w.head); n > 0 {
+		w.head = append(w.head, p[:min(n, len(p))]...)
+	}
+	return w.ResponseWriter.Write(p)
+}
+
+func (w *sniffWriter) Flush() {
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+// Unwrap lets http.ResponseController reach the connection.
+func (w *sniffWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// errorCodeIn finds the code of a JSON-RPC error response in what the SDK
+// wrote (a JSON body or an SSE event's data): the integer after
+// `"error":{"code":`.
+func errorCodeIn(head []byte) (int64, bool) {
+	i := bytes.Index(head, []byte(`"error":{"code":`))
+	if i < 0 {
+		return 0, false
+	}
+	rest := head[i+len(`"error":{"code":`):]
+	end := 0
+	for end < len(rest) && (rest[end] == '-' || rest[end] >= '0' && rest[end] <= '9') {
+		end++
+	}
+	code, err := strconv.ParseInt(string(rest[:end]), 10, 64)
+	return code, err == nil && code != 0
 }

@@ -20,8 +20,12 @@ func auditRig(t *testing.T) (*rig, chan audit.Event) {
 		var req proto.Request
 		_ = proto.Unmarshal(m.Data, &req)
 		res := `{"content":[{"type":"text","text":"ok"}]}`
-		if req.Name == "up__fail" {
+		switch req.Name {
+		case "up__fail":
 			res = `{"content":[],"isError":true}`
+		case "up__nope": // the router's answer: no worker, no upstream
+			reply(nc, m, &proto.Reply{Error: proto.Errorf(proto.CodeInvalidParams, "unknown tool")})
+			return
 		}
 		reply(nc, m, &proto.Reply{Result: []byte(res), Upstream: "up", ServiceNs: 1500})
 	}, &rigOpts{sse: true, audit: &audit.Config{}})
@@ -84,6 +88,16 @@ func TestEdgeAudit(t *testing.T) {
 		{"unknown method", `{"jsonrpc":"2.0","id":3,"method":"no/such` + long + `","params":{}}`, hdr2026("no/such", ""), func(ev audit.Event) bool {
 			return ev.Outcome == "-32601" && strings.HasPrefix(ev.Method, "no/such") && len(ev.Method) == maxAuditString
 		}, "-32601 with the method clipped"},
+		{"unknown tool: the federated name's upstream", call("up__nope"), hdr2026("tools/call", "up__nope"), func(ev audit.Event) bool {
+			return ev.Upstream == "up" && ev.Name == "nope" && ev.Outcome == "-32602" && ev.UpstreamDuration == 0
+		}, "upstream up, name nope, -32602"},
+		{"tasks/get refused (serveTasks)", `{"jsonrpc":"2.0","id":4,"method":"tasks/get","params":{"taskId":"t1",` + meta2026 + `}}`,
+			hdr2026("tasks/get", "t1"), func(ev audit.Event) bool {
+				return ev.Method == "tasks/get" && ev.Outcome == "-32021"
+			}, "tasks/get, -32021"},
+		{"header mismatch (the SDK's own refusal)", call("up__x"), hdr2026("tools/call", "up__other"), func(ev audit.Event) bool {
+			return ev.Method == "tools/call" && ev.Outcome == "-32020" && ev.Name == "x" && ev.Upstream == "up"
+		}, "tools/call of x at up, -32020"},
 		{"initialize (SDK path)", `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`,
 			nil, func(ev audit.Event) bool {
 				return ev.Method == "initialize" && ev.Outcome == audit.OutcomeOK && ev.Upstream == "" && ev.ResponseBytes > 0
@@ -101,5 +115,19 @@ func TestEdgeAudit(t *testing.T) {
 			case <-time.After(50 * time.Millisecond):
 			}
 		})
+	}
+	// On a 2025 session: params the SDK cannot decode are its own
+	// refusal, recorded once.
+	g.initialize()
+	for ev := nextEvent(t, events); ev.Method != "initialize"; ev = nextEvent(t, events) {
+	}
+	g.post(`{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":5}}`)
+	if ev := nextEvent(t, events); ev.Method != "tools/call" || ev.Outcome != "-32602" || !ev.Session {
+		t.Errorf("undecodable params: event %+v, want tools/call -32602 in a session", ev)
+	}
+	select {
+	case ev := <-events:
+		t.Errorf("a second event: %+v", ev)
+	case <-time.After(50 * time.Millisecond):
 	}
 }

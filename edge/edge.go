@@ -107,6 +107,7 @@ type Service struct {
 	noFastPath     bool                  // tests: every request through the SDK
 	met            *metrics.Edge
 	audit          *audit.Publisher      // nil: no audit trail
+	sdkAudits      sync.Map              // watchSDK's token -> *atomic.Bool: a handler recorded the request
 	reg            prometheus.Registerer // where met went (private when Config.Metrics is nil): tests gather it
 	tenantLabels   bool
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"net/http"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -71,9 +72,11 @@ func (s *Service) serveTasks(w http.ResponseWriter, r *http.Request, v *view, m 
 		}
 		fc.session, fc.protocol, caps = cs, cs.protocol, cs.caps
 	}
+	start := time.Now()
 	id, je := checkTaskRequest(r, m, pv, caps)
 	if je != nil {
 		s.writeResponse(&fastOut{w: w}, fc.protocol, m.ID, nil, je)
+		s.refused(r, v, m.Method, je.Code, start)
 		return true
 	}
 	fc.name = id

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -276,6 +277,7 @@ func (s *Service) serve(w http.ResponseWriter, r *http.Request, v *view) {
 			id := idKey(m.ID)
 			if !cs.trackSDK(id) {
 				writeRPCError(w, http.StatusBadRequest, m.ID, -32600, "duplicate in-flight request ID "+string(m.ID))
+				s.refused(r, v, m.Method, -32600, time.Now())
 				return
 			}
 			defer cs.untrackSDK(id)
@@ -283,6 +285,8 @@ func (s *Service) serve(w http.ResponseWriter, r *http.Request, v *view) {
 	}
 	w, done := s.aliasForSDK(w, r, m)
 	defer done()
+	w, audited := s.watchSDK(w, r, v, m)
+	defer audited()
 	v.ServeHTTP(w, r)
 }
 

@@ -170,12 +170,12 @@ func TestIntegrationAudit(t *testing.T) {
 	}
 
 	// Outcomes by filter: the tool error and the unknown tool.
-	for _, c := range []struct{ outcome, name string }{{"tool_error", "fail"}, {"-32602", "fixture__nope"}} {
+	for _, c := range []struct{ outcome, name string }{{"tool_error", "fail"}, {"-32602", "nope"}} {
 		hits, err := auditSearch(adm.Addr(), url.Values{"tenant": {"acme"}, "outcome": {c.outcome}})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(hits) != 1 || hits[0].Name != c.name || hits[0].Principal != "alice" || !hits[0].Session {
+		if len(hits) != 1 || hits[0].Name != c.name || hits[0].Upstream != "fixture" || hits[0].Principal != "alice" || !hits[0].Session {
 			t.Errorf("outcome %s: %+v", c.outcome, hits)
 		}
 	}
