@@ -257,19 +257,23 @@ func scrubValue(v any) any {
 // '_' ignored) whose values are credentials.
 var secretKeys = map[string]bool{
 	"authorization": true, "proxyauthorization": true, "cookie": true, "setcookie": true,
-	"apikey": true, "xapikey": true, "accesstoken": true, "refreshtoken": true, "idtoken": true,
-	"clientsecret": true, "password": true, "passwd": true, "secret": true, "token": true,
-	"bearer": true, "privatekey": true,
+	"passwd": true, "secret": true, "token": true, "bearer": true, "sig": true, "signature": true,
 }
+
+// secretSuffixes end the keys of credentials whatever their prefix
+// ("github_token", "OPENAI_API_KEY", "aws_secret", "db-password"): a
+// false positive costs a redacted value, a miss a leaked secret.
+var secretSuffixes = []string{"token", "secret", "password", "passwd", "apikey", "privatekey", "credential", "credentials", "authorization", "cookie"}
 
 // SecretKey reports whether an object key names a credential
 // ("Authorization", "api_key", "X-Api-Key", "access_token", "password",
-// "client_secret", "token", "cookie", ...).
+// "client_secret", "token", "cookie", "github_token", ...): one of
+// secretKeys, or a key ending in one of secretSuffixes.
 func SecretKey(k string) bool {
-	if len(k) > 32 {
+	if len(k) > 64 {
 		return false
 	}
-	var b [32]byte
+	var b [64]byte
 	n := 0
 	for i := 0; i < len(k); i++ {
 		c := k[i]
@@ -282,7 +286,16 @@ func SecretKey(k string) bool {
 		b[n] = c
 		n++
 	}
-	return secretKeys[string(b[:n])]
+	key := b[:n]
+	if secretKeys[string(key)] {
+		return true
+	}
+	for _, suf := range secretSuffixes {
+		if bytes.HasSuffix(key, []byte(suf)) {
+			return true
+		}
+	}
+	return false
 }
 
 // Secret shapes. syk_ keys are Switchyard API keys (internal/apikey);
@@ -293,7 +306,7 @@ var secretRE = regexp.MustCompile(
 	`syk_[A-Za-z0-9_-]+` +
 		`|eyJ[A-Za-z0-9_-]*\.[A-Za-z0-9_-]+\.?[A-Za-z0-9_-]*` +
 		`|(?i:\b(?:bearer|basic)\s+)[A-Za-z0-9._~+/-]+=*` +
-		`|(?i:[?&;](?:access_token|api_key|apikey|token|key|secret|password|client_secret|sig|signature)=)[^&#\s"']*`)
+		`|(?i:[?&;#][a-z0-9_-]*(?:token|key|secret|password|passwd|sig|signature)=)[^&#\s"']*`)
 
 // ScrubString returns s with secret-shaped substrings replaced: API keys
 // (syk_...), JWT-looking strings (eyJ... with two dots), the credentials
@@ -306,7 +319,7 @@ func ScrubString(s string) string {
 	}
 	return secretRE.ReplaceAllStringFunc(s, func(m string) string {
 		switch {
-		case m[0] == '?' || m[0] == '&' || m[0] == ';':
+		case m[0] == '?' || m[0] == '&' || m[0] == ';' || m[0] == '#':
 			eq := strings.IndexByte(m, '=')
 			return m[:eq+1] + Redacted
 		case len(m) > 6 && (strings.EqualFold(m[:6], "bearer") || strings.EqualFold(m[:5], "basic")):

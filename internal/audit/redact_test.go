@@ -134,6 +134,9 @@ func TestAuditScrubString(t *testing.T) {
 		{"a=b", "a=b"},
 		{"a basic idea", "a basic [REDACTED]"}, // the shape wins over the sense: over-scrubbing is the safe side
 		{"eyJ alone", "eyJ alone"},
+		{"https://app/cb#access_token=abc&state=x", "https://app/cb#access_token=[REDACTED]&state=x"},
+		{"s3://b/o?X-Amz-Signature=abc&github_token=ghp_1&n=1", "s3://b/o?X-Amz-Signature=[REDACTED]&github_token=[REDACTED]&n=1"},
+		{"https://h/p?sig=s1&refresh_token=r1", "https://h/p?sig=[REDACTED]&refresh_token=[REDACTED]"},
 	}
 	for _, tc := range cases {
 		if got := ScrubString(tc.in); got != tc.want {
@@ -143,12 +146,13 @@ func TestAuditScrubString(t *testing.T) {
 }
 
 func TestAuditSecretKey(t *testing.T) {
-	for _, k := range []string{"Authorization", "authorization", "X-API-KEY", "api_key", "apiKey", "access_token", "Refresh-Token", "password", "client_secret", "Cookie"} {
+	for _, k := range []string{"Authorization", "authorization", "X-API-KEY", "api_key", "apiKey", "access_token", "Refresh-Token", "password", "client_secret", "Cookie",
+		"github_token", "OPENAI_API_KEY", "aws-secret", "db_password", "ssh_private_key", "gcp_credentials", "X-Goog-Api-Key"} {
 		if !SecretKey(k) {
 			t.Errorf("SecretKey(%q) = false", k)
 		}
 	}
-	for _, k := range []string{"name", "query", "tokens_used", "auth_method", strings.Repeat("a", 40)} {
+	for _, k := range []string{"name", "query", "tokens_used", "max_tokens", "auth_method", "secretary", "keyword", strings.Repeat("a", 70)} {
 		if SecretKey(k) {
 			t.Errorf("SecretKey(%q) = true", k)
 		}
