@@ -68,6 +68,8 @@ fuzz:
 	cd internal && $(GO) test -run '^$$' -fuzz '^FuzzMembers$$' -fuzztime $(FUZZ_EXECS) ./jsonscan
 	cd internal && $(GO) test -run '^$$' -fuzz '^FuzzOpen$$' -fuzztime $(FUZZ_EXECS) ./taskid
 	cd internal && $(GO) test -run '^$$' -fuzz '^FuzzPolicyGlob$$' -fuzztime 50000x ./policy
+	cd internal && $(GO) test -run '^$$' -fuzz '^FuzzAuditDecode$$' -fuzztime 50000x ./audit
+	cd internal && $(GO) test -run '^$$' -fuzz '^FuzzAuditRedact$$' -fuzztime 50000x ./audit
 	cd internal && $(GO) test -run '^$$' -fuzz '^FuzzAPIKeyParse$$' -fuzztime $(FUZZ_EXECS) ./apikey
 	cd internal && $(GO) test -run '^$$' -fuzz '^FuzzAPIKeyRoundTrip$$' -fuzztime 50000x ./apikey
 	cd internal && $(GO) test -run '^$$' -fuzz '^FuzzTenantResolve$$' -fuzztime 50000x ./tenant
