@@ -183,6 +183,12 @@ func headerTraceID(h http.Header) string {
 // auditSDK records a request the SDK path answered (metered).
 func (s *Service) auditSDK(v *view, method string, req mcp.Request, res mcp.Result, code int64, start time.Time, note *callNote) {
 	a := auditRecord{start: start, tenant: v.tenant, method: method, view: v.name, code: code, note: note}
+	if method == "subscriptions/listen" {
+		// A listen stream lasts as long as the client keeps it and opens
+		// upstream subscriptions for URIs of any upstream: no single
+		// upstream or upstream time is its own.
+		note.upstream, note.service = "", 0
+	}
 	if ex := req.GetExtra(); ex != nil {
 		if ex.TokenInfo != nil {
 			a.principal, _ = ex.TokenInfo.Extra[principalExtra].(string)
