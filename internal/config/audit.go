@@ -6,6 +6,7 @@ import (
 	"maps"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/switchyard-mcp/switchyard/internal/audit"
@@ -98,8 +99,13 @@ func (a *AuditFile) PublisherConfig() *audit.Config {
 func (a *AuditFile) validate(tenants map[string]bool) []error {
 	var errs []error
 	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf("audit: "+format, args...)) }
-	if a.Stream != "" && !validStreamName(a.Stream) {
+	switch {
+	case a.Stream != "" && !validStreamName(a.Stream):
 		bad("stream: %q is not a stream name (letters, digits, - and _)", a.Stream)
+	case strings.HasPrefix(a.Stream, "KV_") || strings.HasPrefix(a.Stream, "OBJ_"):
+		// The edges create or update the stream: naming a KV bucket's or
+		// object store's stream would rebind its subjects.
+		bad("stream: %q is a KV bucket's or object store's stream", a.Stream)
 	}
 	if a.MaxMsgs < 0 {
 		bad("max_msgs: must not be negative")

@@ -51,6 +51,7 @@ func TestConfigAudit(t *testing.T) {
 		{name: "bad path", yaml: "audit:\n  redact: ['arguments.[']\n", err: "audit: redact"},
 		{name: "bad tenant path", yaml: tenants + "audit:\n  tenants:\n    acme: {redact: ['results.x']}\n", err: "audit: tenants.acme.redact"},
 		{name: "bad stream", yaml: "audit:\n  stream: a.b\n", err: "audit: stream"},
+		{name: "a KV bucket's stream", yaml: "audit:\n  stream: KV_switchyard_tenants\n", err: "KV bucket"},
 		{name: "bad numbers", yaml: "audit:\n  replicas: 7\n  buffer: -1\n  max_msgs: -2\n", err: "replicas"},
 		{name: "largest buffers", yaml: "audit:\n  buffer: 1000000\n  buffer_bytes: 17179869184\n", check: func(t *testing.T, f *File) {
 			if c := f.Audit.PublisherConfig(); c.Buffer != audit.MaxBuffer || c.BufferBytes != audit.MaxBufferBytes {
