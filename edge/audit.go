@@ -242,7 +242,8 @@ func paramsName(p mcp.Params) string {
 // each request it hands over: metered marks the request as recorded
 // through a header of the request (the SDK passes the request's header to
 // handlers, not its context), and a request still unmarked when the SDK
-// is done is recorded from the JSON-RPC error code the SDK wrote.
+// is done is recorded (metrics and audit, as refused) from the JSON-RPC
+// error code the SDK wrote.
 
 // auditTokenHeader carries a request's sdkAudits token to metered. serve
 // sets or deletes it on every request it hands to the SDK, so a client
@@ -254,7 +255,7 @@ const auditTokenHeader = "Sy-Audit-Token"
 // if no handler did. Only single requests are watched (a batch, a
 // notification or a response is not one request).
 func (s *Service) watchSDK(w http.ResponseWriter, r *http.Request, v *view, m *probeMsg) (http.ResponseWriter, func()) {
-	if s.audit == nil || m == nil || m.Method == "" || !validID(m.ID) || strings.HasPrefix(m.Method, "notifications/") {
+	if m == nil || m.Method == "" || !validID(m.ID) || strings.HasPrefix(m.Method, "notifications/") {
 		r.Header.Del(auditTokenHeader)
 		return w, func() {}
 	}
@@ -272,6 +273,10 @@ func (s *Service) watchSDK(w http.ResponseWriter, r *http.Request, v *view, m *p
 		code, ok := errorCodeIn(sw.head)
 		if !ok {
 			return // nothing the SDK wrote reads as an error answer
+		}
+		s.met.Request(m.Method, code, start)
+		if s.audit == nil {
+			return
 		}
 		a := auditRecord{start: start, tenant: v.tenant, method: m.Method, view: v.name, code: code,
 			params: m.Params, session: r.Header.Get("Mcp-Session-Id") != "", note: &callNote{traceID: headerTraceID(r.Header)}}

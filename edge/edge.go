@@ -78,6 +78,7 @@ type Service struct {
 	cfg      Config
 	nc       *nats.Conn
 	log      *slog.Logger
+	sdkLog   *slog.Logger // the SDK's: its per-session info records demoted to debug
 	caller   *bus.Caller
 	presence *bus.Presence
 	tenancy  tenancy.Source
@@ -127,8 +128,12 @@ func New(cfg Config, nc *nats.Conn, log *slog.Logger) (*Service, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	// Components the edge owns name themselves: they get the logger
+	// without the edge's component key (a JSON record must not carry a
+	// key twice).
+	base := log
 	log = log.With(proto.LogComponent, "edge", proto.LogEdge, cfg.ID)
-	s := &Service{cfg: cfg, nc: nc, log: log, views: map[string]*view{}, upstreams: map[string]bool{}}
+	s := &Service{cfg: cfg, nc: nc, log: log, sdkLog: slog.New(demoted{log.Handler()}), views: map[string]*view{}, upstreams: map[string]bool{}}
 	s.impl = &mcp.Implementation{Name: "switchyard", Version: Version}
 	info, err := json.Marshal(s.impl)
 	if err != nil {
@@ -149,7 +154,7 @@ func New(cfg Config, nc *nats.Conn, log *slog.Logger) (*Service, error) {
 	}
 	s.tenantLabels = cfg.TenantLabels > 0
 	if cfg.Audit != nil {
-		if s.audit, err = audit.NewPublisher(nc, *cfg.Audit, log); err != nil {
+		if s.audit, err = audit.NewPublisher(nc, *cfg.Audit, base.With(proto.LogEdge, cfg.ID)); err != nil {
 			return nil, fmt.Errorf("edge: audit: %w", err)
 		}
 		if err := reg.Register(audit.Collector(s.audit)); err != nil {
@@ -163,7 +168,7 @@ func New(cfg Config, nc *nats.Conn, log *slog.Logger) (*Service, error) {
 	if err != nil {
 		return nil, fmt.Errorf("edge: jetstream: %w", err)
 	}
-	if s.fleet, err = limit.NewFleet(js, limit.FleetConfig{ID: cfg.ID}, log); err != nil {
+	if s.fleet, err = limit.NewFleet(js, limit.FleetConfig{ID: cfg.ID}, base); err != nil {
 		return nil, err
 	}
 	if s.limits, err = limit.New(limit.Config{Fleet: s.fleet}); err != nil {
@@ -171,7 +176,7 @@ func New(cfg Config, nc *nats.Conn, log *slog.Logger) (*Service, error) {
 	}
 	s.tenancy = cfg.Tenancy
 	if s.tenancy == nil {
-		if s.watcher, err = tenancy.NewWatcher(js, tenancy.WatcherConfig{}, log); err != nil {
+		if s.watcher, err = tenancy.NewWatcher(js, tenancy.WatcherConfig{}, base.With(proto.LogEdge, cfg.ID)); err != nil {
 			return nil, err
 		}
 		s.tenancy = s.watcher

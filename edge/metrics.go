@@ -55,9 +55,9 @@ func (s *Service) metered(v *view) mcp.Middleware {
 			s.record(v.tenant, method, code, start)
 			if note != nil {
 				s.auditSDK(v, method, req, res, code, start, note)
-				if ex := req.GetExtra(); ex != nil && ex.Header != nil {
-					s.markAudited(ex.Header)
-				}
+			}
+			if ex := req.GetExtra(); ex != nil && ex.Header != nil {
+				s.markAudited(ex.Header) // recorded: watchSDK need not
 			}
 			return res, err
 		}

@@ -241,3 +241,20 @@ func TestEdgeMetricsListen(t *testing.T) {
 	cancel()
 	waitFor(t, g.e, gauge(0))
 }
+
+// TestEdgeMetricsSDKRefusals: requests the SDK refuses before any handler
+// of the edge runs (a header that does not match the body) are counted
+// too, audit trail or not.
+func TestEdgeMetricsSDKRefusals(t *testing.T) {
+	g := newRigWith(t, nil, &rigOpts{sse: true})
+	body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"up__x","arguments":{},` + meta2026 + `}}`
+	if code, out, _ := g.post(body, hdr2026("tools/call", "up__other")...); !strings.Contains(out, "-32020") {
+		t.Fatalf("HTTP %d %s, want a -32020 answer", code, out)
+	}
+	waitFor(t, g.e, func(mfs map[string]*dto.MetricFamily) error {
+		if got := labelled(mfs, "switchyard_edge_request_duration_seconds")["tools/call header_mismatch"]; got != 1 {
+			return fmt.Errorf("tools/call header_mismatch: %v, want 1", got)
+		}
+		return nil
+	})
+}

@@ -216,6 +216,9 @@ func writeRPCError(w http.ResponseWriter, status int, id json.RawMessage, code i
 // could be read).
 func (s *Service) refused(r *http.Request, v *view, method string, code int64, start time.Time) {
 	s.met.Request(method, code, start)
+	if s.tenantLabels {
+		s.met.Tenant(v.tenant, s.tenancy.Current().Len(), code)
+	}
 	if s.audit == nil {
 		return
 	}

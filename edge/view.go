@@ -51,7 +51,7 @@ type view struct {
 func (s *Service) newView(tenant, name string) *view {
 	v := &view{tenant: tenant, name: name, key: viewKey(tenant, name), markers: map[string]string{}}
 	v.server = mcp.NewServer(s.impl, &mcp.ServerOptions{
-		Logger:             s.log,
+		Logger:             s.sdkLog,
 		GetSessionID:       func() string { return s.cfg.ID + "-" + bus.RandomToken(15) },
 		InitializedHandler: s.onInitialized,
 		Capabilities:       viewCapabilities(),
@@ -73,12 +73,12 @@ func (s *Service) newView(tenant, name string) *view {
 	// No SDK SessionTimeout: the fast path serves calls the SDK never sees,
 	// so the edge's session table keeps the idle timer.
 	v.stateful = mcp.NewStreamableHTTPHandler(get, &mcp.StreamableHTTPOptions{
-		Logger: s.log, JSONResponse: s.cfg.JSONResponse, EventStore: s.events,
+		Logger: s.sdkLog, JSONResponse: s.cfg.JSONResponse, EventStore: s.events,
 		MaxRequestBodyBytes: s.cfg.MaxRequestBodyBytes,
 	})
 	v.sse = mcp.NewSSEHandler(get, &mcp.SSEOptions{MaxRequestBodyBytes: s.cfg.MaxRequestBodyBytes})
 	v.stateless = mcp.NewStreamableHTTPHandler(get, &mcp.StreamableHTTPOptions{
-		Logger: s.log, Stateless: true, JSONResponse: s.cfg.JSONResponse,
+		Logger: s.sdkLog, Stateless: true, JSONResponse: s.cfg.JSONResponse,
 		MaxRequestBodyBytes: s.cfg.MaxRequestBodyBytes, PropagateRequestCancellation: true,
 	})
 	v.statefulBound, v.statelessBound, v.sseBound = bindSessions(v.stateful), bindSessions(v.stateless), bindSessions(v.sse)

@@ -121,7 +121,8 @@ func New(cfg Config, nc *nats.Conn, log *slog.Logger) (*Service, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	log = log.With(proto.LogComponent, "router", "router_id", cfg.ID)
+	base := log.With("router_id", cfg.ID) // for components that name themselves
+	log = base.With(proto.LogComponent, "router")
 	s := &Service{cfg: cfg, nc: nc, log: log, state: catalog.NewState(cfg.NameSeparator),
 		tenancy: cfg.Tenancy, views: newViewCache(cfg.PageSize, cfg.ViewCacheBytes), kick: make(chan struct{}, 1)}
 	reg := metrics.Or(cfg.Metrics)
@@ -139,7 +140,7 @@ func New(cfg Config, nc *nats.Conn, log *slog.Logger) (*Service, error) {
 		if err != nil {
 			return nil, fmt.Errorf("router: jetstream: %w", err)
 		}
-		w, err := tenancy.NewWatcher(js, tenancy.WatcherConfig{OnChange: func(*tenancy.Snapshot) { s.wake() }}, log)
+		w, err := tenancy.NewWatcher(js, tenancy.WatcherConfig{OnChange: func(*tenancy.Snapshot) { s.wake() }}, base)
 		if err != nil {
 			return nil, fmt.Errorf("router: tenancy: %w", err)
 		}

@@ -97,6 +97,17 @@ func NewSearcher(nc *nats.Conn, stream string) (*Searcher, error) {
 // ErrBadQuery is returned by Search for a query it cannot run.
 var ErrBadQuery = errors.New("audit: bad query")
 
+// validOutcome reports whether o is a query outcome: empty (any),
+// OutcomeOK, OutcomeToolError, OutcomeError, or an integer error code.
+func validOutcome(o string) bool {
+	switch o {
+	case "", OutcomeOK, OutcomeToolError, OutcomeError:
+		return true
+	}
+	_, err := strconv.ParseInt(o, 10, 64)
+	return err == nil
+}
+
 // ErrNoStream is returned by Search when the audit stream does not exist.
 var ErrNoStream = errors.New("audit: no audit stream")
 
@@ -111,6 +122,11 @@ func (s *Searcher) Search(ctx context.Context, q Query) (*Page, error) {
 	}
 	if !q.Since.IsZero() && !q.Until.IsZero() && q.Until.Before(q.Since) {
 		return nil, fmt.Errorf("%w: until before since", ErrBadQuery)
+	}
+	if !validOutcome(q.Outcome) {
+		// A misspelt outcome would match nothing and read as "no such
+		// events".
+		return nil, fmt.Errorf("%w: outcome %q is not ok, tool_error, error or a JSON-RPC error code", ErrBadQuery, q.Outcome)
 	}
 	maxScan := s.MaxScan
 	if maxScan <= 0 {

@@ -240,6 +240,16 @@ func TestAuditSearchErrors(t *testing.T) {
 	if _, err := h.s.Search(t.Context(), Query{Since: now, Until: now.Add(-time.Second)}); !errors.Is(err, ErrBadQuery) {
 		t.Errorf("until before since: %v, want ErrBadQuery", err)
 	}
+	for _, o := range []string{"bogus", "tool-error", "OK", "-32602x"} {
+		if _, err := h.s.Search(t.Context(), Query{Outcome: o}); !errors.Is(err, ErrBadQuery) {
+			t.Errorf("outcome %q: %v, want ErrBadQuery", o, err)
+		}
+	}
+	for _, o := range []string{"ok", "tool_error", "error", "-32602", "500"} {
+		if _, err := h.s.Search(t.Context(), Query{Outcome: o}); err != nil {
+			t.Errorf("outcome %q: %v", o, err)
+		}
+	}
 	p, err := h.s.Search(t.Context(), Query{})
 	if err != nil || len(p.Events) != 0 || p.Next != 0 {
 		t.Errorf("empty stream: %+v, %v", p, err)
