@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"strings"
 	"testing"
@@ -45,6 +46,7 @@ type rigOpts struct {
 	tenancy        tenancy.Source // nil: the default tenant alone
 	auth           AuthConfig
 	audit          *audit.Config // nil: no audit trail
+	log            *slog.Logger  // nil: discard
 }
 
 // newRigWith is newRig with an edge configured by o (nil: the defaults).
@@ -73,7 +75,7 @@ func newRigWith(t *testing.T, router nats.MsgHandler, o *rigOpts) *rig {
 	if cfg.Tenancy == nil {
 		cfg.Tenancy = tenancy.Static{Snap: tenancy.NewSnapshot(config.DefaultTenants(), nil)}
 	}
-	e, err := New(cfg, natstest.Connect(t, s), nil)
+	e, err := New(cfg, natstest.Connect(t, s), o.log)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -144,6 +144,13 @@ func (s *Service) runFast(w http.ResponseWriter, r *http.Request, v *view, fc *f
 		Tenant: v.tenant, View: v.name,
 	})
 	defer span.End()
+	defer func() {
+		hdr := r.Header
+		if span.Recording() {
+			hdr = nil
+		}
+		s.logAnswered(ctx, v.tenant, m.Method, m.ID, code, start, hdr)
+	}()
 	var written []byte // the result sent, for the audit event
 	if s.audit != nil {
 		note := &callNote{traceID: span.TraceID()}

@@ -3,6 +3,7 @@ package edge
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"net/http"
 	"strings"
 	"time"
@@ -33,6 +34,31 @@ func (s *Service) record(tenant, method string, code int64, start time.Time) {
 	}
 }
 
+// logAnswered logs one answered request: at debug, every request (when
+// debug is on); at warn, a request the gateway itself failed (an internal
+// error, an envelope it could not decode), which an operator must see.
+// hdr, when not nil, is the HTTP request's header, whose traceparent
+// gives the trace id (pass nil when ctx carries a recording span: the log
+// handler adds its trace id). Arguments and results are never logged.
+func (s *Service) logAnswered(ctx context.Context, tenant, method string, id []byte, code int64, start time.Time, hdr http.Header) {
+	level := slog.LevelDebug
+	if code == jsonrpc.CodeInternalError || code == int64(proto.CodeBadEnvelope) {
+		level = slog.LevelWarn
+	}
+	if !s.log.Enabled(ctx, level) {
+		return
+	}
+	attrs := []slog.Attr{slog.String(proto.LogTenant, tenant), slog.String(proto.LogMethod, method),
+		slog.Int64(proto.LogCode, code), slog.Duration(proto.LogDuration, time.Since(start))}
+	if len(id) > 0 {
+		attrs = append(attrs, slog.String(proto.LogRequestID, string(id)))
+	}
+	if tid := headerTraceID(hdr); tid != "" {
+		attrs = append(attrs, slog.String(proto.LogTraceID, tid))
+	}
+	s.log.LogAttrs(ctx, level, "request answered", attrs...)
+}
+
 // metered is the SDK path's outermost receiving middleware: it measures
 // every request the SDK serves (initialize, ping, and what the forwarding
 // middleware answers from the bus). Notifications are not requests and go
@@ -53,6 +79,11 @@ func (s *Service) metered(v *view) mcp.Middleware {
 			res, err := next(ctx, method, req)
 			code := errCode(ctx, err)
 			s.record(v.tenant, method, code, start)
+			var hdr http.Header
+			if ex := req.GetExtra(); ex != nil {
+				hdr = ex.Header
+			}
+			s.logAnswered(ctx, v.tenant, method, nil, code, start, hdr)
 			if note != nil {
 				s.auditSDK(v, method, req, res, code, start, note)
 			}

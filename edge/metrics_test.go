@@ -1,10 +1,13 @@
 package edge
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -257,4 +260,53 @@ func TestEdgeMetricsSDKRefusals(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// TestEdgeLogAnswered: with debug logging, each answered request is one
+// "request answered" record with its request id, code and the client's
+// trace id, and nothing of its arguments.
+func TestEdgeLogAnswered(t *testing.T) {
+	var mu sync.Mutex
+	var buf bytes.Buffer
+	log := slog.New(slog.NewJSONHandler(lockedWriter{&mu, &buf}, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	var nc *nats.Conn
+	g := newRigWith(t, func(m *nats.Msg) { reply(nc, m, &proto.Reply{Result: []byte(`{"content":[]}`)}) }, &rigOpts{sse: true, log: log})
+	nc = g.nc
+	body := `{"jsonrpc":"2.0","id":"req-7","method":"tools/call","params":{"name":"up__x","arguments":{"password":"hunter2"},` + meta2026 + `}}`
+	g.post(body, append(hdr2026("tools/call", "up__x"), "Traceparent", "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01")...)
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		mu.Lock()
+		out := buf.String()
+		mu.Unlock()
+		if i := strings.Index(out, `"msg":"request answered"`); i >= 0 {
+			line := out[strings.LastIndex(out[:i], "\n")+1:]
+			line = line[:strings.Index(line, "\n")]
+			for _, want := range []string{`"request_id":"\"req-7\""`, `"code":0`, `"trace_id":"4bf92f3577b34da6a3ce929d0e0e4736"`, `"method":"tools/call"`} {
+				if !strings.Contains(line, want) {
+					t.Errorf("no %s in %s", want, line)
+				}
+			}
+			if strings.Contains(out, "hunter2") {
+				t.Error("arguments in the log")
+			}
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no request record in %s", out)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// lockedWriter serializes writes to a buffer the test reads.
+type lockedWriter struct {
+	mu *sync.Mutex
+	b  *bytes.Buffer
+}
+
+func (w lockedWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.Write(p)
 }
