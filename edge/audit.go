@@ -14,6 +14,7 @@ import (
 
 	"github.com/switchyard-mcp/switchyard/internal/audit"
 	"github.com/switchyard-mcp/switchyard/internal/jsonscan"
+	"github.com/switchyard-mcp/switchyard/internal/trace"
 )
 
 // The audit trail (docs/audit.md): the edge records one audit.Event per
@@ -162,8 +163,10 @@ func argumentsOf(method string, params []byte) []byte {
 // ("00-<32 hex>-<16 hex>-<2 hex>"), or "" when there is none or it is
 // malformed: the client's trace, recorded even when the edge does not
 // trace.
-func headerTraceID(h http.Header) string {
-	tp := h.Get("Traceparent")
+func headerTraceID(h http.Header) string { return traceparentID(h.Get("Traceparent")) }
+
+// traceparentID returns the trace id of a W3C traceparent value, or "".
+func traceparentID(tp string) string {
 	if len(tp) < 55 || tp[2] != '-' || tp[35] != '-' {
 		return ""
 	}
@@ -188,6 +191,10 @@ func (s *Service) auditSDK(v *view, method string, req mcp.Request, res mcp.Resu
 		// upstream subscriptions for URIs of any upstream: no single
 		// upstream or upstream time is its own.
 		note.upstream, note.service = "", 0
+	}
+	if p := req.GetParams(); p != nil && note.traceID == "" {
+		tp, _ := p.GetMeta()[trace.KeyTraceparent].(string)
+		note.traceID = traceparentID(tp)
 	}
 	if ex := req.GetExtra(); ex != nil {
 		if ex.TokenInfo != nil {

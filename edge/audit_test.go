@@ -82,6 +82,9 @@ func TestEdgeAudit(t *testing.T) {
 		}, "tool_error"},
 		{"traceparent", call("up__x"), append(hdr2026("tools/call", "up__x"), "Traceparent", "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"),
 			func(ev audit.Event) bool { return ev.TraceID == "4bf92f3577b34da6a3ce929d0e0e4736" }, "the client's trace id"},
+		{"_meta traceparent", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"up__x","arguments":{},"_meta":{"traceparent":"00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01",` + meta2026[len(`"_meta":{`):] + `}}`,
+			append(hdr2026("tools/call", "up__x"), "Traceparent", "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"),
+			func(ev audit.Event) bool { return ev.TraceID == "0af7651916cd43dd8448eb211c80319c" }, "the _meta trace id, over the header's"},
 		{"unparsable", `{"jsonrpc":`, nil, func(ev audit.Event) bool {
 			return ev.Method == "" && ev.Outcome == "-32700" && ev.ErrorCode == -32700
 		}, "-32700"},

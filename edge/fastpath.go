@@ -153,7 +153,14 @@ func (s *Service) runFast(w http.ResponseWriter, r *http.Request, v *view, fc *f
 	}()
 	var written []byte // the result sent, for the audit event
 	if s.audit != nil {
+		// The span's trace, else the client's: _meta first, as the
+		// tracing spec has it, then the HTTP header.
 		note := &callNote{traceID: span.TraceID()}
+		if raw := p.meta(trace.KeyTraceparent); note.traceID == "" && raw != nil {
+			var tp string
+			_ = json.Unmarshal(raw, &tp)
+			note.traceID = traceparentID(tp)
+		}
 		if note.traceID == "" {
 			note.traceID = headerTraceID(r.Header)
 		}

@@ -78,6 +78,11 @@ func NewEdge(reg prometheus.Registerer, o EdgeOptions) (*Edge, error) {
 		Buckets: BusBuckets,
 	}, []string{"method"})
 	e.busCells = make([]atomic.Pointer[cell], len(Methods))
+	// The limits' series exist from the start, at 0: a rate over them is
+	// 0, not absent, before the first refusal.
+	for _, l := range []string{"tenant_rate", "principal_rate", "in_flight"} {
+		e.limitedBy[l] = e.limited.WithLabelValues(l)
+	}
 	cs := []prometheus.Collector{req, e.InFlight, e.bus, e.authRefusals, e.limited}
 	if o.TenantLabels > 0 {
 		e.tenants = prometheus.NewCounterVec(prometheus.CounterOpts{
