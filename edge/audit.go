@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
+	"reflect"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -15,6 +17,7 @@ import (
 	"github.com/switchyard-mcp/switchyard/internal/audit"
 	"github.com/switchyard-mcp/switchyard/internal/jsonscan"
 	"github.com/switchyard-mcp/switchyard/internal/trace"
+	"github.com/switchyard-mcp/switchyard/proto"
 )
 
 // The audit trail (docs/audit.md): the edge records one audit.Event per
@@ -183,6 +186,19 @@ func traceparentID(tp string) string {
 	return id
 }
 
+// auditSafely is auditSDK for metered, which runs on the SDK's handler
+// goroutine where a panic would end the process: recording must never
+// fail a request, let alone the edge, so a defect in it is logged and the
+// event is lost.
+func (s *Service) auditSafely(v *view, method string, req mcp.Request, res mcp.Result, code int64, start time.Time, note *callNote) {
+	defer func() {
+		if r := recover(); r != nil {
+			s.log.Error("audit event not recorded", proto.LogMethod, method, proto.LogErr, fmt.Sprint(r))
+		}
+	}()
+	s.auditSDK(v, method, req, res, code, start, note)
+}
+
 // auditSDK records a request the SDK path answered (metered).
 func (s *Service) auditSDK(v *view, method string, req mcp.Request, res mcp.Result, code int64, start time.Time, note *callNote) {
 	a := auditRecord{start: start, tenant: v.tenant, method: method, view: v.name, code: code, note: note}
@@ -192,7 +208,8 @@ func (s *Service) auditSDK(v *view, method string, req mcp.Request, res mcp.Resu
 		// upstream or upstream time is its own.
 		note.upstream, note.service = "", 0
 	}
-	if p := req.GetParams(); p != nil && note.traceID == "" {
+	p := paramsOf(req)
+	if p != nil && note.traceID == "" {
 		tp, _ := p.GetMeta()[trace.KeyTraceparent].(string)
 		note.traceID = traceparentID(tp)
 	}
@@ -207,7 +224,7 @@ func (s *Service) auditSDK(v *view, method string, req mcp.Request, res mcp.Resu
 	if ss, ok := req.GetSession().(*mcp.ServerSession); ok {
 		a.session = ss.ID() != "" || s.sessions.of(ss) != nil
 	}
-	if p := req.GetParams(); p != nil {
+	if p != nil {
 		a.params, _ = json.Marshal(p)
 		a.name = paramsName(p)
 		a.arguments = argumentsOf(method, a.params)
@@ -220,6 +237,20 @@ func (s *Service) auditSDK(v *view, method string, req mcp.Request, res mcp.Resu
 		a.result, _ = json.Marshal(r)
 	}
 	s.recordAudit(&a)
+}
+
+// paramsOf returns req's params, or nil when it has none: a request sent
+// without params holds a nil pointer of its params type, which a nil
+// check of the interface does not catch.
+func paramsOf(req mcp.Request) mcp.Params {
+	p := req.GetParams()
+	if p == nil {
+		return nil
+	}
+	if v := reflect.ValueOf(p); v.Kind() == reflect.Pointer && v.IsNil() {
+		return nil
+	}
+	return p
 }
 
 // paramsName is what a request names: a tool or prompt name, or a

@@ -128,6 +128,16 @@ func TestEdgeAudit(t *testing.T) {
 	if ev := nextEvent(t, events); ev.Method != "tools/call" || ev.Outcome != "-32602" || !ev.Session {
 		t.Errorf("undecodable params: event %+v, want tools/call -32602 in a session", ev)
 	}
+	// A request without params (the SDK hands the handler a nil pointer of
+	// the params type).
+	g.post(`{"jsonrpc":"2.0","id":10,"method":"ping"}`)
+	if ev := nextEvent(t, events); ev.Method != "ping" || ev.Outcome != audit.OutcomeOK || ev.RequestBytes != 0 {
+		t.Errorf("ping without params: event %+v", ev)
+	}
+	g.post(`{"jsonrpc":"2.0","id":11,"method":"prompts/list"}`)
+	if ev := nextEvent(t, events); ev.Method != "prompts/list" {
+		t.Errorf("prompts/list without params: event %+v", ev)
+	}
 	select {
 	case ev := <-events:
 		t.Errorf("a second event: %+v", ev)

@@ -218,7 +218,10 @@ func (s *Service) forward(ctx context.Context, v *view, method, op, name string,
 		onMsg = s.sdkRelay(rctx, v, ss, &asks)
 		if preq.Session == "" { // 2026-07-28: requests become input_required results
 			onMsg = br.wrap(onMsg, op)
-			lv, _ := req.GetParams().GetMeta()[mcp.MetaKeyLogLevel].(string)
+			var lv string
+			if p := paramsOf(req); p != nil {
+				lv, _ = p.GetMeta()[mcp.MetaKeyLogLevel].(string)
+			}
 			onMsg = logGate(onMsg, lv)
 		} else if cs := s.sessions.of(ss); cs != nil {
 			onMsg = logGate(onMsg, cs.level())

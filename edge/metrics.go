@@ -85,7 +85,7 @@ func (s *Service) metered(v *view) mcp.Middleware {
 			}
 			s.logAnswered(ctx, v.tenant, method, nil, code, start, hdr)
 			if note != nil {
-				s.auditSDK(v, method, req, res, code, start, note)
+				s.auditSafely(v, method, req, res, code, start, note)
 			}
 			if ex := req.GetExtra(); ex != nil && ex.Header != nil {
 				s.markAudited(ex.Header) // recorded: watchSDK need not
