@@ -26,6 +26,19 @@ var clientMethods = map[string]bool{
 	"tasks/get": true, "tasks/update": true, "tasks/cancel": true, // tasks extension (SEP-2663: tasks/result and tasks/list are gone)
 }
 
+// paramsRequired are the requests whose params the MCP schema requires.
+var paramsRequired = map[string]bool{
+	"initialize": true, "tools/call": true, "prompts/get": true, "resources/read": true,
+	"resources/subscribe": true, "resources/unsubscribe": true, "completion/complete": true,
+	"logging/setLevel": true,
+}
+
+// absent reports whether a message's raw params are missing or null.
+func absent(params json.RawMessage) bool {
+	p := bytes.TrimSpace(params)
+	return len(p) == 0 || string(p) == "null"
+}
+
 // precheck reads a POST body (bounded) and answers malformed JSON with
 // -32700 and requests for unknown methods with -32601, both as JSON-RPC
 // error responses, once the request has passed the checks the SDK handler
@@ -72,6 +85,17 @@ func (s *Service) precheck(w http.ResponseWriter, r *http.Request, v *view) (*pr
 			// SDK would answer 200 with a JSON-RPC error of code 0.
 			writeRPCError(w, http.StatusBadRequest, m.ID, -32600, "Bad Request: missing Mcp-Session-Id header (initialize first)")
 			s.refused(r, v, m.Method, -32600, start)
+			return nil, false
+		}
+		if m.Method != "" && len(m.ID) > 0 && paramsRequired[m.Method] && absent(m.Params) {
+			// The SDK answers these with a plain-text HTTP 400; JSON-RPC
+			// asks for an error response.
+			status := http.StatusOK
+			if r.Header.Get("Mcp-Protocol-Version") >= protocol2026 {
+				status = http.StatusBadRequest // as errorStatus2026 has it
+			}
+			writeRPCError(w, status, m.ID, -32602, "Invalid params: "+m.Method+" requires params")
+			s.refused(r, v, m.Method, -32602, start)
 			return nil, false
 		}
 		if m.Method != "" && len(m.ID) > 0 && !clientMethods[m.Method] {
