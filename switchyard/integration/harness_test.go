@@ -20,6 +20,8 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/switchyard-mcp/switchyard/internal/config"
+	"github.com/switchyard-mcp/switchyard/internal/metrics"
+	"github.com/switchyard-mcp/switchyard/internal/trace"
 	"github.com/switchyard-mcp/switchyard/switchyard/internal/roles"
 	"github.com/switchyard-mcp/switchyard/testutil/bins"
 	"github.com/switchyard-mcp/switchyard/testutil/natstest"
@@ -140,16 +142,19 @@ type gateway struct {
 	done chan error
 }
 
-func startGateway(t testing.TB, cfg *config.File) *gateway {
+// startGateway runs every role in this process on an embedded NATS
+// server; topts are added to each role's trace Provider (tests pass
+// trace.WithSpanProcessor to record spans).
+func startGateway(t testing.TB, cfg *config.File, topts ...trace.Option) *gateway {
 	t.Helper()
 	cfg.Listen = "127.0.0.1:0"
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
 	ns := natstest.Start(t)
-	set, err := roles.Build(roles.Order, cfg, func(string) (*nats.Conn, error) {
+	set, err := roles.BuildWith(roles.Order, cfg, func(string) (*nats.Conn, error) {
 		return nats.Connect("", nats.InProcessServer(ns))
-	}, nil)
+	}, nil, metrics.NewRegistry(), topts...)
 	if err != nil {
 		t.Fatal(err)
 	}

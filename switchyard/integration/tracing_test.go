@@ -3,7 +3,6 @@ package integration
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -13,57 +12,20 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-	"github.com/nats-io/nats.go"
 	"go.opentelemetry.io/otel/attribute"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	oteltrace "go.opentelemetry.io/otel/trace"
 
 	"github.com/switchyard-mcp/switchyard/internal/config"
-	"github.com/switchyard-mcp/switchyard/internal/metrics"
 	"github.com/switchyard-mcp/switchyard/internal/trace"
-	"github.com/switchyard-mcp/switchyard/switchyard/internal/roles"
-	"github.com/switchyard-mcp/switchyard/testutil/natstest"
 )
 
-// startTracedGateway is startGateway with tracing on and every role's
-// spans going to rec (one recorder for all three providers).
+// startTracedGateway is startGateway with every role's spans going to rec
+// (one recorder for all three providers).
 func startTracedGateway(t *testing.T, cfg *config.File, rec sdktrace.SpanProcessor) *gateway {
 	t.Helper()
-	cfg.Listen = "127.0.0.1:0"
-	if err := cfg.Validate(); err != nil {
-		t.Fatal(err)
-	}
-	ns := natstest.Start(t)
-	set, err := roles.BuildWith(roles.Order, cfg, func(string) (*nats.Conn, error) {
-		return nats.Connect("", nats.InProcessServer(ns))
-	}, nil, metrics.NewRegistry(), trace.WithSpanProcessor(rec))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.WithoutCancel(t.Context()))
-	g := &gateway{ns: ns, set: set, stop: cancel, done: make(chan error, 1)}
-	go func() { g.done <- set.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-g.done:
-			if err != nil {
-				t.Errorf("gateway: %v", err)
-			}
-		case <-time.After(20 * time.Second):
-			t.Error("gateway did not stop within 20s of cancel")
-		}
-		set.Close()
-	})
-	eventually(t, 20*time.Second, func() error {
-		if !set.Ready() {
-			return errors.New("roles not ready")
-		}
-		return nil
-	})
-	g.url = "http://" + set.Roles["edge"].(interface{ Addr() string }).Addr()
-	return g
+	return startGateway(t, cfg, trace.WithSpanProcessor(rec))
 }
 
 // postCall sends a 2026-07-28 tools/call of fixture__echo (the edge's
