@@ -229,6 +229,32 @@ func TestAuditPublisherConfig(t *testing.T) {
 	if d := (StreamConfig{}).JetStreamConfig(); d.MaxAge != DefaultMaxAge || d.MaxBytes != DefaultMaxBytes || d.MaxMsgs != -1 {
 		t.Errorf("defaults %+v", d)
 	}
+	// Persist mode: async for one replica unless SyncWrites; a replicated
+	// stream is left at the default (JetStream refuses async there).
+	for _, tc := range []struct {
+		sc   StreamConfig
+		want jetstream.PersistModeType
+	}{
+		{StreamConfig{}, jetstream.AsyncPersistMode},
+		{StreamConfig{SyncWrites: true}, jetstream.DefaultPersistMode},
+		{StreamConfig{Replicas: 3}, jetstream.DefaultPersistMode},
+	} {
+		if got := tc.sc.JetStreamConfig().PersistMode; got != tc.want {
+			t.Errorf("%+v: persist mode %v, want %v", tc.sc, got, tc.want)
+		}
+	}
+	if c.PersistMode != jetstream.AsyncPersistMode {
+		t.Errorf("created with persist mode %v", c.PersistMode)
+	}
+	// The mode is fixed at creation: ensuring with SyncWrites keeps the
+	// stream's (JetStream would refuse the update), limits still apply.
+	sc.SyncWrites, sc.MaxMsgs = true, 3000
+	if s, err = EnsureStream(t.Context(), js, sc); err != nil {
+		t.Fatal(err)
+	}
+	if c := s.CachedInfo().Config; c.PersistMode != jetstream.AsyncPersistMode || c.MaxMsgs != 3000 {
+		t.Errorf("after ensure with sync_writes: %+v", c)
+	}
 }
 
 // TestAuditPublisherResumesAfterRestart stops the server, records while it

@@ -32,6 +32,12 @@ type AuditFile struct {
 	MaxMsgs int64 `yaml:"max_msgs"`
 	// Replicas is the stream's replica count in a NATS cluster (1..5). 0: 1.
 	Replicas int `yaml:"replicas"`
+	// SyncWrites writes each event to the stream's file before the
+	// server acknowledges it. Default false: a one-replica stream
+	// flushes asynchronously, and events not yet flushed are lost if the
+	// NATS server is killed (audit.StreamConfig.SyncWrites). Fixed when
+	// the stream is created.
+	SyncWrites bool `yaml:"sync_writes"`
 	// Buffer is how many events an edge queues for publishing; past it
 	// events are dropped (and counted), never the call. 0: 8192; at most
 	// 1,000,000 (audit.MaxBuffer).
@@ -79,7 +85,7 @@ func (a *AuditFile) PublisherConfig() *audit.Config {
 	c := &audit.Config{
 		Stream: audit.StreamConfig{
 			Name: a.Stream, MaxAge: time.Duration(a.MaxAge), MaxBytes: a.MaxBytes,
-			MaxMsgs: a.MaxMsgs, Replicas: a.Replicas,
+			MaxMsgs: a.MaxMsgs, Replicas: a.Replicas, SyncWrites: a.SyncWrites,
 		},
 		Buffer:      a.Buffer,
 		BufferBytes: a.BufferBytes,

@@ -10,6 +10,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"reflect"
 	"regexp"
 	"slices"
@@ -899,5 +900,46 @@ func sharedEquivCases() []equivCase {
 			`"io.modelcontextprotocol/clientInfo":{"name":"c","version":"1"},"io.modelcontextprotocol/clientCapabilities":{},` +
 			`"progressToken":7,"custom":{"n":1}},"inputResponses":{},"requestState":""}`}, // a 2026-era client's logLevel goes only the raw way (TestUpstreamRequestWire)
 		{name: "server requests", tool: "probe", params: `{}`},
+	}
+}
+
+// TestRawConnNewRequest: the request built from the URL parsed once is the
+// one http.NewRequestWithContext builds from the string, and each request
+// has its own URL.
+func TestRawConnNewRequest(t *testing.T) {
+	for _, raw := range []string{
+		"http://127.0.0.1:8080/mcp",
+		"https://example.com:/mcp?x=1",
+		"http://[::1]:9/a/b",
+		"http://user:pw@host.example/p%20q",
+	} {
+		t.Run(raw, func(t *testing.T) {
+			u, err := url.Parse(raw)
+			if err != nil {
+				t.Fatal(err)
+			}
+			body := []byte(`{"jsonrpc":"2.0"}`)
+			want, err := http.NewRequestWithContext(t.Context(), http.MethodPost, raw, bytes.NewReader(body))
+			if err != nil {
+				t.Fatal(err)
+			}
+			rc := &rawConn{url: raw, u: u}
+			got, err := rc.newRequest(t.Context(), body)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.URL.String() != want.URL.String() || got.Host != want.Host || got.Method != want.Method ||
+				got.ContentLength != want.ContentLength || got.GetBody == nil || got.Context() != want.Context() {
+				t.Fatalf("got %s %s host %q len %d, want %s %s host %q len %d",
+					got.Method, got.URL, got.Host, got.ContentLength, want.Method, want.URL, want.Host, want.ContentLength)
+			}
+			if got.URL == u {
+				t.Fatal("request shares the connection's parsed URL")
+			}
+			b, _ := io.ReadAll(got.Body)
+			if !bytes.Equal(b, body) {
+				t.Fatalf("body %q", b)
+			}
+		})
 	}
 }
