@@ -102,7 +102,7 @@ bench-hops: build
 
 ## loadtest-cluster: the sweep through a multi-process gateway (EDGES, ROUTERS, WORKERS)
 loadtest-cluster: build
-	$(BIN)/bench sweep -start-cluster -switchyard $(BIN)/switchyard -edges $(EDGES) -routers $(ROUTERS) -workers $(WORKERS) -conns 8,64,256 -duration 10s -warmup 2s -federation 1x1,5x20,20x50
+	$(BIN)/bench sweep -start-cluster -switchyard $(BIN)/switchyard -edges $(EDGES) -routers $(ROUTERS) -workers $(WORKERS) -conns 8,64,256 -duration 10s -warmup 2s -rounds 5 -federation 1x1,5x20,20x50
 
 ## loadtest-scale: req/s behind 1, 2 and 4 upstream-workers (stdio fixture, 2 ms, serial)
 loadtest-scale: build
@@ -123,7 +123,7 @@ bench-micro:
 
 ## loadtest: concurrency and federation sweep into results/sweep-<timestamp>/
 loadtest: build
-	$(BIN)/bench sweep -start-embedded -switchyard $(BIN)/switchyard -conns 8,64,256 -duration 10s -warmup 2s -federation 1x1,5x20,20x50
+	$(BIN)/bench sweep -start-embedded -switchyard $(BIN)/switchyard -conns 8,64,256 -duration 10s -warmup 2s -rounds 5 -federation 1x1,5x20,20x50
 
 ## conformance: the official MCP conformance suite (pinned in conformance/)
 ## against the everything-server (r5: tasks-server in front of it, for the

@@ -22,8 +22,10 @@ func runSweep(args []string) int {
 	var f endpointFlags
 	f.register(fs)
 	conns := fs.String("conns", "8,64,256", "connection counts, comma-separated")
-	duration := fs.Duration("duration", 10*time.Second, "measured time per stage")
-	warmup := fs.Duration("warmup", 2*time.Second, "warmup time per stage, discarded")
+	duration := fs.Duration("duration", 10*time.Second, "measured time per stage (per side, over all rounds)")
+	warmup := fs.Duration("warmup", 2*time.Second, "warmup time per stage (per side, once), discarded")
+	rounds := fs.Int("rounds", 1, "interleave each direct and gateway stage in this many rounds of duration/rounds per side, "+
+		"sessions kept open; retention is the median of the per-round ratios (1: direct stage, then gateway stage)")
 	methods := fs.String("methods", sweep.MethodCall+","+sweep.MethodList, "methods to sweep, comma-separated (empty: none)")
 	federation := fs.String("federation", "1x1,5x20,20x50", "tools/list federation shapes UPSTREAMSxTOOLS (needs -start-embedded or -start-cluster; empty or none: skip)")
 	out := fs.String("out", "", "results directory (default results/sweep-<timestamp>)")
@@ -35,7 +37,7 @@ func runSweep(args []string) int {
 		fmt.Fprintf(os.Stderr, "bench sweep: %v\n", errors.Join(err, extraArgs(fs)))
 		return 2
 	}
-	cfg.Warmup, cfg.Duration = *warmup, *duration
+	cfg.Warmup, cfg.Duration, cfg.Rounds = *warmup, *duration, *rounds
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer cancel()
 	if *out == "" {

@@ -4,7 +4,10 @@
 // sequential requests for a fixed time, and reports throughput, latency
 // percentiles, errors, the gateway's throughput retention and, when the
 // driver knows their process ids, the CPU the gateway and the upstreams
-// spent per request.
+// spent per request. With rounds, each pair of stages is measured in
+// alternating slices over sessions kept open, and retention is the median
+// of the per-round ratios, so that drifting host load weighs on both
+// sides alike.
 //
 // A federation sweep measures tools/list through a gateway in front of
 // several upstreams (shapes "UxT": U upstreams with T extra tools each),

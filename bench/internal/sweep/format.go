@@ -20,12 +20,34 @@ type Comparison struct {
 }
 
 // Retention returns gateway req/s divided by direct req/s, or 0 when either
-// is missing or direct measured nothing.
+// is missing or direct measured nothing. Measured in interleaved rounds,
+// it is the median of the per-round ratios instead: a round's two slices
+// ran under the same host load, the whole stages did not.
 func (c Comparison) Retention() float64 {
-	if c.Direct == nil || c.Gateway == nil || c.Direct.ReqPerSec == 0 {
+	if c.Direct == nil || c.Gateway == nil {
+		return 0
+	}
+	if len(c.Gateway.RoundRetention) > 0 {
+		return c.Gateway.Retention
+	}
+	if c.Direct.ReqPerSec == 0 {
 		return 0
 	}
 	return c.Gateway.ReqPerSec / c.Direct.ReqPerSec
+}
+
+// retentionCell formats c's retention, with the per-round range when
+// measured in rounds: "0.66 (0.61–0.70)".
+func (c Comparison) retentionCell() string {
+	if c.Direct != nil && c.Gateway != nil && len(c.Gateway.RoundRetention) > 0 {
+		return fmtRetention(c.Gateway.Retention, c.Gateway.RetentionMin, c.Gateway.RetentionMax)
+	}
+	return fmt.Sprintf("%.2f", c.Retention())
+}
+
+// fmtRetention formats a median retention and its range.
+func fmtRetention(median, lo, hi float64) string {
+	return fmt.Sprintf("%.2f (%.2f–%.2f)", median, lo, hi)
 }
 
 // Group is the comparisons of one method (and federation shape), by
@@ -83,8 +105,8 @@ func (r *Report) Groups() []Group {
 func (r *Report) Markdown() string {
 	var b strings.Builder
 	b.WriteString("# Switchyard concurrency sweep\n\n")
-	fmt.Fprintf(&b, "%s, mode=%s, protocol=%s; per stage %v warmup + %v measured; each connection is one go-sdk client session making sequential requests; direct and gateway stages run one after the other.\n\n",
-		r.Start.UTC().Format(time.RFC3339), r.Mode, r.Protocol, r.Warmup, r.Duration)
+	fmt.Fprintf(&b, "%s, mode=%s, protocol=%s; %s; each connection is one go-sdk client session making sequential requests; %s.\n\n",
+		r.Start.UTC().Format(time.RFC3339), r.Mode, r.Protocol, r.timing(), r.order())
 	fmt.Fprintf(&b, "Host: %s.", r.Host)
 	if r.Topology != nil {
 		fmt.Fprintf(&b, " Cluster: %s, one NATS server and one tenancy-svc; connections spread round robin over the edges; gateway CPU sums every gateway process, NATS included.", r.Topology)
@@ -105,6 +127,25 @@ func (r *Report) Markdown() string {
 	return b.String()
 }
 
+// timing describes the warmup and measured time of each stage.
+func (r *Report) timing() string {
+	if r.Rounds > 1 {
+		return fmt.Sprintf("per side %v warmup (once) + %v measured in %d slices of %v",
+			r.Warmup, r.Duration, r.Rounds, r.Duration/time.Duration(r.Rounds))
+	}
+	return fmt.Sprintf("per stage %v warmup + %v measured", r.Warmup, r.Duration)
+}
+
+// order describes how the direct and gateway stages were run.
+func (r *Report) order() string {
+	if r.Rounds > 1 {
+		return fmt.Sprintf("direct and gateway interleaved in %d rounds (a direct slice, then a gateway slice; "+
+			"each side's sessions stay open, idle while the other side runs); retention is the median of the "+
+			"per-round gateway/direct ratios, their range in brackets", r.Rounds)
+	}
+	return "direct and gateway stages run one after the other"
+}
+
 func groupTable(g Group) *mdtable.Table {
 	t := &mdtable.Table{
 		Header: []string{"conns", "direct req/s", "gw req/s", "retention", "direct p50 µs", "direct p99 µs",
@@ -114,7 +155,7 @@ func groupTable(g Group) *mdtable.Table {
 	for _, c := range g.Rows {
 		d, gw := orEmpty(c.Direct), orEmpty(c.Gateway)
 		t.AddRow(strconv.Itoa(c.Conns),
-			fmt.Sprintf("%.0f", d.ReqPerSec), fmt.Sprintf("%.0f", gw.ReqPerSec), fmt.Sprintf("%.2f", c.Retention()),
+			fmt.Sprintf("%.0f", d.ReqPerSec), fmt.Sprintf("%.0f", gw.ReqPerSec), c.retentionCell(),
 			us(d.Latency.P50), us(d.Latency.P99), us(gw.Latency.P50), us(gw.Latency.P99),
 			fmt.Sprintf("%d/%d", d.Errors, gw.Errors),
 			cpu(gw.GatewayCPUPerCall),

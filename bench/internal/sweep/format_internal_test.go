@@ -1,6 +1,10 @@
 package sweep
 
-import "testing"
+import (
+	"math"
+	"slices"
+	"testing"
+)
 
 func TestSweepFmtMicros(t *testing.T) {
 	for _, tc := range []struct {
@@ -20,6 +24,26 @@ func TestSweepFmtMicros(t *testing.T) {
 	} {
 		if got := fmtMicros(tc.v); got != tc.want {
 			t.Errorf("fmtMicros(%v) = %q, want %q", tc.v, got, tc.want)
+		}
+	}
+}
+
+func TestSweepMedian(t *testing.T) {
+	for _, tc := range []struct {
+		vs   []float64
+		want float64
+	}{
+		{[]float64{0.7}, 0.7},
+		{[]float64{0.7, 0.5, 0.6}, 0.6},
+		{[]float64{0.5, 0.9, 0.6, 0.7}, 0.65},
+		{[]float64{0.66, 0.54, 0.62, 0.70, 0.61}, 0.62},
+	} {
+		in := slices.Clone(tc.vs)
+		if got := median(tc.vs); math.Abs(got-tc.want) > 1e-12 {
+			t.Errorf("median(%v) = %v, want %v", tc.vs, got, tc.want)
+		}
+		if !slices.Equal(in, tc.vs) {
+			t.Errorf("median changed its input to %v", tc.vs)
 		}
 	}
 }

@@ -107,6 +107,20 @@ type StageResult struct {
 	GatewayCPUPerCall  *float64 `json:"gw_cpu_us_per_call,omitempty"`
 	UpstreamCPUPerCall *float64 `json:"upstream_cpu_us_per_call,omitempty"`
 	DriverCPUPerCall   *float64 `json:"driver_cpu_us_per_call,omitempty"`
+
+	// Rounds, when above 1, is the number of slices this side's measured
+	// time was cut into, alternating with the other side's (absent means
+	// one stage after the other); RoundRequests are the successful
+	// requests of each slice, in order. The fields above cover all slices.
+	Rounds        int   `json:"rounds,omitempty"`
+	RoundRequests []int `json:"round_requests,omitempty"`
+	// On the gateway stage of interleaved rounds: RoundRetention[i] is its
+	// slice i's req/s over that of the direct slice just before it,
+	// Retention their median, RetentionMin and RetentionMax the extremes.
+	RoundRetention []float64 `json:"round_retention,omitempty"`
+	Retention      float64   `json:"retention,omitempty"`
+	RetentionMin   float64   `json:"retention_min,omitempty"`
+	RetentionMax   float64   `json:"retention_max,omitempty"`
 }
 
 // RunStage runs st, reporting progress to progress (nil for none). It
@@ -117,32 +131,77 @@ func RunStage(ctx context.Context, st Stage, procs Procs, progress io.Writer) (S
 	if st.Conns < 1 || st.Duration <= 0 {
 		return res, fmt.Errorf("sweep: need conns >= 1 and duration > 0, got %d and %v", st.Conns, st.Duration)
 	}
-	sessions, err := dialAll(ctx, st)
+	r, err := openRunner(ctx, st)
 	if err != nil {
 		return res, err
 	}
-	defer closeAll(sessions)
-	res.NegotiatedProtocol = sessions[0].Protocol()
-	workers := makeWorkers(st, sessions)
+	defer r.close()
+	w, err := r.window(ctx, st.Warmup, st.Duration, stageLabel(st, ""), procs, progress)
+	if err != nil {
+		return res, err
+	}
+	return r.result([]window{w}), nil
+}
 
-	// Calls still running stopGrace after the end are cancelled.
-	from := time.Now().Add(st.Warmup)
-	until := from.Add(st.Duration)
-	stageCtx, cancel := context.WithDeadline(ctx, until.Add(stopGrace))
+// runner is a stage's open sessions and their workers, which may measure
+// several windows (the slices of interleaved rounds) over the same
+// sessions, accumulating their records.
+type runner struct {
+	st       Stage
+	sessions []*session.Session
+	workers  []*worker
+}
+
+func openRunner(ctx context.Context, st Stage) (*runner, error) {
+	sessions, err := dialAll(ctx, st)
+	if err != nil {
+		return nil, err
+	}
+	return &runner{st: st, sessions: sessions, workers: makeWorkers(st, sessions)}, nil
+}
+
+func (r *runner) close() { closeAll(r.sessions) }
+
+// window is what one measured window counted: its successful and failed
+// requests, and the CPU read around it.
+type window struct {
+	requests, errors int
+	cpu              *cpuWindow
+}
+
+// window runs the workers for warmup (discarded) and then length,
+// labelling the progress line with label. Calls still running stopGrace
+// after the end are cancelled; every call has ended when it returns.
+func (r *runner) window(ctx context.Context, warmup, length time.Duration, label string, procs Procs, progress io.Writer) (window, error) {
+	sp := span{label: label, warmup: warmup, length: length, from: time.Now().Add(warmup)}
+	sp.until = sp.from.Add(length)
+	winCtx, cancel := context.WithDeadline(ctx, sp.until.Add(stopGrace))
 	defer cancel()
 	var c counters
 	var wg sync.WaitGroup
-	for _, w := range workers {
-		wg.Go(func() { w.run(stageCtx, from, until, &c) })
+	for _, w := range r.workers {
+		wg.Go(func() { w.run(winCtx, sp.from, sp.until, &c) })
 	}
-	cpu := watch(stageCtx, st, procs, from, until, &c, progress)
+	cpu := watch(winCtx, r.st.Side, procs, sp, &c, progress)
 	wg.Wait()
+	<-cpu.done
 	if err := ctx.Err(); err != nil {
-		return res, fmt.Errorf("sweep: %s %s conns=%d: %w", st.Method, st.Side, st.Conns, err)
+		return window{}, fmt.Errorf("sweep: %s %s conns=%d: %w", r.st.Method, r.st.Side, r.st.Conns, err)
 	}
-	merge(&res, workers)
-	cpu.apply(&res, st)
-	return res, nil
+	return window{requests: int(c.done.Load()), errors: int(c.failed.Load()), cpu: cpu}, nil
+}
+
+// result folds the workers' records, gathered over windows ws, into the
+// stage's result; its rate is over r.st.Duration, the windows' total.
+func (r *runner) result(ws []window) StageResult {
+	res := StageResult{Stage: r.st, NegotiatedProtocol: r.sessions[0].Protocol()}
+	merge(&res, r.workers)
+	cpus := make([]*cpuWindow, len(ws))
+	for i, w := range ws {
+		cpus[i] = w.cpu
+	}
+	applyCPU(&res, cpus)
+	return res
 }
 
 // counters are what the progress line shows.

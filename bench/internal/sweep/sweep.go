@@ -97,6 +97,12 @@ type Config struct {
 	Conns []int
 	// Warmup and Duration are per stage.
 	Warmup, Duration time.Duration
+	// Rounds is 1 to measure each direct stage, then its gateway stage;
+	// above 1, each pair of stages is measured in Rounds interleaved
+	// rounds (see [StageResult.Rounds]) of Duration/Rounds per side, with
+	// the warmup once per side, and retention is the median of the
+	// per-round ratios. Slices shorter than 100ms are refused.
+	Rounds int
 	// Args are tools/call's arguments, a JSON object; nil means {}.
 	Args json.RawMessage
 	// Protocol is the protocol version the sessions ask for.
@@ -110,14 +116,16 @@ type Config struct {
 
 // Report is the outcome of [Run].
 type Report struct {
-	Mode     string          `json:"mode"`
-	Protocol string          `json:"protocol"`
-	Start    time.Time       `json:"start"`
-	Host     report.Host     `json:"host"`
-	Conns    []int           `json:"conns"`
-	Warmup   time.Duration   `json:"warmup_ns"`
-	Duration time.Duration   `json:"duration_ns"`
-	Args     json.RawMessage `json:"args,omitempty"`
+	Mode     string        `json:"mode"`
+	Protocol string        `json:"protocol"`
+	Start    time.Time     `json:"start"`
+	Host     report.Host   `json:"host"`
+	Conns    []int         `json:"conns"`
+	Warmup   time.Duration `json:"warmup_ns"`
+	Duration time.Duration `json:"duration_ns"`
+	// Rounds is Config.Rounds when above 1.
+	Rounds int             `json:"rounds,omitempty"`
+	Args   json.RawMessage `json:"args,omitempty"`
 	// GOGC is the gateway's GOGC when the driver started it.
 	GOGC string `json:"gateway_gogc,omitempty"`
 	// Topology is the cluster's shape when the driver started one.
@@ -126,8 +134,9 @@ type Report struct {
 }
 
 // Run measures every method, then every federation shape, at each
-// connection count: a direct stage, then a gateway stage. On error it
-// returns the stages measured so far with the error.
+// connection count: a direct stage, then a gateway stage (or the two in
+// interleaved rounds). On error it returns the stages measured so far with
+// the error.
 func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
@@ -135,6 +144,9 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	r := &Report{
 		Mode: cfg.Mode, Protocol: cfg.Protocol, Start: time.Now(), Host: report.HostInfo(),
 		Conns: cfg.Conns, Warmup: cfg.Warmup, Duration: cfg.Duration, Args: cfg.Args,
+	}
+	if cfg.Rounds > 1 {
+		r.Rounds = cfg.Rounds
 	}
 	if err := cfg.methods(ctx, r); err != nil {
 		return r, err
@@ -160,10 +172,26 @@ func (cfg *Config) validate() error {
 	if cfg.Duration <= 0 || cfg.Warmup < 0 {
 		errs = append(errs, fmt.Errorf("need duration > 0 and warmup >= 0, got %v and %v", cfg.Duration, cfg.Warmup))
 	}
+	if err := cfg.validateRounds(); err != nil {
+		errs = append(errs, err)
+	}
 	if cfg.Launch == nil && (len(cfg.Shapes) > 0 || len(cfg.Methods) > 0 && !cfg.Env.Gateway.set()) {
 		errs = append(errs, errors.New("federation shapes, and methods without an environment, need a launcher"))
 	}
 	return errors.Join(errs...)
+}
+
+// validateRounds refuses fewer than one round, and so many that a slice
+// would be shorter than minSlice.
+func (cfg *Config) validateRounds() error {
+	if cfg.Rounds < 1 {
+		return fmt.Errorf("need rounds >= 1, got %d", cfg.Rounds)
+	}
+	if slice := cfg.Duration / time.Duration(cfg.Rounds); cfg.Rounds > 1 && slice < minSlice {
+		return fmt.Errorf("%d rounds of a %v duration make %v slices; need slices of at least %v (fewer rounds or a longer duration)",
+			cfg.Rounds, cfg.Duration, slice, minSlice)
+	}
+	return nil
 }
 
 // methods measures every method in Env, starting it first if needed.
@@ -197,44 +225,81 @@ func (cfg *Config) federation(ctx context.Context, r *Report, s Shape) (err erro
 	return cfg.pairs(ctx, r, env, MethodList, s.String())
 }
 
-// pairs runs a direct and a gateway stage of method at each connection
-// count, appending the results to r.
+// pairs measures a direct and a gateway stage of method at each
+// connection count, one after the other or in interleaved rounds,
+// appending the results to r.
 func (cfg *Config) pairs(ctx context.Context, r *Report, env Env, method, shape string) error {
 	for _, n := range cfg.Conns {
-		for _, side := range []string{SideDirect, SideGateway} {
-			ep := env.Direct
-			if side == SideGateway {
-				ep = env.Gateway
-			}
-			st := Stage{
-				Method: method, Side: side, Shape: shape, Conns: n, URL: ep.URL, URLs: ep.URLs, Protocol: cfg.Protocol,
-				Warmup: cfg.Warmup, Duration: cfg.Duration,
-			}
-			if method == MethodCall {
-				st.Tool, st.Args = ep.Tool, cfg.Args
-			}
-			res, err := RunStage(ctx, st, env.Procs, cfg.Progress)
-			if err != nil {
-				return err
-			}
-			r.Stages = append(r.Stages, res)
-			if cfg.Progress != nil {
-				fmt.Fprintln(cfg.Progress, res.Line())
-			}
+		d := cfg.stage(env.Direct, SideDirect, method, shape, n)
+		g := cfg.stage(env.Gateway, SideGateway, method, shape, n)
+		run := cfg.sequential
+		if cfg.Rounds > 1 {
+			run = cfg.interleaved
+		}
+		if err := run(ctx, r, d, g, env.Procs); err != nil {
+			return err
 		}
 	}
 	return nil
 }
 
+// stage describes the stage of method on side's endpoint ep.
+func (cfg *Config) stage(ep Endpoint, side, method, shape string, conns int) Stage {
+	st := Stage{
+		Method: method, Side: side, Shape: shape, Conns: conns, URL: ep.URL, URLs: ep.URLs, Protocol: cfg.Protocol,
+		Warmup: cfg.Warmup, Duration: cfg.Duration,
+	}
+	if method == MethodCall {
+		st.Tool, st.Args = ep.Tool, cfg.Args
+	}
+	return st
+}
+
+// sequential runs stage d, then stage g, each with its own sessions,
+// appending each result to r (and printing its summary) as it ends.
+func (cfg *Config) sequential(ctx context.Context, r *Report, d, g Stage, procs Procs) error {
+	for _, st := range []Stage{d, g} {
+		res, err := RunStage(ctx, st, procs, cfg.Progress)
+		if err != nil {
+			return err
+		}
+		cfg.add(r, res)
+	}
+	return nil
+}
+
+// interleaved runs stages d and g in cfg.Rounds interleaved rounds,
+// appending both results to r once all rounds have run.
+func (cfg *Config) interleaved(ctx context.Context, r *Report, d, g Stage, procs Procs) error {
+	res, err := interleave(ctx, d, g, cfg.Rounds, procs, cfg.Progress)
+	if err != nil {
+		return err
+	}
+	cfg.add(r, res[0])
+	cfg.add(r, res[1])
+	return nil
+}
+
+// add appends res to r and prints its summary.
+func (cfg *Config) add(r *Report, res StageResult) {
+	r.Stages = append(r.Stages, res)
+	if cfg.Progress != nil {
+		fmt.Fprintln(cfg.Progress, res.Line())
+	}
+}
+
 // Line returns a one-line summary of the stage for the console.
 func (res *StageResult) Line() string {
-	s := fmt.Sprintf("%s %8.0f req/s  p50 %s  p99 %s  errors %d", stageLabel(res.Stage), res.ReqPerSec,
+	s := fmt.Sprintf("%s %8.0f req/s  p50 %s  p99 %s  errors %d", stageLabel(res.Stage, ""), res.ReqPerSec,
 		fmtMicros(float64(res.Latency.P50.Microseconds())), fmtMicros(float64(res.Latency.P99.Microseconds())), res.Errors)
 	if v := res.GatewayCPUPerCall; v != nil {
 		s += fmt.Sprintf("  gw CPU %.0fµs/req", *v)
 	}
 	if v := res.UpstreamCPUPerCall; v != nil {
 		s += fmt.Sprintf("  upstream CPU %.0fµs/req", *v)
+	}
+	if len(res.RoundRetention) > 0 {
+		s += "  retention " + fmtRetention(res.Retention, res.RetentionMin, res.RetentionMax)
 	}
 	if res.FirstError != "" {
 		s += "  first error: " + res.FirstError

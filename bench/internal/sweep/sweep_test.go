@@ -5,11 +5,14 @@ import (
 	"context"
 	"encoding/json"
 	"encoding/xml"
+	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -22,8 +25,14 @@ import (
 
 func serveFixture(t *testing.T, o fixture.Options) string {
 	t.Helper()
+	return serveWrapped(t, o, func(h http.Handler) http.Handler { return h })
+}
+
+// serveWrapped serves a fixture behind the middleware wrap.
+func serveWrapped(t *testing.T, o fixture.Options, wrap func(http.Handler) http.Handler) string {
+	t.Helper()
 	s := fixture.NewServer(o)
-	srv := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, nil))
+	srv := httptest.NewServer(wrap(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, nil)))
 	t.Cleanup(srv.Close)
 	return srv.URL + "/mcp"
 }
@@ -92,6 +101,7 @@ func TestSweepRunEndToEnd(t *testing.T) {
 		Conns:    []int{1, 3},
 		Warmup:   50 * time.Millisecond,
 		Duration: 200 * time.Millisecond,
+		Rounds:   1,
 		Args:     json.RawMessage(`{"text":"hi"}`),
 		Protocol: session.Protocol2025,
 		Mode:     "test",
@@ -153,6 +163,9 @@ func checkStage(t *testing.T, st sweep.StageResult) {
 	}
 	if (st.Method == sweep.MethodCall) != (st.Tool != "") {
 		t.Errorf("%s: tool %q", name, st.Tool)
+	}
+	if st.Rounds == 0 && (st.RoundRequests != nil || st.RoundRetention != nil || st.Retention != 0) {
+		t.Errorf("%s: round fields set without rounds: %v %v %v", name, st.RoundRequests, st.RoundRetention, st.Retention)
 	}
 	if st.DriverCPUPerCall == nil {
 		t.Errorf("%s: no driver CPU", name)
@@ -272,5 +285,163 @@ func TestSweepStageEdgesAndTags(t *testing.T) {
 	plain := sweep.Stage{URL: a}
 	if plain.ConnURL(5) != a {
 		t.Errorf("ConnURL without URLs = %q", plain.ConnURL(5))
+	}
+}
+
+// callLog records, across the two sides of a comparison, the side of each
+// tools/call request in arrival order and the sessions each side opened.
+type callLog struct {
+	mu    sync.Mutex
+	calls []string
+	inits map[string]int
+}
+
+// wrap returns middleware logging side's requests.
+func (l *callLog) wrap(side string) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			body, _ := io.ReadAll(r.Body)
+			r.Body = io.NopCloser(bytes.NewReader(body))
+			l.mu.Lock()
+			switch {
+			case bytes.Contains(body, []byte(`"method":"tools/call"`)):
+				l.calls = append(l.calls, side)
+			case bytes.Contains(body, []byte(`"method":"initialize"`)):
+				l.inits[side]++
+			}
+			l.mu.Unlock()
+			next.ServeHTTP(w, r)
+		})
+	}
+}
+
+// runs returns the sides of consecutive runs of calls: "direct gateway
+// direct" for d d g d d.
+func (l *callLog) runs() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []string
+	for _, s := range l.calls {
+		if len(out) == 0 || out[len(out)-1] != s {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// TestSweepRunRounds measures one comparison in 3 interleaved rounds and
+// checks that the sides alternated over sessions opened once, that each
+// side's result covers all its slices and that retention is the median of
+// the per-round ratios.
+func TestSweepRunRounds(t *testing.T) {
+	const rounds, conns = 3, 2
+	l := &callLog{inits: map[string]int{}}
+	direct := serveWrapped(t, fixture.Options{}, l.wrap(sweep.SideDirect))
+	gateway := serveWrapped(t, fixture.Options{}, l.wrap(sweep.SideGateway))
+	r, err := sweep.Run(t.Context(), sweep.Config{
+		Env: sweep.Env{
+			Direct:  sweep.Endpoint{URL: direct, Tool: "echo"},
+			Gateway: sweep.Endpoint{URL: gateway, Tool: "echo"},
+			Procs:   sweep.Procs{Gateway: []int{os.Getpid()}, Upstreams: []int{os.Getpid()}},
+		},
+		Methods: []string{sweep.MethodCall}, Conns: []int{conns},
+		Warmup: 20 * time.Millisecond, Duration: rounds * 100 * time.Millisecond, Rounds: rounds,
+		Protocol: session.Protocol2025, Mode: "test",
+	})
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if len(r.Stages) != 2 || r.Stages[0].Side != sweep.SideDirect || r.Stages[1].Side != sweep.SideGateway {
+		t.Fatalf("stages %+v, want one direct and one gateway", r.Stages)
+	}
+	if r.Rounds != rounds {
+		t.Errorf("report rounds %d, want %d", r.Rounds, rounds)
+	}
+	d, g := r.Stages[0], r.Stages[1]
+	for _, st := range []sweep.StageResult{d, g} {
+		checkStage(t, st)
+		checkSlices(t, st, rounds)
+	}
+	want := slices.Repeat([]string{sweep.SideDirect, sweep.SideGateway}, rounds)
+	if got := l.runs(); !slices.Equal(got, want) {
+		t.Errorf("calls arrived in runs %v, want %v", got, want)
+	}
+	if l.inits[sweep.SideDirect] != conns || l.inits[sweep.SideGateway] != conns {
+		t.Errorf("sessions opened %v, want %d per side", l.inits, conns)
+	}
+	checkRoundRetention(t, d, g, rounds)
+	c := r.Groups()[0].Rows[0]
+	if c.Retention() != g.Retention {
+		t.Errorf("Comparison.Retention = %v, want the median %v", c.Retention(), g.Retention)
+	}
+	cell := fmt.Sprintf("| %.2f (%.2f–%.2f) |", g.Retention, g.RetentionMin, g.RetentionMax)
+	if md := r.Markdown(); !strings.Contains(md, cell) || !strings.Contains(md, "interleaved in 3 rounds") {
+		t.Errorf("Markdown lacks %q or the rounds note:\n%s", cell, md)
+	}
+}
+
+// checkSlices checks that st has rounds slices with calls in each, and
+// that its totals cover all of them.
+func checkSlices(t *testing.T, st sweep.StageResult, rounds int) {
+	t.Helper()
+	if st.Rounds != rounds || len(st.RoundRequests) != rounds {
+		t.Fatalf("%s: rounds %d, round requests %v; want %d slices", st.Side, st.Rounds, st.RoundRequests, rounds)
+	}
+	sum := 0
+	for i, n := range st.RoundRequests {
+		if n == 0 {
+			t.Errorf("%s: no calls in slice %d", st.Side, i)
+		}
+		sum += n
+	}
+	if st.Requests != sum || st.Latency.N != sum {
+		t.Errorf("%s: requests %d, latency samples %d, want the slices' %d", st.Side, st.Requests, st.Latency.N, sum)
+	}
+	if want := float64(sum) / st.Duration.Seconds(); st.ReqPerSec != want {
+		t.Errorf("%s: req/s %v, want %v", st.Side, st.ReqPerSec, want)
+	}
+}
+
+// checkRoundRetention checks the gateway's per-round ratios against the
+// slices' counts, and their median and range.
+func checkRoundRetention(t *testing.T, d, g sweep.StageResult, rounds int) {
+	t.Helper()
+	if d.RoundRetention != nil || d.Retention != 0 {
+		t.Errorf("direct stage has retention %v %v", d.RoundRetention, d.Retention)
+	}
+	if len(g.RoundRetention) != rounds {
+		t.Fatalf("round retention %v, want %d ratios", g.RoundRetention, rounds)
+	}
+	for i, v := range g.RoundRetention {
+		if want := float64(g.RoundRequests[i]) / float64(d.RoundRequests[i]); v != want {
+			t.Errorf("round %d retention %v, want %d/%d", i, v, g.RoundRequests[i], d.RoundRequests[i])
+		}
+	}
+	sorted := slices.Sorted(slices.Values(g.RoundRetention))
+	if g.Retention != sorted[1] || g.RetentionMin != sorted[0] || g.RetentionMax != sorted[2] {
+		t.Errorf("retention %v (%v–%v), want median %v of %v", g.Retention, g.RetentionMin, g.RetentionMax, sorted[1], sorted)
+	}
+}
+
+func TestSweepConfigRounds(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		rounds   int
+		duration time.Duration
+		wantErr  string
+	}{
+		{"zero", 0, time.Second, "need rounds >= 1, got 0"},
+		{"negative", -2, time.Second, "need rounds >= 1, got -2"},
+		{"slices too short", 11, time.Second, "11 rounds of a 1s duration make 90.90909ms slices; need slices of at least 100ms"},
+		{"slices of 100ms", 10, time.Second, ""},
+		{"one round has no slice minimum", 1, 50 * time.Millisecond, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			// No methods and no shapes: Run only validates.
+			_, err := sweep.Run(t.Context(), sweep.Config{Conns: []int{1}, Duration: tc.duration, Rounds: tc.rounds})
+			if tc.wantErr == "" && err != nil || tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)) {
+				t.Errorf("Run = %v, want error %q", err, tc.wantErr)
+			}
+		})
 	}
 }

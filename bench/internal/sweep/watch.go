@@ -21,9 +21,9 @@ const (
 	numProcs
 )
 
-// cpuWindow holds CPU times read at the start and the end of a stage's
-// measured window. It is written by the watch goroutine and read by apply
-// after done is closed.
+// cpuWindow holds CPU times read at the start and the end of a measured
+// window. It is written by the watch goroutine and read by applyCPU after
+// done is closed.
 type cpuWindow struct {
 	done       chan struct{}
 	pids       [numProcs][]int
@@ -31,29 +31,38 @@ type cpuWindow struct {
 	closed     bool // the window closed normally and end was read
 }
 
+// span is one measured window as the progress line shows it: label, a
+// warmup, then length from from until until.
+type span struct {
+	label          string
+	warmup, length time.Duration
+	from, until    time.Time
+}
+
 // watch starts a goroutine that reads CPU times when the measured window
-// opens (from) and closes (until) and writes a progress line to progress
-// (if not nil) twice a second meanwhile.
-func watch(ctx context.Context, st Stage, procs Procs, from, until time.Time, c *counters, progress io.Writer) *cpuWindow {
+// opens (sp.from) and closes (sp.until) and writes a progress line to
+// progress (if not nil) twice a second meanwhile. Gateway processes are
+// read only for the gateway side.
+func watch(ctx context.Context, side string, procs Procs, sp span, c *counters, progress io.Writer) *cpuWindow {
 	w := &cpuWindow{done: make(chan struct{})}
-	if st.Side == SideGateway {
+	if side == SideGateway {
 		w.pids[procGateway] = procs.Gateway
 	}
 	w.pids[procUpstreams] = procs.Upstreams
 	w.pids[procDriver] = []int{0}
-	go w.run(ctx, st, from, until, c, progress)
+	go w.run(ctx, sp, c, progress)
 	return w
 }
 
-func (w *cpuWindow) run(ctx context.Context, st Stage, from, until time.Time, c *counters, progress io.Writer) {
+func (w *cpuWindow) run(ctx context.Context, sp span, c *counters, progress io.Writer) {
 	defer close(w.done)
-	p := &progressLine{w: progress, label: stageLabel(st)}
+	p := &progressLine{w: progress, label: sp.label}
 	defer p.clear()
 	tick := time.NewTicker(500 * time.Millisecond)
 	defer tick.Stop()
-	open := time.NewTimer(time.Until(from))
+	open := time.NewTimer(time.Until(sp.from))
 	defer open.Stop()
-	closing := time.NewTimer(time.Until(until))
+	closing := time.NewTimer(time.Until(sp.until))
 	defer closing.Stop()
 	opened := false
 	for {
@@ -71,7 +80,7 @@ func (w *cpuWindow) run(ctx context.Context, st Stage, from, until time.Time, c 
 			w.closed = true
 			return
 		case now := <-tick.C:
-			p.show(now, st, from, c)
+			p.show(now, sp, c)
 		}
 	}
 }
@@ -94,14 +103,22 @@ func (w *cpuWindow) read() [numProcs]time.Duration {
 	return v
 }
 
-// apply waits for the window to close and sets res's CPU figures.
-func (w *cpuWindow) apply(res *StageResult, st Stage) {
-	<-w.done
+// applyCPU sets res's CPU figures from the closed windows ws, the CPU of
+// each group summed over them: a group is unknown if any window could not
+// read it.
+func applyCPU(res *StageResult, ws []*cpuWindow) {
 	per := func(i int) *float64 {
-		if !w.closed || w.pids[i] == nil || res.Requests == 0 {
+		if res.Requests == 0 {
 			return nil
 		}
-		v := float64(w.end[i]-w.start[i]) / float64(time.Microsecond) / float64(res.Requests)
+		var sum time.Duration
+		for _, w := range ws {
+			if !w.closed || w.pids[i] == nil {
+				return nil
+			}
+			sum += w.end[i] - w.start[i]
+		}
+		v := float64(sum) / float64(time.Microsecond) / float64(res.Requests)
 		return &v
 	}
 	res.GatewayCPUPerCall = per(procGateway)
@@ -109,12 +126,17 @@ func (w *cpuWindow) apply(res *StageResult, st Stage) {
 	res.DriverCPUPerCall = per(procDriver)
 }
 
-func stageLabel(st Stage) string {
+// stageLabel labels st's console lines, with extra (say "round 2/5")
+// inside the brackets if not empty.
+func stageLabel(st Stage, extra string) string {
 	shape := ""
 	if st.Shape != "" {
 		shape = " " + st.Shape
 	}
-	return fmt.Sprintf("[%s%s %s c=%d]", st.Method, shape, st.Side, st.Conns)
+	if extra != "" {
+		extra = " " + extra
+	}
+	return fmt.Sprintf("[%s%s %s c=%d%s]", st.Method, shape, st.Side, st.Conns, extra)
 }
 
 // progressLine writes a "\r"-updated status line.
@@ -124,15 +146,15 @@ type progressLine struct {
 	shown bool
 }
 
-func (p *progressLine) show(now time.Time, st Stage, from time.Time, c *counters) {
+func (p *progressLine) show(now time.Time, sp span, c *counters) {
 	if p.w == nil {
 		return
 	}
 	var s string
-	if el := now.Sub(from); el < 0 {
-		s = fmt.Sprintf("%s warmup %.1fs/%v", p.label, (st.Warmup + el).Seconds(), st.Warmup)
+	if el := now.Sub(sp.from); el < 0 {
+		s = fmt.Sprintf("%s warmup %.1fs/%v", p.label, (sp.warmup + el).Seconds(), sp.warmup)
 	} else {
-		s = fmt.Sprintf("%s %.1fs/%v  %.0f req/s  %d errors", p.label, el.Seconds(), st.Duration,
+		s = fmt.Sprintf("%s %.1fs/%v  %.0f req/s  %d errors", p.label, el.Seconds(), sp.length,
 			float64(c.done.Load())/el.Seconds(), c.failed.Load())
 	}
 	fmt.Fprintf(p.w, "\r%-*s", progressWidth, s)

@@ -1,0 +1,88 @@
+package sweep
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"slices"
+	"time"
+)
+
+// minSlice is the shortest slice interleaved rounds may cut a side's
+// measured time into: shorter, the calls straddling a slice's ends (not
+// counted) and the pause between slices weigh on the rate.
+const minSlice = 100 * time.Millisecond
+
+// interleave measures direct stage d and gateway stage g in rounds
+// alternating slices of d.Duration/rounds each (direct, gateway, direct,
+// ...), so that both sides see the host's load drift alike. Each side
+// dials its sessions once and keeps them open (idle while the other side
+// runs); its first slice is preceded by its warmup.
+func interleave(ctx context.Context, d, g Stage, rounds int, procs Procs, progress io.Writer) ([2]StageResult, error) {
+	var out [2]StageResult
+	slice := d.Duration / time.Duration(rounds)
+	var rs []*runner
+	defer func() {
+		for _, r := range rs {
+			r.close()
+		}
+	}()
+	for _, st := range []Stage{d, g} {
+		st.Duration = slice * time.Duration(rounds)
+		r, err := openRunner(ctx, st)
+		if err != nil {
+			return out, err
+		}
+		rs = append(rs, r)
+	}
+	wins := make([][]window, len(rs))
+	for round := range rounds {
+		for i, r := range rs {
+			warmup := time.Duration(0)
+			if round == 0 {
+				warmup = r.st.Warmup
+			}
+			label := stageLabel(r.st, fmt.Sprintf("round %d/%d", round+1, rounds))
+			w, err := r.window(ctx, warmup, slice, label, procs, progress)
+			if err != nil {
+				return out, err
+			}
+			wins[i] = append(wins[i], w)
+		}
+	}
+	for i, r := range rs {
+		out[i] = r.result(wins[i])
+		out[i].Rounds = rounds
+		for _, w := range wins[i] {
+			out[i].RoundRequests = append(out[i].RoundRequests, w.requests)
+		}
+	}
+	setRetention(&out[1], out[0].RoundRequests)
+	return out, nil
+}
+
+// setRetention sets gateway stage gw's per-round retention against the
+// direct slices' request counts (the slices are equally long, so the
+// ratio of counts is that of rates; 0 when direct counted none), and
+// their median and extremes.
+func setRetention(gw *StageResult, direct []int) {
+	gw.RoundRetention = make([]float64, len(direct))
+	for i, n := range direct {
+		if n > 0 {
+			gw.RoundRetention[i] = float64(gw.RoundRequests[i]) / float64(n)
+		}
+	}
+	gw.Retention = median(gw.RoundRetention)
+	gw.RetentionMin, gw.RetentionMax = slices.Min(gw.RoundRetention), slices.Max(gw.RoundRetention)
+}
+
+// median returns the median of vs (the mean of the middle two for an even
+// count), which must not be empty; vs is not changed.
+func median(vs []float64) float64 {
+	s := slices.Sorted(slices.Values(vs))
+	n := len(s)
+	if n%2 == 1 {
+		return s[n/2]
+	}
+	return (s[n/2-1] + s[n/2]) / 2
+}
