@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"runtime"
 	"syscall"
 	"time"
 
@@ -45,6 +46,9 @@ func runFixture(args []string) int {
 		return 2
 	}
 
+	if n := fixtureProcs(o.Serial, os.Getenv("GOMAXPROCS")); n > 0 {
+		runtime.GOMAXPROCS(n)
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	logger := slog.New(slog.NewTextHandler(os.Stderr, nil))
@@ -61,6 +65,21 @@ func runFixture(args []string) int {
 		return 1
 	}
 	return 0
+}
+
+// fixtureProcs is the GOMAXPROCS a fixture sets for itself, 0 to leave
+// Go's default: a -serial fixture serves one call at a time, and runs on
+// one P like the single-threaded stdio servers it stands for (Node,
+// Python), unless $GOMAXPROCS (env) says otherwise. With a second P the
+// Go runtime spins a thread looking for work at every wake-up, CPU that a
+// single-threaded server does not burn and that the scaling benchmark,
+// where four such processes share two cores with the gateway, would
+// charge to the machine.
+func fixtureProcs(serial bool, env string) int {
+	if !serial || env != "" {
+		return 0
+	}
+	return 1
 }
 
 // serveHTTP serves server over streamable HTTP at addr until ctx is done.
