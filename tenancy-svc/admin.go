@@ -12,7 +12,6 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nats.go/micro"
 
@@ -21,8 +20,10 @@ import (
 	"github.com/switchyard-mcp/switchyard/proto"
 )
 
-// mailboxLen bounds the admin requests waiting for the Run goroutine; one
-// more is refused at once with AdminCodeUnavailable.
+// mailboxLen bounds the admin requests waiting for the Run goroutine (one
+// more is refused at once with AdminCodeUnavailable), and the requests
+// each admin endpoint's subscription holds while its handler waits (more
+// are dropped by the client library, counted in $SRV.STATS).
 const mailboxLen = 64
 
 // opTimeout bounds the KV work of one admin request.
@@ -58,97 +59,134 @@ var endpoints = []struct {
 	{"key_list", "key.list", opKeyList},
 }
 
-// job is one admin request queued for the Run goroutine. It holds the
-// reply subject, not the micro.Request: micro records the outcome of a
-// Respond on the request after the handler returns, so responding from
-// another goroutine would race with it.
+// job is one admin request queued for the Run goroutine, which computes
+// its outcome and hands it back on res. The micro handler waits for it
+// and answers on the micro.Request itself: micro counts an error in
+// $SRV.STATS only when the handler answers with req.Error before it
+// returns, and records that on the request, so no other goroutine may
+// answer it.
 type job struct {
-	op    op
-	data  []byte
-	reply string
+	op   op
+	data []byte
+	res  chan outcome // buffered (1): the Run goroutine never waits on it
 }
 
-// enqueuer is the micro handler of op: it queues the request and returns
-// (no I/O in NATS callbacks), or refuses it when the mailbox is full.
+// outcome is a served job's reply or error.
+type outcome struct {
+	out any
+	err error
+}
+
+func newJob(o op, data []byte) job { return job{op: o, data: data, res: make(chan outcome, 1)} }
+
+// enqueuer is the micro handler of op: it queues the request for the Run
+// goroutine and waits for its outcome, or refuses it when the mailbox is
+// full. Each endpoint's handler runs on its own subscription's goroutine,
+// so waiting holds up only that endpoint's later requests (bounded by its
+// pending limits), never the resolve endpoints.
 func (s *Service) enqueuer(o op) micro.Handler {
 	return micro.HandlerFunc(func(req micro.Request) {
+		j := newJob(o, req.Data())
 		select {
-		case s.mailbox <- job{op: o, data: req.Data(), reply: req.Reply()}:
+		case s.mailbox <- j:
 		default:
-			e := &tenancy.AdminError{Code: tenancy.AdminCodeUnavailable, Message: "overloaded: too many admin requests queued, retry"}
-			body, _ := json.Marshal(e)
-			_ = req.Error(e.Code, e.Message, body)
+			s.answer(req, nil, adminErr(tenancy.AdminCodeUnavailable, "overloaded: too many admin requests queued, retry"))
+			return
 		}
+		r := s.await(j)
+		s.answer(req, r.out, r.err)
 	})
 }
+
+// await returns j's outcome, or 503 when Run has returned without serving
+// it. A job that was served has its outcome in res before Run can return.
+func (s *Service) await(j job) outcome {
+	select {
+	case r := <-j.res:
+		return r
+	case <-s.stopped:
+	}
+	select {
+	case r := <-j.res:
+		return r
+	default:
+		return outcome{err: errShuttingDown}
+	}
+}
+
+var errShuttingDown = &tenancy.AdminError{Code: tenancy.AdminCodeUnavailable, Message: "shutting down, retry"}
 
 // refuseQueued answers the requests still queued at shutdown.
 func (s *Service) refuseQueued() {
 	for {
 		select {
 		case j := <-s.mailbox:
-			s.respond(j, nil, &tenancy.AdminError{Code: tenancy.AdminCodeUnavailable, Message: "shutting down, retry"})
+			j.res <- outcome{err: errShuttingDown}
 		default:
 			return
 		}
 	}
 }
 
-// serve runs one admin request and answers it. A request taken from the
-// mailbox runs to its end even when shutdown starts meanwhile (bounded by
-// opTimeout): a write that went through must be answered as such, and a
-// key.create's plaintext key must reach its caller.
+// serve runs one admin request and hands its outcome to the waiting
+// handler. A request taken from the mailbox runs to its end even when
+// shutdown starts meanwhile (bounded by opTimeout): a write that went
+// through must be answered as such, and a key.create's plaintext key must
+// reach its caller.
 func (s *Service) serve(ctx context.Context, j job) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), opTimeout)
 	defer cancel()
-	var (
-		out any
-		err error
-	)
+	var r outcome
 	if len(j.data) > maxRequestBytes {
-		err = badRequest("request larger than %d bytes", maxRequestBytes)
+		r.err = badRequest("request larger than %d bytes", maxRequestBytes)
 	} else {
-		switch j.op {
-		case opTenantPut:
-			out, err = s.tenantPut(ctx, j.data)
-		case opTenantGet:
-			out, err = s.tenantGet(ctx, j.data)
-		case opTenantList:
-			out, err = s.tenantList(ctx, j.data)
-		case opTenantDelete:
-			out, err = s.tenantDelete(ctx, j.data)
-		case opKeyCreate:
-			out, err = s.keyCreate(ctx, j.data)
-		case opKeyRevoke:
-			out, err = s.keyRevoke(ctx, j.data)
-		case opKeyList:
-			out, err = s.keyList(ctx, j.data)
-		}
+		r.out, r.err = s.run(ctx, j)
 	}
-	s.respond(j, out, toAdminError(err))
+	j.res <- r
 }
 
-// respond publishes out, or e with micro's error headers, to j's reply
-// subject. A request without one gets no answer.
-func (s *Service) respond(j job, out any, e *tenancy.AdminError) {
-	if j.reply == "" {
-		return
+func (s *Service) run(ctx context.Context, j job) (any, error) {
+	switch j.op {
+	case opTenantPut:
+		return s.tenantPut(ctx, j.data)
+	case opTenantGet:
+		return s.tenantGet(ctx, j.data)
+	case opTenantList:
+		return s.tenantList(ctx, j.data)
+	case opTenantDelete:
+		return s.tenantDelete(ctx, j.data)
+	case opKeyCreate:
+		return s.keyCreate(ctx, j.data)
+	case opKeyRevoke:
+		return s.keyRevoke(ctx, j.data)
+	case opKeyList:
+		return s.keyList(ctx, j.data)
 	}
-	msg := &nats.Msg{Subject: j.reply}
-	var err error
-	if e != nil {
+	return nil, fmt.Errorf("unknown admin op %d", j.op)
+}
+
+// answer replies to req through micro: out as JSON, or err as an
+// AdminError body with micro's error headers (req.Error, which is what
+// makes $SRV.STATS count it). A successful request without a reply
+// subject gets no answer.
+func (s *Service) answer(req micro.Request, out any, err error) {
+	var body []byte
+	if e := toAdminError(err); e != nil {
 		c := *e
 		c.Message = clip(c.Message) // it may quote the request: keep the reply small
-		msg.Header = nats.Header{micro.ErrorCodeHeader: {c.Code}, micro.ErrorHeader: {c.Message}}
-		msg.Data, err = json.Marshal(&c)
-	} else {
-		msg.Data, err = json.Marshal(out)
+		if c.Message == "" {
+			c.Message = "error" // micro refuses an empty description
+		}
+		if body, err = json.Marshal(&c); err == nil {
+			err = req.Error(c.Code, c.Message, body)
+		}
+	} else if req.Reply() == "" {
+		return
+	} else if body, err = json.Marshal(out); err == nil {
+		err = req.Respond(body)
 	}
-	if err == nil {
-		err = s.nc.PublishMsg(msg)
-	}
-	if err != nil {
-		s.log.Warn("admin reply failed", proto.LogErr, err)
+	if err != nil && req.Reply() != "" {
+		s.log.Warn("reply failed", proto.LogSubject, req.Subject(), proto.LogErr, err)
 	}
 }
 

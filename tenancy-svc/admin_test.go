@@ -105,6 +105,47 @@ func TestTenancyAdminDiscovery(t *testing.T) {
 	}
 }
 
+// A failing admin request counts as an error in $SRV.STATS, and its reply
+// carries exactly micro's two error headers and the AdminError body.
+func TestTenancyAdminStatsCountErrors(t *testing.T) {
+	rig := newAdminRig(t)
+	body, _ := json.Marshal(tenancy.TenantGetRequest{Name: "ghost"})
+	msg, err := rig.nc.Request(tenancy.SubjTenantGet, body, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantHeader := nats.Header{
+		micro.ErrorCodeHeader: {tenancy.AdminCodeNotFound},
+		micro.ErrorHeader:     {`tenant "ghost" not found`},
+	}
+	if diff := cmp.Diff(wantHeader, msg.Header); diff != "" {
+		t.Errorf("error reply headers (-want +got):\n%s", diff)
+	}
+	if want := `{"code":"404","message":"tenant \"ghost\" not found"}`; string(msg.Data) != want {
+		t.Errorf("error reply body %s, want %s", msg.Data, want)
+	}
+	mustCall[tenancy.TenantListReply](t, rig.nc, tenancy.SubjTenantList, nil)
+
+	msg, err = rig.nc.Request("$SRV.STATS."+tenancy.AdminService, nil, 5*time.Second)
+	if err != nil {
+		t.Fatalf("$SRV.STATS: %v", err)
+	}
+	var stats micro.Stats
+	if err := json.Unmarshal(msg.Data, &stats); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]*micro.EndpointStats{}
+	for _, ep := range stats.Endpoints {
+		got[ep.Subject] = ep
+	}
+	if g := got[tenancy.SubjTenantGet]; g == nil || g.NumErrors < 1 || !strings.Contains(g.LastError, "ghost") {
+		t.Errorf("STATS tenant.get = %+v, want an error whose last_error names ghost", g)
+	}
+	if l := got[tenancy.SubjTenantList]; l == nil || l.NumRequests != 1 || l.NumErrors != 0 {
+		t.Errorf("STATS tenant.list = %+v, want 1 request and no error", l)
+	}
+}
+
 func TestTenancyAdminTenantPut(t *testing.T) {
 	rig := newAdminRig(t)
 	acme := tn("acme")
@@ -357,13 +398,22 @@ type fakeRequest struct {
 
 func (f *fakeRequest) Data() []byte           { return []byte(`{}`) }
 func (f *fakeRequest) Reply() string          { return "_INBOX.fake" }
+func (f *fakeRequest) Subject() string        { return tenancy.SubjTenantList }
 func (f *fakeRequest) Headers() micro.Headers { return nil }
 func (f *fakeRequest) Error(code, _ string, data []byte, _ ...micro.RespondOpt) error {
 	f.code, f.body = code, data
 	return nil
 }
 
-// A full mailbox refuses at once; requests queued at shutdown are refused.
+// handleAsync runs h on f in a goroutine; the channel closes when it is done.
+func handleAsync(h micro.Handler, f *fakeRequest) <-chan struct{} {
+	done := make(chan struct{})
+	go func() { defer close(done); h.Handle(f) }()
+	return done
+}
+
+// A full mailbox refuses at once; requests queued at shutdown, and those
+// that arrive after Run returned, are refused.
 func TestTenancyAdminOverload(t *testing.T) {
 	s := natstest.Start(t)
 	nc := natstest.Connect(t, s)
@@ -373,35 +423,33 @@ func TestTenancyAdminOverload(t *testing.T) {
 	}
 	h := svc.enqueuer(opTenantList)
 	for range mailboxLen {
-		f := &fakeRequest{}
-		h.Handle(f)
-		if f.code != "" {
-			t.Fatalf("refused with %s before the mailbox was full", f.code)
-		}
+		svc.mailbox <- newJob(opTenantList, nil)
 	}
 	f := &fakeRequest{}
 	h.Handle(f)
 	if f.code != tenancy.AdminCodeUnavailable || !strings.Contains(string(f.body), "overloaded") {
 		t.Errorf("full mailbox: code %q body %s", f.code, f.body)
 	}
-
-	// Drop the fake jobs; queue one with a real reply subject.
 	for len(svc.mailbox) > 0 {
 		<-svc.mailbox
 	}
-	inbox := nc.NewInbox()
-	sub, err := nc.SubscribeSync(inbox)
-	if err != nil {
-		t.Fatal(err)
-	}
-	svc.mailbox <- job{op: opTenantList, reply: inbox}
+
+	// Queued at shutdown: the waiting handler gets 503.
+	f = &fakeRequest{}
+	done := handleAsync(h, f)
+	svc.mailbox <- <-svc.mailbox // the handler's job is queued
 	svc.refuseQueued()
-	msg, err := sub.NextMsg(5 * time.Second)
-	if err != nil {
-		t.Fatal(err)
+	<-done
+	if f.code != tenancy.AdminCodeUnavailable || !strings.Contains(string(f.body), "shutting down") {
+		t.Errorf("queued at shutdown: code %q body %s", f.code, f.body)
 	}
-	if msg.Header.Get(micro.ErrorCodeHeader) != tenancy.AdminCodeUnavailable {
-		t.Errorf("queued at shutdown: headers %v body %s", msg.Header, msg.Data)
+
+	// After Run: nothing serves the mailbox any more.
+	close(svc.stopped)
+	f = &fakeRequest{}
+	<-handleAsync(h, f)
+	if f.code != tenancy.AdminCodeUnavailable || !strings.Contains(string(f.body), "shutting down") {
+		t.Errorf("after Run: code %q body %s", f.code, f.body)
 	}
 }
 

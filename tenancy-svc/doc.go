@@ -45,7 +45,9 @@
 // (tenancy.AdminCode*) and a tenancy.AdminError body. Whoever can publish
 // to those subjects administers tenancy: restrict them with NATS
 // permissions. Requests are queued (bounded) to the Run goroutine, which
-// serves them one at a time between reconciliations.
+// serves them one at a time between reconciliations; the micro handler
+// waits for the outcome and answers through micro, so $SRV.STATS counts
+// error replies.
 //
 // # Resolve endpoints
 //

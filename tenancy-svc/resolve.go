@@ -60,19 +60,7 @@ func (s *Service) resolver(fn resolveFunc) micro.Handler {
 		default:
 			out, err = fn(s.watch.Current(), data)
 		}
-		var body []byte
-		if e := toAdminError(err); e != nil {
-			c := *e
-			c.Message = clip(c.Message)
-			if body, err = json.Marshal(&c); err == nil {
-				err = req.Error(c.Code, c.Message, body)
-			}
-		} else if body, err = json.Marshal(out); err == nil {
-			err = req.Respond(body)
-		}
-		if err != nil {
-			s.log.Warn("resolve reply failed", proto.LogSubject, req.Subject(), proto.LogErr, err)
-		}
+		s.answer(req, out, err)
 	})
 }
 

@@ -46,7 +46,8 @@ type Service struct {
 	cfg     Config
 	nc      *nats.Conn
 	log     *slog.Logger
-	mailbox chan job // admin requests for the Run goroutine; bounded
+	mailbox chan job      // admin requests for the Run goroutine; bounded
+	stopped chan struct{} // closed when Run returns: queued requests are not served
 	js      jetstream.JetStream
 	watch   *tenancy.Watcher // the snapshot the resolve endpoints answer from
 	ready   atomic.Bool
@@ -121,6 +122,7 @@ func New(cfg Config, nc *nats.Conn, log *slog.Logger) (*Service, error) {
 	return &Service{
 		cfg: cfg, nc: nc, log: log.With(proto.LogComponent, "tenancy"),
 		mailbox: make(chan job, mailboxLen),
+		stopped: make(chan struct{}),
 		js:      js, watch: watch,
 	}, nil
 }
@@ -144,6 +146,8 @@ const reconcileEvery = 10 * time.Second
 // ctx ends, or an error if the micro service cannot start; either way
 // that goroutine has exited. Run is called once.
 func (s *Service) Run(ctx context.Context) error {
+	// Admin handlers wait for their job's outcome; after Run they get 503.
+	defer close(s.stopped)
 	js := s.js
 	wctx, wcancel := context.WithCancel(ctx)
 	wdone := make(chan struct{})
@@ -220,7 +224,10 @@ func (s *Service) startAdmin() (micro.Service, error) {
 	}
 	g := svc.AddGroup(tenancy.AdminGroup)
 	for _, ep := range endpoints {
-		if err := g.AddEndpoint(ep.name, s.enqueuer(ep.op), micro.WithEndpointSubject(ep.subject)); err != nil {
+		// An admin handler waits while the Run goroutine serves its
+		// request: bound what queues behind it.
+		limits := micro.WithEndpointPendingLimits(mailboxLen, mailboxLen*maxRequestBytes)
+		if err := g.AddEndpoint(ep.name, s.enqueuer(ep.op), micro.WithEndpointSubject(ep.subject), limits); err != nil {
 			_ = svc.Stop()
 			return nil, fmt.Errorf("endpoint %s: %w", ep.name, err)
 		}
