@@ -1,7 +1,6 @@
 package tenancy
 
 import (
-	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
@@ -224,22 +223,6 @@ func adminErr(code, format string, a ...any) error {
 
 func badRequest(format string, a ...any) error {
 	return adminErr(tenancy.AdminCodeBadRequest, format, a...)
-}
-
-// decode decodes a JSON request strictly; an empty body is the zero value.
-func decode(data []byte, v any) error {
-	if len(bytes.TrimSpace(data)) == 0 {
-		return nil
-	}
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		return badRequest("decode request: %v", err)
-	}
-	if dec.More() {
-		return badRequest("decode request: data after the JSON value")
-	}
-	return nil
 }
 
 func checkName(name string) error {

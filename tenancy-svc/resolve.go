@@ -1,8 +1,6 @@
 package tenancy
 
 import (
-	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -76,12 +74,8 @@ func resolveKey(snap *tenancy.Snapshot, data []byte) (any, error) {
 	var req tenancy.ResolveKeyRequest
 	// Not decode: a decoder error may quote the request (an unknown field
 	// is named), and the request holds a key.
-	if len(bytes.TrimSpace(data)) > 0 {
-		dec := json.NewDecoder(bytes.NewReader(data))
-		dec.DisallowUnknownFields()
-		if dec.Decode(&req) != nil || dec.More() {
-			return nil, badRequest(`decode request: want {"key": "syk_..."} and nothing else`)
-		}
+	if decodeStrict(data, &req) != nil {
+		return nil, badRequest(`decode request: want {"key": "syk_..."} and nothing else`)
 	}
 	if req.Key == "" {
 		return nil, badRequest("key required")

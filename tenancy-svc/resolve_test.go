@@ -208,6 +208,7 @@ func TestTenancyResolveKey(t *testing.T) {
 		{"key as a field name", `{"` + alice + `":1}`, alice, tenancy.AdminCodeBadRequest, "decode request"},
 		{"key unquoted", `{"key":` + alice + `}`, alice, tenancy.AdminCodeBadRequest, "decode request"},
 		{"two values", keyBody(alice) + keyBody(alice), alice, tenancy.AdminCodeBadRequest, "decode request"},
+		{"field name in capitals", `{"KEY":"` + alice + `"}`, alice, tenancy.AdminCodeBadRequest, "decode request"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
