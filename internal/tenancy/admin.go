@@ -222,7 +222,7 @@ func CheckTenant(t *Tenant) error {
 		errs = append(errs, fmt.Errorf("name: %q is not a slug ([a-z0-9-], 1-63 characters)", t.Name))
 	}
 	if _, err := policy.Compile(t.Policy); err != nil {
-		errs = append(errs, fmt.Errorf("policy: %w", err))
+		errs = append(errs, prefixLines("policy", err))
 	}
 	for _, u := range t.Policy.Upstreams {
 		if u != "" && !proto.ValidSlug(u) {
@@ -231,7 +231,7 @@ func CheckTenant(t *Tenant) error {
 	}
 	if len(t.Selectors) > 0 {
 		if _, err := tenant.Build([]tenant.TenantSelectors{{Tenant: t.Name, Selectors: t.Selectors}}); err != nil {
-			errs = append(errs, fmt.Errorf("selectors: %w", err))
+			errs = append(errs, prefixLines("selectors", err))
 		}
 	}
 	l := t.Limits
@@ -265,7 +265,7 @@ func CheckTenants(ts []Tenant) error {
 		t := &ts[i]
 		where := fmt.Sprintf("tenants[%d] (%s)", i, t.Name)
 		if err := CheckTenant(t); err != nil {
-			errs = append(errs, fmt.Errorf("%s: %w", where, err))
+			errs = append(errs, prefixLines(where, err))
 		}
 		if seen[t.Name] {
 			errs = append(errs, fmt.Errorf("%s: name: duplicate", where))
@@ -281,3 +281,20 @@ func CheckTenants(ts []Tenant) error {
 	}
 	return errors.Join(errs...)
 }
+
+// prefixLines puts prefix before every line of err's message: an
+// errors.Join error holds one problem a line, and each line must say
+// whose problem it is. The result wraps err.
+func prefixLines(prefix string, err error) error { return &prefixedError{prefix, err} }
+
+type prefixedError struct {
+	prefix string
+	err    error
+}
+
+func (e *prefixedError) Error() string {
+	p := e.prefix + ": "
+	return p + strings.ReplaceAll(e.err.Error(), "\n", "\n"+p)
+}
+
+func (e *prefixedError) Unwrap() error { return e.err }

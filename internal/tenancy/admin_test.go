@@ -89,6 +89,47 @@ func TestTenancyCheckTenants(t *testing.T) {
 	}
 }
 
+// Every line of a joined error names whose problem it is.
+func TestTenancyCheckPrefixesEveryLine(t *testing.T) {
+	twoPolicy := policy.Spec{Default: "perhaps", Rules: []policy.Rule{{Effect: "maybe", Pattern: "x"}}}
+	tests := []struct {
+		name  string
+		check func() error
+		want  []string // the error's lines
+		wraps error
+	}{
+		{"policy problems", func() error { return CheckTenant(&Tenant{Name: "acme", Policy: twoPolicy}) }, []string{
+			`policy: policy: invalid spec: default "perhaps" is neither allow nor deny`,
+			`policy: policy: invalid spec: rule 0: effect "maybe" is neither allow nor deny`,
+		}, policy.ErrInvalidSpec},
+		{"selector problems", func() error {
+			return CheckTenant(&Tenant{Name: "acme", Selectors: []tenant.Selector{{Value: "x"}, {Issuer: "i"}}})
+		}, []string{
+			`selectors: tenant "acme" selector 0 {Issuer: Claim: Value:x Group:}: tenant: invalid selector`,
+			`selectors: tenant "acme" selector 1 {Issuer:i Claim: Value: Group:}: tenant: invalid selector`,
+		}, nil},
+		{"tenant problems", func() error { return CheckTenants([]Tenant{{Name: "a"}, {Name: "B", Policy: twoPolicy}}) }, []string{
+			`tenants[1] (B): name: "B" is not a slug ([a-z0-9-], 1-63 characters)`,
+			`tenants[1] (B): policy: policy: invalid spec: default "perhaps" is neither allow nor deny`,
+			`tenants[1] (B): policy: policy: invalid spec: rule 0: effect "maybe" is neither allow nor deny`,
+		}, policy.ErrInvalidSpec},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := tt.check()
+			if err == nil {
+				t.Fatal("no error")
+			}
+			if want := strings.Join(tt.want, "\n"); err.Error() != want {
+				t.Errorf("error lines:\n%s\nwant:\n%s", err, want)
+			}
+			if tt.wraps != nil && !errors.Is(err, tt.wraps) {
+				t.Errorf("error %v does not wrap %v", err, tt.wraps)
+			}
+		})
+	}
+}
+
 func TestTenancyCheckPrincipal(t *testing.T) {
 	tests := []struct {
 		in string
