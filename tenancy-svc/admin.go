@@ -41,6 +41,7 @@ const (
 	opKeyCreate
 	opKeyRevoke
 	opKeyList
+	opKeyDelete
 )
 
 // endpoints are the admin micro endpoints: name (micro's [A-Za-z0-9_-]),
@@ -56,6 +57,7 @@ var endpoints = []struct {
 	{"key_create", "key.create", opKeyCreate},
 	{"key_revoke", "key.revoke", opKeyRevoke},
 	{"key_list", "key.list", opKeyList},
+	{"key_delete", "key.delete", opKeyDelete},
 }
 
 // job is one admin request queued for the Run goroutine, which computes
@@ -160,6 +162,8 @@ func (s *Service) run(ctx context.Context, j job) (any, error) {
 		return s.keyRevoke(ctx, j.data)
 	case opKeyList:
 		return s.keyList(ctx, j.data)
+	case opKeyDelete:
+		return s.keyDelete(ctx, j.data)
 	}
 	return nil, fmt.Errorf("unknown admin op %d", j.op)
 }
@@ -310,31 +314,32 @@ func (s *Service) allTenants(ctx context.Context) ([]tenancy.TenantInfo, error) 
 	return out, nil
 }
 
-// allKeys reads every API key record. Records that do not decode are
-// skipped.
-func (s *Service) allKeys(ctx context.Context) ([]apikey.Record, error) {
+// allKeys reads every API key record, and returns apart the KV keys of
+// the records that do not decode (their content is never logged).
+func (s *Service) allKeys(ctx context.Context) (recs []apikey.Record, undecodable []string, err error) {
 	ids, err := listKeys(ctx, s.st.keys)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	out := make([]apikey.Record, 0, len(ids))
+	recs = make([]apikey.Record, 0, len(ids))
 	for _, id := range ids {
 		e, err := s.st.keys.Get(ctx, id)
 		if errors.Is(err, jetstream.ErrKeyNotFound) {
 			continue
 		}
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		var r apikey.Record
 		if proto.Unmarshal(e.Value(), &r) != nil {
 			// The KV key may be a whole key stored by mistake: never log it.
 			s.log.Warn("stored api key record does not decode", "key_id", tenancy.PrintableKeyID(id))
+			undecodable = append(undecodable, id)
 			continue
 		}
-		out = append(out, r)
+		recs = append(recs, r)
 	}
-	return out, nil
+	return recs, undecodable, nil
 }
 
 func (s *Service) tenantPut(ctx context.Context, data []byte) (any, error) {
@@ -493,8 +498,8 @@ func (s *Service) keyRevoke(ctx context.Context, data []byte) (any, error) {
 			return nil, err
 		}
 		var r apikey.Record
-		if err := proto.Unmarshal(e.Value(), &r); err != nil {
-			return nil, fmt.Errorf("key %s: stored record does not decode: %w", req.ID, err)
+		if proto.Unmarshal(e.Value(), &r) != nil {
+			return nil, adminErr(tenancy.AdminCodeConflict, "key %s: the stored record does not decode, so there is nothing to mark revoked (it authenticates nothing as it is): delete it (key.delete)", req.ID)
 		}
 		if r.Revoked {
 			return tenancy.KeyInfoOf(&r, src), nil
@@ -531,7 +536,7 @@ func (s *Service) keyList(ctx context.Context, data []byte) (any, error) {
 			return nil, err
 		}
 	}
-	recs, err := s.allKeys(ctx)
+	recs, undecodable, err := s.allKeys(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -539,7 +544,20 @@ func (s *Service) keyList(ctx context.Context, data []byte) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := make([]tenancy.KeyInfo, 0, len(recs))
+	out := make([]tenancy.KeyInfo, 0, len(recs)+len(undecodable))
+	// Whose an undecodable record is cannot be told: listed whatever the
+	// filter, by id alone (or by length, if the KV key is not an id).
+	for _, id := range undecodable {
+		src := tenancy.SourceAdmin
+		if marks[markAPIKey+id] {
+			src = tenancy.SourceConfig
+		}
+		shown := id
+		if !apikey.ValidID(id) {
+			shown = tenancy.PrintableKeyID(id)
+		}
+		out = append(out, tenancy.KeyInfo{ID: shown, Source: src, Undecodable: true})
+	}
 	for i := range recs {
 		r := &recs[i]
 		if req.Tenant != "" && r.Tenant != req.Tenant {
@@ -555,6 +573,40 @@ func (s *Service) keyList(ctx context.Context, data []byte) (any, error) {
 		return cmp.Or(strings.Compare(a.Tenant, b.Tenant), strings.Compare(a.Principal, b.Principal), strings.Compare(a.ID, b.ID))
 	})
 	return tenancy.KeyListReply{Keys: out}, nil
+}
+
+func (s *Service) keyDelete(ctx context.Context, data []byte) (any, error) {
+	var req tenancy.KeyDeleteRequest
+	if err := decode(data, &req); err != nil {
+		return nil, err
+	}
+	if !apikey.ValidID(req.ID) {
+		return nil, badRequest("key id %s is not a key id (%d characters of [a-z2-7])", tenancy.PrintableKeyID(req.ID), apikey.IDLen)
+	}
+	e, err := s.st.keys.Get(ctx, req.ID)
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return nil, adminErr(tenancy.AdminCodeNotFound, "key %s not found", req.ID)
+	}
+	if err != nil {
+		return nil, err
+	}
+	src, err := s.source(ctx, markAPIKey+req.ID)
+	if err != nil {
+		return nil, err
+	}
+	if src == tenancy.SourceConfig {
+		return nil, adminErr(tenancy.AdminCodeConflict, "key %s is managed by the configuration file: remove it there (or revoke it)", req.ID)
+	}
+	info := tenancy.KeyInfo{ID: req.ID, Source: src, Undecodable: true}
+	var r apikey.Record
+	if proto.Unmarshal(e.Value(), &r) == nil {
+		info = tenancy.KeyInfoOf(&r, src)
+	}
+	if err := s.st.keys.Delete(ctx, req.ID); err != nil {
+		return nil, err
+	}
+	s.log.Info("api key deleted", "key_id", req.ID, proto.LogTenant, info.Tenant, "undecodable", info.Undecodable)
+	return info, nil
 }
 
 // markSet returns the seed marks matching filter as a set.

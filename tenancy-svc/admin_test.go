@@ -1,13 +1,18 @@
 package tenancy
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -83,7 +88,7 @@ func TestTenancyAdminDiscovery(t *testing.T) {
 	}
 	want := []string{
 		tenancy.SubjTenantPut, tenancy.SubjTenantGet, tenancy.SubjTenantList, tenancy.SubjTenantDelete,
-		tenancy.SubjKeyCreate, tenancy.SubjKeyRevoke, tenancy.SubjKeyList,
+		tenancy.SubjKeyCreate, tenancy.SubjKeyRevoke, tenancy.SubjKeyList, tenancy.SubjKeyDelete,
 	}
 	if diff := cmp.Diff(want, subjects); diff != "" {
 		t.Errorf("INFO endpoint subjects (-want +got):\n%s", diff)
@@ -387,6 +392,103 @@ func TestTenancyAdminKeyRevokeList(t *testing.T) {
 	}
 	_, e = call[tenancy.KeyListReply](t, rig.nc, tenancy.SubjKeyList, tenancy.KeyListRequest{Tenant: "A B"})
 	wantCode(t, e, tenancy.AdminCodeBadRequest)
+}
+
+// lockedBuffer is a log sink safe for the service's goroutines.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// A key record that does not decode is listed as undecodable (by id
+// only), refused by key.revoke with a pointer to key.delete, and deleted
+// by key.delete; no reply or log line holds its content.
+func TestTenancyAdminUndecodableKey(t *testing.T) {
+	s := natstest.Start(t)
+	_, cfgRec := keyFor(t, "cfg", "svc")
+	var logs lockedBuffer
+	svc, err := New(Config{Tenants: []tenancy.Tenant{tn("cfg")}, APIKeys: []apikey.Record{cfgRec}},
+		natstest.Connect(t, s), slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug})))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- svc.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	waitReady(t, svc)
+	nc := natstest.Connect(t, s)
+
+	alice := mustCall[tenancy.KeyCreateReply](t, nc, tenancy.SubjKeyCreate, tenancy.KeyCreateRequest{Tenant: "cfg", Principal: "alice"})
+	const content = "\xc1 syk_not-a-record-but-secret-looking"
+	junkID := strings.Repeat("j", apikey.IDLen)
+	keys := kvOf(t, s, tenancy.BucketAPIKeys)
+	if _, err := keys.Put(t.Context(), junkID, []byte(content)); err != nil {
+		t.Fatal(err)
+	}
+	junk := tenancy.KeyInfo{ID: junkID, Source: tenancy.SourceAdmin, Undecodable: true}
+
+	for _, req := range []tenancy.KeyListRequest{{}, {Tenant: "cfg"}} {
+		list := mustCall[tenancy.KeyListReply](t, nc, tenancy.SubjKeyList, req)
+		want := []tenancy.KeyInfo{junk, alice.KeyInfo, tenancy.KeyInfoOf(&cfgRec, tenancy.SourceConfig)}
+		if diff := cmp.Diff(want, list.Keys, cmpopts.IgnoreFields(tenancy.KeyInfo{}, "CreatedUnixMs")); diff != "" {
+			t.Errorf("key list %+v (-want +got):\n%s", req, diff)
+		}
+	}
+	_, e := call[tenancy.KeyInfo](t, nc, tenancy.SubjKeyRevoke, tenancy.KeyRevokeRequest{ID: junkID})
+	wantCode(t, e, tenancy.AdminCodeConflict, junkID, "does not decode", "key.delete")
+	if e != nil && strings.Contains(e.Message, "secret-looking") {
+		t.Errorf("revoke error quotes the record: %q", e.Message)
+	}
+
+	if got := mustCall[tenancy.KeyInfo](t, nc, tenancy.SubjKeyDelete, tenancy.KeyDeleteRequest{ID: junkID}); got != junk {
+		t.Errorf("delete undecodable = %+v, want %+v", got, junk)
+	}
+	if _, err := keys.Get(t.Context(), junkID); !errors.Is(err, jetstream.ErrKeyNotFound) {
+		t.Errorf("undecodable record after delete: Get error %v", err)
+	}
+	if got := mustCall[tenancy.KeyInfo](t, nc, tenancy.SubjKeyDelete, tenancy.KeyDeleteRequest{ID: alice.ID}); got != alice.KeyInfo {
+		t.Errorf("delete alice = %+v, want %+v", got, alice.KeyInfo)
+	}
+	list := mustCall[tenancy.KeyListReply](t, nc, tenancy.SubjKeyList, tenancy.KeyListRequest{})
+	if len(list.Keys) != 1 || list.Keys[0].ID != cfgRec.ID {
+		t.Errorf("key list after deletes: %+v, want only the configured key", list.Keys)
+	}
+
+	tests := []struct {
+		name string
+		id   string
+		code string
+		msg  []string
+	}{
+		{"gone", junkID, tenancy.AdminCodeNotFound, []string{junkID}},
+		{"configured", cfgRec.ID, tenancy.AdminCodeConflict, []string{"configuration file"}},
+		{"not an id", alice.Key, tenancy.AdminCodeBadRequest, []string{"key id"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, e := call[tenancy.KeyInfo](t, nc, tenancy.SubjKeyDelete, tenancy.KeyDeleteRequest{ID: tt.id})
+			wantCode(t, e, tt.code, tt.msg...)
+			if e != nil && strings.Contains(e.Message, alice.Key) {
+				t.Errorf("error quotes the key: %q", e.Message)
+			}
+		})
+	}
+	if l := logs.String(); strings.Contains(l, "secret-looking") || !strings.Contains(l, junkID) {
+		t.Errorf("logs should name the undecodable record by id only:\n%s", l)
+	}
 }
 
 // fakeRequest is a micro.Request that records an error reply.

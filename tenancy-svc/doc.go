@@ -40,8 +40,9 @@
 // $SRV.PING, $SRV.INFO and $SRV.STATS, with JSON endpoints under
 // tenancy.AdminGroup (switchyard.v1.tenancy.admin): tenant.put, tenant.get,
 // tenant.list, tenant.delete (deletes the tenant's keys too), key.create
-// (returns the plaintext key once), key.revoke and key.list (never
-// hashes). Errors carry micro's error headers with HTTP-like codes
+// (returns the plaintext key once), key.revoke, key.delete (also a
+// record that does not decode) and key.list (never hashes; a record that
+// does not decode is listed by id as undecodable). Errors carry micro's error headers with HTTP-like codes
 // (tenancy.AdminCode*) and a tenancy.AdminError body. Whoever can publish
 // to those subjects administers tenancy: restrict them with NATS
 // permissions. Requests are queued (bounded) to the Run goroutine, which

@@ -265,8 +265,10 @@ func (s *Service) deleteTenant(ctx context.Context, name string) (int, error) {
 	return n + m, err
 }
 
+// deleteKeysOf deletes the keys whose records name tenantName; records
+// that do not decode name no tenant and stay (key.delete removes them).
 func (s *Service) deleteKeysOf(ctx context.Context, tenantName string) (int, error) {
-	recs, err := s.allKeys(ctx)
+	recs, _, err := s.allKeys(ctx)
 	if err != nil {
 		return 0, err
 	}

@@ -32,8 +32,8 @@ const AdminService = "switchyard-tenancy"
 const AdminGroup = proto.Prefix + "tenancy.admin"
 
 // Admin endpoint subjects. Each takes the XRequest and answers the XReply
-// of the same name (tenant.get answers a [TenantInfo], key.revoke a
-// [KeyInfo]).
+// of the same name (tenant.get answers a [TenantInfo], key.revoke and
+// key.delete a [KeyInfo]).
 const (
 	SubjTenantPut    = AdminGroup + ".tenant.put"
 	SubjTenantGet    = AdminGroup + ".tenant.get"
@@ -42,6 +42,7 @@ const (
 	SubjKeyCreate    = AdminGroup + ".key.create"
 	SubjKeyRevoke    = AdminGroup + ".key.revoke"
 	SubjKeyList      = AdminGroup + ".key.list"
+	SubjKeyDelete    = AdminGroup + ".key.delete"
 )
 
 // Admin error codes, sent in micro's Nats-Service-Error-Code header and in
@@ -52,8 +53,9 @@ const (
 	// AdminCodeNotFound: the tenant or key does not exist.
 	AdminCodeNotFound = "404"
 	// AdminCodeConflict: the change clashes with the current state: the
-	// tenant is managed by the configuration file, a second anonymous
-	// tenant, a stale revision, a key already revoked.
+	// tenant or key is managed by the configuration file, a second
+	// anonymous tenant, a stale revision, a key record that does not
+	// decode (key.revoke: delete it instead).
 	AdminCodeConflict = "409"
 	// AdminCodeInternal: the KV store failed.
 	AdminCodeInternal = "500"
@@ -160,8 +162,18 @@ type KeyRevokeRequest struct {
 	ID string `json:"id"`
 }
 
+// KeyDeleteRequest deletes one key record by id (subject
+// [SubjKeyDelete]), whether or not it decodes; a key the configuration
+// file owns is refused ([AdminCodeConflict]). The reply is the deleted
+// key's [KeyInfo]. A revocation outlives the record: a configured key
+// with that id would be seeded revoked.
+type KeyDeleteRequest struct {
+	ID string `json:"id"`
+}
+
 // KeyListRequest lists the keys of Tenant, or of every tenant when it is
-// empty (subject [SubjKeyList]).
+// empty (subject [SubjKeyList]). Records that do not decode are listed
+// too, whatever Tenant is (theirs cannot be told), as [KeyInfo.Undecodable].
 type KeyListRequest struct {
 	Tenant string `json:"tenant,omitempty"`
 }
@@ -172,7 +184,9 @@ type KeyListReply struct {
 }
 
 // KeyInfo is an API key record as the admin surface shows it: never the
-// hash, never the key.
+// hash, never the key. Undecodable marks a stored record that does not
+// decode: only ID (the KV key) and Source are known. Such a record
+// authenticates nothing; key.delete removes it.
 type KeyInfo struct {
 	ID            string `json:"id"`
 	Tenant        string `json:"tenant"`
@@ -181,6 +195,7 @@ type KeyInfo struct {
 	ExpiresUnixMs int64  `json:"expires_unix_ms,omitempty"`
 	Revoked       bool   `json:"revoked,omitempty"`
 	Source        string `json:"source"`
+	Undecodable   bool   `json:"undecodable,omitempty"`
 }
 
 // KeyInfoOf is r without its hash, with source.

@@ -181,7 +181,7 @@ func TestTenancyKeyInfoHasNoHash(t *testing.T) {
 
 // Every admin subject is under AdminGroup, lowercase, free of wildcards.
 func TestTenancyAdminSubjects(t *testing.T) {
-	for _, s := range []string{SubjTenantPut, SubjTenantGet, SubjTenantList, SubjTenantDelete, SubjKeyCreate, SubjKeyRevoke, SubjKeyList} {
+	for _, s := range []string{SubjTenantPut, SubjTenantGet, SubjTenantList, SubjTenantDelete, SubjKeyCreate, SubjKeyRevoke, SubjKeyList, SubjKeyDelete} {
 		rest, ok := strings.CutPrefix(s, AdminGroup+".")
 		if !ok || strings.ToLower(s) != s || strings.ContainsAny(s, "*> $") {
 			t.Errorf("subject %q", s)

@@ -44,6 +44,7 @@ key, a principal or a tenant's policy resolves to.
   key create     --tenant NAME --principal P [--expires 720h | --expires-at RFC3339]
                  (prints the key once, on stdout; only its hash is stored)
   key revoke     ID
+  key delete     ID              (removes the record, even one that does not decode)
   key list       [--tenant NAME]
   resolve key    [--key-env VAR]
                  (reads the key from stdin, or from $VAR; never from the
@@ -93,6 +94,7 @@ func runTenancy(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		"key create":    c.keyCreate,
 		"key revoke":    c.keyRevoke,
 		"key list":      c.keyList,
+		"key delete":    c.keyDelete,
 
 		"resolve key":       c.resolveKey,
 		"resolve principal": c.resolvePrincipal,
@@ -544,6 +546,30 @@ func (c *tenancyCLI) keyRevoke(args []string) (int, error) {
 	})
 }
 
+func (c *tenancyCLI) keyDelete(args []string) (int, error) {
+	fs := c.flags("key delete")
+	id := fs.String("id", "", "key id")
+	pos, err := parse(fs, args)
+	if err != nil {
+		return flagExit(err), nil
+	}
+	n, err := oneName(pos, *id, "key id")
+	if err != nil {
+		return 2, err
+	}
+	var out tenancy.KeyInfo
+	if err := c.call(tenancy.SubjKeyDelete, tenancy.KeyDeleteRequest{ID: n}, &out); err != nil {
+		return 1, err
+	}
+	return c.done(out, func(w io.Writer) {
+		if out.Undecodable {
+			fmt.Fprintf(w, "API key %s (a record that did not decode) deleted\n", out.ID)
+			return
+		}
+		fmt.Fprintf(w, "API key %s (%s/%s) deleted\n", out.ID, out.Tenant, out.Principal)
+	})
+}
+
 func (c *tenancyCLI) keyList(args []string) (int, error) {
 	fs := c.flags("key list")
 	tenantName := fs.String("tenant", "", "only this tenant's keys")
@@ -561,6 +587,10 @@ func (c *tenancyCLI) keyList(args []string) (int, error) {
 	return c.done(out, func(w io.Writer) {
 		fmt.Fprintln(w, "ID\tTENANT\tPRINCIPAL\tCREATED\tEXPIRES\tREVOKED\tSOURCE")
 		for _, k := range out.Keys {
+			if k.Undecodable { // nothing but its id is known: key delete removes it
+				fmt.Fprintf(w, "%s\t(undecodable)\t-\t-\t-\t-\t%s\n", k.ID, k.Source)
+				continue
+			}
 			fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%t\t%s\n", k.ID, k.Tenant, k.Principal,
 				when(k.CreatedUnixMs, "-"), when(k.ExpiresUnixMs, "never"), k.Revoked, k.Source)
 		}

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/switchyard-mcp/switchyard/internal/apikey"
 	"github.com/switchyard-mcp/switchyard/internal/config"
@@ -191,6 +193,48 @@ func TestTenancyCLIEndToEnd(t *testing.T) {
 	}
 }
 
+// A key record that does not decode lists as such, cannot be revoked,
+// and is deleted by key delete.
+func TestTenancyCLIUndecodableKey(t *testing.T) {
+	url := startTenancy(t)
+	nc, err := nats.Connect(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys, err := js.KeyValue(t.Context(), tenancy.BucketAPIKeys)
+	if err != nil {
+		t.Fatal(err)
+	}
+	junkID := strings.Repeat("j", apikey.IDLen)
+	if _, err := keys.Put(t.Context(), junkID, []byte("\xc1 secret-looking junk")); err != nil {
+		t.Fatal(err)
+	}
+
+	r := mustCLI(t, url, "", "key", "list")
+	if !strings.Contains(r.stdout, junkID) || !strings.Contains(r.stdout, "(undecodable)") || strings.Contains(r.stdout, "junk") {
+		t.Errorf("key list:\n%s", r.stdout)
+	}
+	r = cli(t, url, "", "key", "revoke", junkID)
+	if r.code != 1 || !strings.Contains(r.stderr, "409") || !strings.Contains(r.stderr, "delete it") {
+		t.Errorf("revoke: exit %d stderr %q", r.code, r.stderr)
+	}
+	r = mustCLI(t, url, "", "key", "delete", junkID)
+	if !strings.Contains(r.stdout, junkID) || !strings.Contains(r.stdout, "deleted") {
+		t.Errorf("delete: %q", r.stdout)
+	}
+	if r = mustCLI(t, url, "", "key", "list"); strings.Contains(r.stdout, junkID) {
+		t.Errorf("key list after delete:\n%s", r.stdout)
+	}
+	if r = cli(t, url, "", "key", "delete", junkID); r.code != 1 || !strings.Contains(r.stderr, "404") {
+		t.Errorf("delete again: exit %d stderr %q", r.code, r.stderr)
+	}
+}
+
 func TestTenancyCLINoService(t *testing.T) {
 	s := natstest.Start(t) // NATS, but no tenancy-svc
 	r := cli(t, s.ClientURL(), "", "tenant", "list")
@@ -224,6 +268,7 @@ func TestTenancyCLIUsage(t *testing.T) {
 		{"key create with two expiries", []string{"key", "create", "--tenant", "a", "--principal", "p", "--expires", "1h", "--expires-at", "2030-01-01T00:00:00Z"}, 2, "give one"},
 		{"key create with a bad time", []string{"key", "create", "--tenant", "a", "--principal", "p", "--expires-at", "tomorrow"}, 2, "--expires-at"},
 		{"key revoke without id", []string{"key", "revoke"}, 2, "key id required"},
+		{"key delete without id", []string{"key", "delete"}, 2, "key id required"},
 		{"unknown flag", []string{"key", "list", "--bogus"}, 2, "bogus"},
 		{"resolve alone", []string{"resolve"}, 2, "usage: switchyard tenancy"},
 		{"resolve key on the command line", []string{"resolve", "key", "syk_secret"}, 2, "never from the command line"},
