@@ -230,8 +230,15 @@ func (s *Searcher) Search(ctx context.Context, q Query) (*Page, error) {
 	var raw []rawMsg
 	var covered uint64 // sequences the windows have covered
 	for hi >= lo {
-		// A window never holds more than the scan budget left.
-		window = min(window, uint64(max(maxScan-page.Scanned, 1)))
+		// A window never holds more than the scan budget left, and its
+		// batch shrinks with it: the server reads a batch on past the
+		// window's end, so a batch sized for the unclamped window
+		// streamed events the page threw away (up to 4096 a request,
+		// up to 40 times the budget over a page).
+		if left := uint64(max(maxScan-page.Scanned, 1)); window > left {
+			batch = max(int(uint64(batch)*left/window), 1)
+			window = left
+		}
 		start := lo
 		if hi-lo+1 > window {
 			start = hi - window + 1

@@ -10,6 +10,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
+
+	"github.com/switchyard-mcp/switchyard/testutil/natstest"
 )
 
 const searchTestEvents = 5000
@@ -168,19 +170,32 @@ func TestAuditSearchPaginationNewestFirst(t *testing.T) {
 }
 
 // TestAuditSearchBoundedScan checks a search that reaches MaxScan
-// returns what it has with a cursor that goes on, and that following the
-// cursors still finds everything.
+// returns what it has with a cursor that goes on, that the server sends
+// it about that many events, not the rest of the stream, and that
+// following the cursors still finds everything.
 func TestAuditSearchBoundedScan(t *testing.T) {
 	f := newSearchFixture(t)
 	f.s.MaxScan = 500
 	q := Query{Tenant: "acme", Principal: "alice", Limit: 1000}
 	want := f.expect(q)
-	p, err := f.s.Search(t.Context(), q)
+	// A searcher of its own connection, whose every message is the search's.
+	nc := natstest.Connect(t, f.srv)
+	s, err := NewSearcher(nc, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.MaxScan = f.s.MaxScan
+	p, err := s.Search(t.Context(), q)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if p.Next == 0 || len(p.Events) >= len(want) {
 		t.Fatalf("first page has %d of %d events, next %d: want a partial page with a cursor", len(p.Events), len(want), p.Next)
+	}
+	// Batches sized for windows the budget had not yet clamped sent
+	// 6,650 messages for this page.
+	if got := nc.Stats().InMsgs; got > 2*uint64(s.MaxScan) {
+		t.Errorf("the first page of a %d-event budget received %d messages", s.MaxScan, got)
 	}
 	if got := f.all(t, q); !slices.Equal(got, want) {
 		t.Fatalf("following cursors found %d events, want %d", len(got), len(want))
