@@ -23,7 +23,7 @@ func runSweep(args []string) int {
 	f.register(fs)
 	conns := fs.String("conns", "8,64,256", "connection counts, comma-separated")
 	duration := fs.Duration("duration", 10*time.Second, "measured time per stage (per side, over all rounds)")
-	warmup := fs.Duration("warmup", 2*time.Second, "warmup time per stage (per side, once), discarded")
+	warmup := fs.Duration("warmup", 2*time.Second, "warmup time per stage, discarded (with -rounds: before each slice)")
 	rounds := fs.Int("rounds", 1, "interleave each direct and gateway stage in this many rounds of duration/rounds per side, "+
 		"sessions kept open; retention is the median of the per-round ratios (1: direct stage, then gateway stage)")
 	methods := fs.String("methods", sweep.MethodCall+","+sweep.MethodList, "methods to sweep, comma-separated (empty: none)")

@@ -139,7 +139,7 @@ func (r *Report) timing() string {
 // order describes how the direct and gateway stages were run.
 func (r *Report) order() string {
 	if r.Rounds > 1 {
-		return fmt.Sprintf("direct and gateway interleaved in %d rounds (a direct slice, then a gateway slice; "+
+		return fmt.Sprintf("direct and gateway interleaved in %d rounds (a direct slice, then a gateway slice, each after its own warmup; "+
 			"each side's sessions stay open, idle while the other side runs); retention is the median of the "+
 			"per-round gateway/direct ratios, their range in brackets", r.Rounds)
 	}

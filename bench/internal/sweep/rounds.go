@@ -17,7 +17,7 @@ const minSlice = 100 * time.Millisecond
 // alternating slices of d.Duration/rounds each (direct, gateway, direct,
 // ...), so that both sides see the host's load drift alike. Each side
 // dials its sessions once and keeps them open (idle while the other side
-// runs); its first slice is preceded by its warmup.
+// runs); each slice is preceded by the side's warmup (discarded).
 func interleave(ctx context.Context, d, g Stage, rounds int, procs Procs, progress io.Writer) ([2]StageResult, error) {
 	var out [2]StageResult
 	slice := d.Duration / time.Duration(rounds)
@@ -38,10 +38,12 @@ func interleave(ctx context.Context, d, g Stage, rounds int, procs Procs, progre
 	wins := make([][]window, len(rs))
 	for round := range rounds {
 		for i, r := range rs {
-			warmup := time.Duration(0)
-			if round == 0 {
-				warmup = r.st.Warmup
-			}
+			// Every slice starts from idle sessions: without a warmup of
+			// its own, the calls of its first moments would end past a
+			// short slice, and for calls of a second or more (a 1,020-tool
+			// listing at 64 connections) the slice would count almost
+			// none.
+			warmup := r.st.Warmup
 			label := stageLabel(r.st, fmt.Sprintf("round %d/%d", round+1, rounds))
 			w, err := r.window(ctx, warmup, slice, label, procs, progress)
 			if err != nil {

@@ -99,8 +99,8 @@ type Config struct {
 	Warmup, Duration time.Duration
 	// Rounds is 1 to measure each direct stage, then its gateway stage;
 	// above 1, each pair of stages is measured in Rounds interleaved
-	// rounds (see [StageResult.Rounds]) of Duration/Rounds per side, with
-	// the warmup once per side, and retention is the median of the
+	// rounds (see [StageResult.Rounds]) of Duration/Rounds per side, each
+	// slice preceded by the warmup, and retention is the median of the
 	// per-round ratios. Slices shorter than 100ms are refused.
 	Rounds int
 	// Args are tools/call's arguments, a JSON object; nil means {}.
