@@ -130,8 +130,8 @@ func (r *Report) Markdown() string {
 // timing describes the warmup and measured time of each stage.
 func (r *Report) timing() string {
 	if r.Rounds > 1 {
-		return fmt.Sprintf("per side %v warmup (once) + %v measured in %d slices of %v",
-			r.Warmup, r.Duration, r.Rounds, r.Duration/time.Duration(r.Rounds))
+		return fmt.Sprintf("per side %v measured in %d slices of %v, each after a %v warmup",
+			r.Duration, r.Rounds, r.Duration/time.Duration(r.Rounds), r.Warmup)
 	}
 	return fmt.Sprintf("per stage %v warmup + %v measured", r.Warmup, r.Duration)
 }
