@@ -165,6 +165,25 @@ func oneName(pos []string, flagValue, what string) (string, error) {
 	return flagValue, nil
 }
 
+// oneArg parses the arguments of a verb that takes one name, given as its
+// one positional argument or as --flag. With n == "" the verb ends with
+// code and err (help shown, or a usage error).
+func (c *tenancyCLI) oneArg(verb, flag, what string, args []string) (n string, code int, err error) {
+	fs := c.flags(verb)
+	v := fs.String(flag, "", what)
+	pos, err := parse(fs, args)
+	if err != nil {
+		return "", flagExit(err), nil
+	}
+	if n, err = oneName(pos, *v, what); err != nil {
+		return "", 2, err
+	}
+	if n == "" { // an empty positional argument
+		return "", 2, errUsage{what + " required"}
+	}
+	return n, 0, nil
+}
+
 // call sends req to subj and decodes the reply into out. An error reply
 // is returned as a *tenancy.AdminError.
 func (c *tenancyCLI) call(subj string, req, out any) error {
@@ -404,15 +423,9 @@ func exitCode(err error) int {
 }
 
 func (c *tenancyCLI) tenantGet(args []string) (int, error) {
-	fs := c.flags("tenant get")
-	name := fs.String("name", "", "tenant name")
-	pos, err := parse(fs, args)
-	if err != nil {
-		return flagExit(err), nil
-	}
-	n, err := oneName(pos, *name, "tenant name")
-	if err != nil {
-		return 2, err
+	n, code, err := c.oneArg("tenant get", "name", "tenant name", args)
+	if n == "" {
+		return code, err
 	}
 	var out tenancy.TenantInfo
 	if err := c.call(tenancy.SubjTenantGet, tenancy.TenantGetRequest{Name: n}, &out); err != nil {
@@ -462,15 +475,9 @@ func (c *tenancyCLI) tenantList(args []string) (int, error) {
 }
 
 func (c *tenancyCLI) tenantDelete(args []string) (int, error) {
-	fs := c.flags("tenant delete")
-	name := fs.String("name", "", "tenant name")
-	pos, err := parse(fs, args)
-	if err != nil {
-		return flagExit(err), nil
-	}
-	n, err := oneName(pos, *name, "tenant name")
-	if err != nil {
-		return 2, err
+	n, code, err := c.oneArg("tenant delete", "name", "tenant name", args)
+	if n == "" {
+		return code, err
 	}
 	var out tenancy.TenantDeleteReply
 	if err := c.call(tenancy.SubjTenantDelete, tenancy.TenantDeleteRequest{Name: n}, &out); err != nil {
@@ -527,15 +534,9 @@ func (c *tenancyCLI) keyCreate(args []string) (int, error) {
 }
 
 func (c *tenancyCLI) keyRevoke(args []string) (int, error) {
-	fs := c.flags("key revoke")
-	id := fs.String("id", "", "key id")
-	pos, err := parse(fs, args)
-	if err != nil {
-		return flagExit(err), nil
-	}
-	n, err := oneName(pos, *id, "key id")
-	if err != nil {
-		return 2, err
+	n, code, err := c.oneArg("key revoke", "id", "key id", args)
+	if n == "" {
+		return code, err
 	}
 	var out tenancy.KeyInfo
 	if err := c.call(tenancy.SubjKeyRevoke, tenancy.KeyRevokeRequest{ID: n}, &out); err != nil {
@@ -547,15 +548,9 @@ func (c *tenancyCLI) keyRevoke(args []string) (int, error) {
 }
 
 func (c *tenancyCLI) keyDelete(args []string) (int, error) {
-	fs := c.flags("key delete")
-	id := fs.String("id", "", "key id")
-	pos, err := parse(fs, args)
-	if err != nil {
-		return flagExit(err), nil
-	}
-	n, err := oneName(pos, *id, "key id")
-	if err != nil {
-		return 2, err
+	n, code, err := c.oneArg("key delete", "id", "key id", args)
+	if n == "" {
+		return code, err
 	}
 	var out tenancy.KeyInfo
 	if err := c.call(tenancy.SubjKeyDelete, tenancy.KeyDeleteRequest{ID: n}, &out); err != nil {

@@ -269,6 +269,9 @@ func TestTenancyCLIUsage(t *testing.T) {
 		{"key create with a bad time", []string{"key", "create", "--tenant", "a", "--principal", "p", "--expires-at", "tomorrow"}, 2, "--expires-at"},
 		{"key revoke without id", []string{"key", "revoke"}, 2, "key id required"},
 		{"key delete without id", []string{"key", "delete"}, 2, "key id required"},
+		{"key delete with an empty id", []string{"key", "delete", ""}, 2, "key id required"},
+		{"tenant delete with an empty name", []string{"tenant", "delete", ""}, 2, "tenant name required"},
+		{"key revoke with id twice", []string{"key", "revoke", "a", "--id", "b"}, 2, "given twice"},
 		{"unknown flag", []string{"key", "list", "--bogus"}, 2, "bogus"},
 		{"resolve alone", []string{"resolve"}, 2, "usage: switchyard tenancy"},
 		{"resolve key on the command line", []string{"resolve", "key", "syk_secret"}, 2, "never from the command line"},
@@ -294,8 +297,10 @@ func TestTenancyCLIUsage(t *testing.T) {
 	if r := cli(t, "", "", "help"); r.code != 0 || !strings.Contains(r.stdout, "key create") {
 		t.Errorf("help: exit %d stdout %q", r.code, r.stdout)
 	}
-	if r := cli(t, "", "", "tenant", "list", "-h"); r.code != 0 {
-		t.Errorf("-h: exit %d", r.code)
+	for _, verb := range [][]string{{"tenant", "list", "-h"}, {"tenant", "get", "-h"}, {"key", "delete", "-h"}} {
+		if r := cli(t, "", "", verb...); r.code != 0 {
+			t.Errorf("%v: exit %d", verb, r.code)
+		}
 	}
 }
 
