@@ -480,8 +480,10 @@ func (s *Service) keyRevoke(ctx context.Context, data []byte) (any, error) {
 	if err := decode(data, &req); err != nil {
 		return nil, err
 	}
+	// Not quoted: a whole key given as the id would reach the reply and
+	// $SRV.STATS' last_error.
 	if !apikey.ValidID(req.ID) {
-		return nil, badRequest("key id %q is not a key id (%d characters of [a-z2-7])", req.ID, apikey.IDLen)
+		return nil, badRequest("key id %s is not a key id (%d characters of [a-z2-7])", tenancy.PrintableKeyID(req.ID), apikey.IDLen)
 	}
 	src, err := s.source(ctx, markAPIKey+req.ID)
 	if err != nil {

@@ -362,8 +362,19 @@ func TestTenancyAdminKeyRevokeList(t *testing.T) {
 	}
 	_, e := call[tenancy.KeyInfo](t, rig.nc, tenancy.SubjKeyRevoke, tenancy.KeyRevokeRequest{ID: strings.Repeat("a", apikey.IDLen)})
 	wantCode(t, e, tenancy.AdminCodeNotFound)
+	// A whole key given as the id is refused without quoting it: the
+	// error's description also stays in $SRV.STATS (last_error), which
+	// anyone allowed to monitor the service reads.
 	_, e = call[tenancy.KeyInfo](t, rig.nc, tenancy.SubjKeyRevoke, tenancy.KeyRevokeRequest{ID: bob.Key})
 	wantCode(t, e, tenancy.AdminCodeBadRequest, "key id")
+	if e != nil && strings.Contains(e.Message, bob.Key) {
+		t.Errorf("revoke error quotes the key: %q", e.Message)
+	}
+	if stats, err := rig.nc.Request("$SRV.STATS."+tenancy.AdminService, nil, 5*time.Second); err != nil {
+		t.Fatalf("$SRV.STATS: %v", err)
+	} else if strings.Contains(string(stats.Data), bob.Key) {
+		t.Errorf("$SRV.STATS quotes the key: %s", stats.Data)
+	}
 
 	list := mustCall[tenancy.KeyListReply](t, rig.nc, tenancy.SubjKeyList, tenancy.KeyListRequest{Tenant: "acme"})
 	want := []tenancy.KeyInfo{alice.KeyInfo, rev}
