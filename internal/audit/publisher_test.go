@@ -3,6 +3,7 @@ package audit
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"net"
 	"runtime"
 	"strings"
@@ -229,31 +230,43 @@ func TestAuditPublisherConfig(t *testing.T) {
 	if d := (StreamConfig{}).JetStreamConfig(); d.MaxAge != DefaultMaxAge || d.MaxBytes != DefaultMaxBytes || d.MaxMsgs != -1 {
 		t.Errorf("defaults %+v", d)
 	}
-	// Persist mode: async for one replica unless SyncWrites; a replicated
-	// stream is left at the default (JetStream refuses async there).
+	// Persist mode: JetStream's default unless AsyncWrites on one
+	// replica (JetStream refuses async on a replicated stream).
 	for _, tc := range []struct {
 		sc   StreamConfig
 		want jetstream.PersistModeType
 	}{
-		{StreamConfig{}, jetstream.AsyncPersistMode},
-		{StreamConfig{SyncWrites: true}, jetstream.DefaultPersistMode},
-		{StreamConfig{Replicas: 3}, jetstream.DefaultPersistMode},
+		{StreamConfig{}, jetstream.DefaultPersistMode},
+		{StreamConfig{AsyncWrites: true}, jetstream.AsyncPersistMode},
+		{StreamConfig{AsyncWrites: true, Replicas: 3}, jetstream.DefaultPersistMode},
 	} {
 		if got := tc.sc.JetStreamConfig().PersistMode; got != tc.want {
 			t.Errorf("%+v: persist mode %v, want %v", tc.sc, got, tc.want)
 		}
 	}
-	if c.PersistMode != jetstream.AsyncPersistMode {
+	if c.PersistMode != jetstream.DefaultPersistMode {
 		t.Errorf("created with persist mode %v", c.PersistMode)
 	}
-	// The mode is fixed at creation: ensuring with SyncWrites keeps the
-	// stream's (JetStream would refuse the update), limits still apply.
-	sc.SyncWrites, sc.MaxMsgs = true, 3000
+	// The mode is fixed at creation: a stream created with AsyncWrites
+	// keeps it when ensured without (JetStream would refuse the update),
+	// limits still apply, and more replicas are refused with a reason.
+	if err := js.DeleteStream(t.Context(), sc.name()); err != nil {
+		t.Fatal(err)
+	}
+	sc.AsyncWrites = true
+	if _, err := EnsureStream(t.Context(), js, sc); err != nil {
+		t.Fatal(err)
+	}
+	sc.AsyncWrites, sc.MaxMsgs = false, 3000
 	if s, err = EnsureStream(t.Context(), js, sc); err != nil {
 		t.Fatal(err)
 	}
 	if c := s.CachedInfo().Config; c.PersistMode != jetstream.AsyncPersistMode || c.MaxMsgs != 3000 {
-		t.Errorf("after ensure with sync_writes: %+v", c)
+		t.Errorf("after ensure without async_writes: %+v", c)
+	}
+	sc.Replicas = 3
+	if _, err := EnsureStream(t.Context(), js, sc); !errors.Is(err, ErrAsyncReplicas) {
+		t.Errorf("replicas 3 on an async stream: %v, want ErrAsyncReplicas", err)
 	}
 }
 

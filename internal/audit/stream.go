@@ -2,6 +2,7 @@ package audit
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -32,17 +33,17 @@ type StreamConfig struct {
 	MaxMsgs int64
 	// Replicas is the stream's replica count in a cluster; 0 is 1.
 	Replicas int
-	// SyncWrites makes a one-replica stream write each event to its file
-	// before acknowledging it (JetStream's default persist mode). Off,
-	// the server flushes asynchronously (jetstream.AsyncPersistMode), and
-	// events not yet flushed are lost if the NATS server is killed; the
-	// trail already gives up buffered events rather than delay a call,
-	// and the write per event was ~2% of the gateway's CPU at 64
-	// connections. A replicated stream always flushes asynchronously
-	// (its Raft log is the durable copy), so this applies to Replicas 1.
-	// The mode is fixed when the stream is created: EnsureStream keeps
-	// an existing stream's.
-	SyncWrites bool
+	// AsyncWrites creates a one-replica stream in JetStream's async
+	// persist mode (jetstream.AsyncPersistMode): the server acknowledges
+	// an event before writing it to its file and flushes in the
+	// background, so events not yet flushed are lost if the NATS server
+	// is killed. Off (the default), each event is written before its
+	// acknowledgement. JetStream refuses async mode on a replicated
+	// stream and refuses to change a stream's mode: it is fixed when the
+	// stream is created (EnsureStream keeps an existing stream's), so a
+	// stream created with it cannot later get more replicas without
+	// being recreated.
+	AsyncWrites bool
 }
 
 func (c StreamConfig) name() string {
@@ -55,8 +56,8 @@ func (c StreamConfig) name() string {
 // JetStreamConfig returns the stream configuration EnsureStream applies:
 // file storage, subjects switchyard.v1.audit.>, limits retention,
 // discard old, direct get allowed (the search reads with it), a 2-minute
-// duplicate window (the default), and async persist mode for one replica
-// unless SyncWrites.
+// duplicate window (the default), and async persist mode when AsyncWrites
+// and one replica.
 func (c StreamConfig) JetStreamConfig() jetstream.StreamConfig {
 	maxAge := c.MaxAge
 	switch {
@@ -77,7 +78,7 @@ func (c StreamConfig) JetStreamConfig() jetstream.StreamConfig {
 		maxMsgs = -1
 	}
 	persist := jetstream.DefaultPersistMode
-	if !c.SyncWrites && c.Replicas <= 1 {
+	if c.AsyncWrites && c.Replicas <= 1 {
 		persist = jetstream.AsyncPersistMode
 	}
 	return jetstream.StreamConfig{
@@ -97,6 +98,13 @@ func (c StreamConfig) JetStreamConfig() jetstream.StreamConfig {
 	}
 }
 
+// ErrAsyncReplicas is EnsureStream's error for more than one replica asked
+// of a stream created with StreamConfig.AsyncWrites: JetStream allows
+// async persist mode on one replica only and never changes a stream's
+// mode, so the stream must be removed (its events with it) and created
+// again to be replicated.
+var ErrAsyncReplicas = errors.New("the stream was created with async writes (audit.async_writes), which JetStream allows on one replica only and cannot change: remove the stream to replicate it")
+
 // EnsureStream creates the audit stream, or updates an existing one to
 // cfg (changed limits take effect; a shrunk limit drops the oldest
 // events). Safe to call from every edge: the configuration is the same
@@ -106,6 +114,9 @@ func EnsureStream(ctx context.Context, js jetstream.JetStream, cfg StreamConfig)
 	// JetStream refuses to change a stream's persist mode on update.
 	if old, err := js.Stream(ctx, jc.Name); err == nil {
 		jc.PersistMode = old.CachedInfo().Config.PersistMode
+		if jc.PersistMode == jetstream.AsyncPersistMode && jc.Replicas > 1 {
+			return nil, fmt.Errorf("ensure stream %s: %w", cfg.name(), ErrAsyncReplicas)
+		}
 	}
 	s, err := js.CreateOrUpdateStream(ctx, jc)
 	if err != nil {

@@ -32,12 +32,12 @@ type AuditFile struct {
 	MaxMsgs int64 `yaml:"max_msgs"`
 	// Replicas is the stream's replica count in a NATS cluster (1..5). 0: 1.
 	Replicas int `yaml:"replicas"`
-	// SyncWrites writes each event to the stream's file before the
-	// server acknowledges it. Default false: a one-replica stream
-	// flushes asynchronously, and events not yet flushed are lost if the
-	// NATS server is killed (audit.StreamConfig.SyncWrites). Fixed when
-	// the stream is created.
-	SyncWrites bool `yaml:"sync_writes"`
+	// AsyncWrites creates a one-replica stream in JetStream's async
+	// persist mode: events are acknowledged before they are written to
+	// the file, and those not yet flushed are lost if the NATS server is
+	// killed. Default false. Fixed when the stream is created, and not
+	// allowed with replicas > 1 (audit.StreamConfig.AsyncWrites).
+	AsyncWrites bool `yaml:"async_writes"`
 	// Buffer is how many events an edge queues for publishing; past it
 	// events are dropped (and counted), never the call. 0: 8192; at most
 	// 1,000,000 (audit.MaxBuffer).
@@ -85,7 +85,7 @@ func (a *AuditFile) PublisherConfig() *audit.Config {
 	c := &audit.Config{
 		Stream: audit.StreamConfig{
 			Name: a.Stream, MaxAge: time.Duration(a.MaxAge), MaxBytes: a.MaxBytes,
-			MaxMsgs: a.MaxMsgs, Replicas: a.Replicas, SyncWrites: a.SyncWrites,
+			MaxMsgs: a.MaxMsgs, Replicas: a.Replicas, AsyncWrites: a.AsyncWrites,
 		},
 		Buffer:      a.Buffer,
 		BufferBytes: a.BufferBytes,
@@ -118,6 +118,9 @@ func (a *AuditFile) validate(tenants map[string]bool) []error {
 	}
 	if a.Replicas < 0 || a.Replicas > 5 {
 		bad("replicas: must be 1..5, got %d", a.Replicas)
+	}
+	if a.AsyncWrites && a.Replicas > 1 {
+		bad("async_writes: JetStream allows it on one replica only, got replicas %d", a.Replicas)
 	}
 	if a.Buffer < 0 || a.Buffer > audit.MaxBuffer {
 		bad("buffer: must be 0..%d events, got %d", audit.MaxBuffer, a.Buffer)

@@ -63,6 +63,12 @@ func TestConfigAudit(t *testing.T) {
 		{name: "huger buffer", yaml: "audit:\n  buffer: 9223372036854775807\n", err: "audit: buffer: must be 0..1000000"},
 		{name: "negative buffer_bytes", yaml: "audit:\n  buffer_bytes: -1\n", err: "audit: buffer_bytes: must be 0..17179869184 bytes, got -1"},
 		{name: "huge buffer_bytes", yaml: "audit:\n  buffer_bytes: 17179869185\n", err: "audit: buffer_bytes: must be 0..17179869184 bytes, got 17179869185"},
+		{name: "async writes", yaml: "audit:\n  async_writes: true\n", check: func(t *testing.T, f *File) {
+			if c := f.Audit.PublisherConfig(); !c.Stream.AsyncWrites {
+				t.Errorf("publisher config = %+v", c)
+			}
+		}},
+		{name: "async writes replicated", yaml: "audit:\n  async_writes: true\n  replicas: 3\n", err: "audit: async_writes: JetStream allows it on one replica only, got replicas 3"},
 		{name: "unknown key", yaml: "audit:\n  retention: 1d\n", err: "retention"},
 		{name: "bad env", env: map[string]string{"SWITCHYARD_AUDIT_ENABLED": "maybe"}, err: "SWITCHYARD_AUDIT_ENABLED"},
 	}
