@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"net"
 	"runtime"
 	"strings"
 	"sync"
@@ -286,8 +285,8 @@ func TestAuditPublisherResumesAfterRestart(t *testing.T) {
 		}
 		return s
 	}
-	srv := start(-1)
-	port := srv.Addr().(*net.TCPAddr).Port
+	port := natstest.RestartablePort(t)
+	srv := start(port)
 	t.Cleanup(func() { srv.Shutdown() })
 	nc, err := nats.Connect(srv.ClientURL(), nats.MaxReconnects(-1), nats.ReconnectWait(20*time.Millisecond))
 	if err != nil {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"strconv"
 	"testing"
 	"time"
@@ -286,12 +285,7 @@ type restartable struct {
 }
 
 func newRestartable(t *testing.T) *restartable {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := l.Addr().(*net.TCPAddr).Port
-	_ = l.Close()
+	port := natstest.RestartablePort(t)
 	r := &restartable{t: t, opts: server.Options{
 		Host: "127.0.0.1", Port: port, JetStream: true, StoreDir: t.TempDir(), NoLog: true, NoSigs: true,
 	}}

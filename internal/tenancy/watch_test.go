@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"strconv"
 	"strings"
 	"sync"
@@ -460,21 +459,13 @@ type restartable struct {
 
 func newRestartable(t *testing.T) *restartable {
 	r := &restartable{t: t, opts: server.Options{
-		Host: "127.0.0.1", Port: freePort(t), JetStream: true, StoreDir: t.TempDir(), NoLog: true, NoSigs: true,
+		Host: "127.0.0.1", Port: natstest.RestartablePort(t), JetStream: true, StoreDir: t.TempDir(), NoLog: true, NoSigs: true,
 	}}
 	r.start()
 	t.Cleanup(r.stop)
 	return r
 }
 
-func freePort(t *testing.T) int {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
 
 func (r *restartable) start() {
 	r.t.Helper()
