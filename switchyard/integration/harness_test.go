@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -90,14 +91,27 @@ func startProc(t *testing.T, name string, argv ...string) *proc {
 		_ = cmd.Wait()
 		close(p.done)
 	}()
-	t.Cleanup(func() { p.kill() })
+	t.Cleanup(p.stop)
 	return p
 }
 
-// kill sends SIGKILL and waits for the process to exit.
+// kill sends SIGKILL and waits for the process to exit: a crash.
 func (p *proc) kill() {
 	_ = p.cmd.Process.Kill()
 	<-p.done
+}
+
+// stop sends SIGTERM, so that the process shuts down as in production (a
+// `switchyard dev` or `switchyard nats` removes its temporary store, which
+// SIGKILL left behind in /tmp at every run), and kills it if it has not
+// exited within 10 s.
+func (p *proc) stop() {
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.done:
+	case <-time.After(10 * time.Second):
+		p.kill()
+	}
 }
 
 // waitHTTP waits until addr accepts TCP connections.

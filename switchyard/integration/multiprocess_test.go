@@ -43,7 +43,7 @@ upstreams:
 `, edgeAddr, natsURL, evURL, bins.Everything(t), fxURL)); err != nil {
 		t.Fatal(err)
 	}
-	startProc(t, "nats", sy, "nats", "--addr", natsAddr)
+	startProc(t, "nats", sy, "nats", "--addr", natsAddr, "--store", t.TempDir())
 	waitTCP(t, natsAddr)
 	common := []string{"--config", cfgPath, "--log-format", "text"}
 	for _, role := range []string{"tenancy-svc", "router", "edge"} {

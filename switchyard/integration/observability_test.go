@@ -100,7 +100,7 @@ upstreams:
 `, edgeAddr, natsURL, fxURL)); err != nil {
 		t.Fatal(err)
 	}
-	startProc(t, "nats", sy, "nats", "--addr", natsAddr)
+	startProc(t, "nats", sy, "nats", "--addr", natsAddr, "--store", t.TempDir())
 	waitTCP(t, natsAddr)
 	common := []string{"--config", cfgPath, "--log-format", "text"}
 	admins := map[string]string{}

@@ -1,5 +1,6 @@
 // Package bins builds, once per test binary, the executables that
-// integration tests run as separate processes.
+// integration tests run as separate processes, into a temporary directory
+// that the package's TestMain removes with [Cleanup] after m.Run.
 package bins
 
 import (
@@ -18,6 +19,18 @@ var (
 	dir   string
 	built = map[string]string{}
 )
+
+// Cleanup removes the directory the executables were built into (a
+// go-built switchyard alone is ~50 MB). Call it from TestMain after m.Run;
+// nothing built may run afterwards.
+func Cleanup() {
+	mu.Lock()
+	defer mu.Unlock()
+	if dir != "" {
+		_ = os.RemoveAll(dir)
+		dir, built = "", map[string]string{}
+	}
+}
 
 func binDir(t testing.TB) string {
 	if dir == "" {

@@ -83,6 +83,11 @@ type Cluster struct {
 	IdleRSS *report.IdleRSS
 
 	bin string
+	// store is the NATS server's JetStream store, a fresh temporary
+	// directory removed by Stop: `switchyard nats` keeps its default store
+	// (<tmp>/switchyard-nats-<port>) across runs, and a later run on the
+	// same port would start from this one's streams and buckets.
+	store string
 }
 
 // StartCluster starts NATS, then tenancy-svc, the routers, the workers and
@@ -115,7 +120,10 @@ func StartCluster(ctx context.Context, o ClusterOptions) (_ *Cluster, err error)
 		return nil, err
 	}
 	c.NATSURL = "nats://" + addr
-	if c.NATS, err = c.start("nats", env, newLineWatcher(""), "nats", "--addr", addr); err != nil {
+	if c.store, err = os.MkdirTemp("", "switchyard-bench-nats-"); err != nil {
+		return nil, err
+	}
+	if c.NATS, err = c.start("nats", env, newLineWatcher(""), "nats", "--addr", addr, "--store", c.store); err != nil {
 		return nil, err
 	}
 	if err := c.wait(ctx, "NATS to accept connections on "+addr, []*Process{c.NATS}, dials(addr)); err != nil {
@@ -319,6 +327,9 @@ func (c *Cluster) Stop() error {
 	var errs []error
 	for _, group := range [][]*Process{c.Edges, c.Workers, c.Routers, {c.Tenancy}, {c.NATS}} {
 		errs = append(errs, stopParallel(group))
+	}
+	if c.store != "" {
+		errs = append(errs, os.RemoveAll(c.store))
 	}
 	return errors.Join(errs...)
 }

@@ -107,6 +107,7 @@ func helperSwitchyard() int {
 	fs.String("config", "", "")
 	fs.String("nats", "", "")
 	fs.String("log-format", "", "")
+	fs.String("store", "", "")
 	if err := fs.Parse(args[1:]); err != nil {
 		return 2
 	}
@@ -220,8 +221,11 @@ func TestLaunchCluster(t *testing.T) {
 			t.Errorf("%s: GOGC %q", name, first.GOGC)
 		}
 	}
-	if nats := firstLogLine(t, filepath.Join(dir, "nats.log")); !slices.Equal(nats.Argv, []string{"nats", "--addr", strings.TrimPrefix(c.NATSURL, "nats://")}) {
+	if nats := firstLogLine(t, filepath.Join(dir, "nats.log")); !slices.Equal(nats.Argv, []string{"nats", "--addr", strings.TrimPrefix(c.NATSURL, "nats://"), "--store", c.store}) {
 		t.Errorf("nats argv = %q", nats.Argv)
+	}
+	if fi, err := os.Stat(c.store); err != nil || !fi.IsDir() {
+		t.Errorf("nats store %q: %v", c.store, err)
 	}
 	cfg, err := os.ReadFile(c.ConfigPath)
 	if err != nil || !strings.Contains(string(cfg), c.NATSURL) {
@@ -237,6 +241,9 @@ func TestLaunchCluster(t *testing.T) {
 		default:
 			t.Errorf("%s still running after Stop", p.Name)
 		}
+	}
+	if _, err := os.Stat(c.store); !os.IsNotExist(err) {
+		t.Errorf("nats store %q left after Stop: %v", c.store, err)
 	}
 }
 

@@ -15,6 +15,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/switchyard-mcp/switchyard/proto"
+	"github.com/switchyard-mcp/switchyard/testutil/bins"
 )
 
 // The stdio test upstream is this test binary, re-executed with
@@ -34,7 +35,9 @@ func TestMain(m *testing.M) {
 		serveStdio(era, os.Getenv(stdioLogEnv))
 		return
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	bins.Cleanup()
+	os.Exit(code)
 }
 
 func serveStdio(era, logPath string) {
