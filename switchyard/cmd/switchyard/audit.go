@@ -185,10 +185,18 @@ func printAuditPage(stdout, stderr io.Writer, page *audit.Page) {
 	tw.Flush()
 	switch {
 	case page.Next != 0:
-		fmt.Fprintf(stderr, "%d events (%d scanned); older: --cursor %d\n", len(page.Events), page.Scanned, page.Next)
+		fmt.Fprintf(stderr, "%s (%d scanned); older: --cursor %d\n", countEvents(len(page.Events)), page.Scanned, page.Next)
 	default:
-		fmt.Fprintf(stderr, "%d events (%d scanned); no older events\n", len(page.Events), page.Scanned)
+		fmt.Fprintf(stderr, "%s (%d scanned); no older events\n", countEvents(len(page.Events)), page.Scanned)
 	}
+}
+
+// countEvents is "1 event" or "n events".
+func countEvents(n int) string {
+	if n == 1 {
+		return "1 event"
+	}
+	return strconv.Itoa(n) + " events"
 }
 
 // termSafe returns s with what a terminal could act on, or that would

@@ -174,3 +174,11 @@ func TestAuditCLITableEscapes(t *testing.T) {
 		}
 	}
 }
+
+func TestAuditCountEvents(t *testing.T) {
+	for n, want := range map[int]string{0: "0 events", 1: "1 event", 2: "2 events", 50: "50 events"} {
+		if got := countEvents(n); got != want {
+			t.Errorf("countEvents(%d) = %q, want %q", n, got, want)
+		}
+	}
+}
