@@ -466,7 +466,6 @@ func newRestartable(t *testing.T) *restartable {
 	return r
 }
 
-
 func (r *restartable) start() {
 	r.t.Helper()
 	opts := r.opts
