@@ -344,7 +344,15 @@ func (s *Service) send(ctx context.Context, preq *proto.Request, op string, stam
 		}
 	}()
 	preq.ID = k.ID
-	data, err := proto.Marshal(preq)
+	rt := s.routeOf(preq, op)
+	if rt.grant != nil {
+		k.PlaceDirect(rt.worker)
+		// A granted call needs none of the router's headers: its tool has
+		// no parameter headers and its upstream takes no client
+		// Authorization (proto.RouteGrant).
+		extra = nil
+	}
+	data, err := rt.marshal(preq)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -367,7 +375,11 @@ func (s *Service) send(ctx context.Context, preq *proto.Request, op string, stam
 		// reason (a store through a pointer escapes).
 		hdr = trace.Copy(hdr, s.cfg.Tracer.Inject(ctx, nil))
 	}
-	msg := &nats.Msg{Subject: s.routeFor(preq.Tenant, op), Reply: k.Reply(), Data: data, Header: hdr}
+	subject := rt.subject
+	if subject == "" {
+		subject = s.routeFor(preq.Tenant, op)
+	}
+	msg := &nats.Msg{Subject: subject, Reply: k.Reply(), Data: data, Header: hdr}
 	sent := time.Now()
 	if err := s.nc.PublishMsg(msg); err != nil {
 		return nil, nil, err
@@ -381,7 +393,9 @@ func (s *Service) send(ctx context.Context, preq *proto.Request, op string, stam
 	if s.audit != nil {
 		note = noteOf(ctx)
 	}
-	return s.replyOf(k, out, err, stamps, replyClock{method: preq.Method, sent: sent}, note)
+	raw, timing, err := s.replyOf(k, out, err, stamps, replyClock{method: preq.Method, sent: sent}, note)
+	s.noteRoute(&rt, k, err)
+	return raw, timing, err
 }
 
 // replyClock is when a call was published, for the bus time of its reply

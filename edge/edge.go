@@ -67,6 +67,12 @@ type Config struct {
 	// as the routers' (config name_separator); the audit trail records
 	// names without the prefix. Default "__".
 	NameSeparator string
+	// RouteCacheTTL is how long the edge keeps a router's route grant for a
+	// tool (proto.RouteGrant) and sends that tool's calls straight to a
+	// worker; grants are also dropped whenever a router or the tenancy
+	// snapshot says something changed. Default 1s; negative: off, every
+	// call goes through a router.
+	RouteCacheTTL time.Duration
 	// TenantLabels, when positive, adds per-tenant request counts while
 	// the tenancy state holds at most this many tenants
 	// (metrics.EdgeOptions). 0: off.
@@ -80,6 +86,7 @@ type Service struct {
 	log      *slog.Logger
 	sdkLog   *slog.Logger // the SDK's: its per-session info records demoted to debug
 	caller   *bus.Caller
+	grants   *routeCache // route grants: tools/call straight to a worker
 	presence *bus.Presence
 	tenancy  tenancy.Source
 	watcher  *tenancy.Watcher  // nil when Config.Tenancy was given
@@ -162,6 +169,7 @@ func New(cfg Config, nc *nats.Conn, log *slog.Logger) (*Service, error) {
 		}
 	}
 	s.caller = bus.NewCaller(nc, int(cfg.MaxResultBytes))
+	s.grants = newRouteCache(cfg.RouteCacheTTL)
 	s.events = mcp.NewMemoryEventStore(nil)
 	s.presence = bus.NewPresence(nc, log)
 	js, err := jetstream.New(nc)
@@ -176,7 +184,7 @@ func New(cfg Config, nc *nats.Conn, log *slog.Logger) (*Service, error) {
 	}
 	s.tenancy = cfg.Tenancy
 	if s.tenancy == nil {
-		if s.watcher, err = tenancy.NewWatcher(js, tenancy.WatcherConfig{}, base.With(proto.LogEdge, cfg.ID)); err != nil {
+		if s.watcher, err = tenancy.NewWatcher(js, tenancy.WatcherConfig{OnChange: func(*tenancy.Snapshot) { s.grants.dropAll() }}, base.With(proto.LogEdge, cfg.ID)); err != nil {
 			return nil, err
 		}
 		s.tenancy = s.watcher
@@ -201,6 +209,9 @@ func (c *Config) fill() error {
 	}
 	if c.NameSeparator == "" {
 		c.NameSeparator = "__"
+	}
+	if c.RouteCacheTTL == 0 {
+		c.RouteCacheTTL = defaultRouteCacheTTL
 	}
 	if c.CallTimeout == 0 {
 		c.CallTimeout = 60 * time.Second
@@ -276,6 +287,7 @@ func (s *Service) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	run := func(f func()) { wg.Add(1); go func() { defer wg.Done(); f() }() }
 	run(func() { _ = s.presence.Run(ctx) })
+	run(func() { s.grants.dropOnReconnect(ctx, s.nc) })
 	run(func() { _ = bus.Watch(ctx, js, proto.BucketUpstreams, s.onUpstream) })
 	if s.watcher != nil {
 		run(func() { _ = s.watcher.Run(ctx) })
@@ -322,6 +334,7 @@ func (s *Service) Run(ctx context.Context) error {
 func (s *Service) start() error {
 	s.caller.Gone = s.presence.Gone
 	s.presence.OnGone = func(w string) {
+		s.grants.dropAll()
 		s.caller.FailWorker(w, proto.Errorf(proto.CodeWorkerLost, "worker %s serving the call went away", w))
 	}
 	if err := s.caller.Start(); err != nil {
@@ -329,6 +342,9 @@ func (s *Service) start() error {
 	}
 	if err := s.presence.Start(); err != nil {
 		return fmt.Errorf("edge: presence: %w", err)
+	}
+	if _, err := s.nc.Subscribe(proto.SubjEvtRoutes, func(*nats.Msg) { s.grants.dropAll() }); err != nil {
+		return fmt.Errorf("edge: subscribe: %w", err)
 	}
 	if _, err := s.nc.Subscribe(proto.SubjEvtListChangedAll, s.onListChanged); err != nil {
 		return fmt.Errorf("edge: subscribe: %w", err)

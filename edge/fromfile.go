@@ -25,6 +25,12 @@ func FromFile(f *config.File) Config {
 			ScopesSupported:      f.Auth.ScopesSupported,
 		},
 	}
+	if t := f.Edge.RouteCacheTTL; t != nil {
+		c.RouteCacheTTL = time.Duration(*t)
+		if c.RouteCacheTTL <= 0 {
+			c.RouteCacheTTL = -1 // "0s" in the file means off
+		}
+	}
 	if f.SessionTimeout != nil {
 		c.SessionTimeout = time.Duration(*f.SessionTimeout)
 		if c.SessionTimeout == 0 {

@@ -14,6 +14,7 @@
 //	switchyard.v1.evt.presence             "announce yourselves" query to every worker
 //	switchyard.v1.evt.list_changed.<t>     a list of tenant t's view changed (body: ListChanged)
 //	switchyard.v1.evt.session_closed.<e>   a client session on edge e ended
+//	switchyard.v1.evt.routes               a router's route grants are void (empty body)
 //	switchyard.v1.edge.<e>.msg             worker -> edge: upstream messages for a client session, outside calls
 //
 // <op> is the MCP method with "/" replaced by "_", lowercase (tools/call ->
@@ -25,6 +26,15 @@
 // note ([HdrPlaced]), reply chunks ([HdrChunk]) and the upstream's
 // notifications and requests for the client ([HdrMessage]), in the order
 // the worker sent them.
+//
+// # Route grants
+//
+// A router that routes a tools/call may put a [RouteGrant] in its placement
+// note: the edge then sends later calls of that tool in that view straight to
+// a worker (switchyard.v1.worker.<worker>.tools_call, the edge's own reply
+// subject, so no-responders comes back to the edge), placing them as the
+// router would ([RouteGrant] says how), until the edge's route cache TTL runs out or any
+// router publishes on switchyard.v1.evt.routes.
 //
 // # KV buckets
 //

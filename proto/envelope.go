@@ -79,6 +79,25 @@ type Heartbeat struct {
 	Bye        bool            `msgpack:"y,omitempty"`
 }
 
+// RouteGrant lets an edge route later tools/call requests of one tool in
+// one view of one tenant itself. A router puts it in the body of the
+// placement note ([HdrPlaced]) of a tools/call it routed when the call
+// needed nothing from the router but the lookup: the tool has no SEP-2243
+// parameter headers and its upstream takes no client Authorization.
+//
+// The edge sends such a call as the router would have: Request.Upstream =
+// Upstream, Request.Name = Name, to switchyard.v1.worker.<w>.tools_call
+// where w is Workers[bus.Place(Workers, edge, session, Upstream, rr)]
+// (rendezvous by session, round-robin without one). A grant is void after
+// the edge's route cache TTL, when any router publishes on
+// [SubjEvtRoutes], and for a worker that the edge sees leave or that
+// answers no-responders.
+type RouteGrant struct {
+	Upstream string   `msgpack:"u"`
+	Name     string   `msgpack:"n"` // the upstream's own name of the tool
+	Workers  []string `msgpack:"w"` // the live workers serving Upstream, in the router's order
+}
+
 // HeartbeatMisses is how many heartbeat intervals may pass before a worker
 // is considered gone.
 const HeartbeatMisses = 3

@@ -6,7 +6,8 @@ const (
 	// HdrPlaced is set on the note a router sends to the edge's reply subject
 	// before it forwards a call: the worker that owns the call. The edge uses
 	// it to fail the call at once if that worker goes away, and to send
-	// cancellations to it.
+	// cancellations to it. The note of a tools/call may carry a
+	// [RouteGrant] as its body.
 	HdrPlaced = "Sy-Placed"
 	// HdrReplyTo is set by the router on a forwarded call: the edge's reply
 	// subject, where the worker answers. The message's own reply subject is

@@ -20,6 +20,11 @@ const (
 	SubjEvtListChangedAll = Prefix + "evt.list_changed.*"
 	// SubjEvtSessionClosedAll matches every session_closed event.
 	SubjEvtSessionClosedAll = Prefix + "evt.session_closed.*"
+	// SubjEvtRoutes is published (empty body) by a router whenever what its
+	// route grants ([RouteGrant]) were made from changed: the catalog, a
+	// worker's presence or an upstream's state, or the tenancy snapshot.
+	// Every edge drops the grants it holds.
+	SubjEvtRoutes = Prefix + "evt.routes"
 
 	// QueueRouter is the routers' queue group.
 	QueueRouter = "router"

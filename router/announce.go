@@ -58,6 +58,11 @@ func (s *Service) announceChanges() {
 	if cat == oldCat && ten == oldTen {
 		return
 	}
+	// Route grants were made from the old snapshots: every edge drops
+	// them before it hears of list changes.
+	if err := s.nc.Publish(proto.SubjEvtRoutes, nil); err != nil {
+		s.log.Warn("route grants not revoked", proto.LogErr, err)
+	}
 	if ten != oldTen {
 		s.views.purge(func(k viewKey) bool {
 			_, p, ok := ten.Tenant(k.tenant)

@@ -201,6 +201,9 @@ func (s *Service) toolsCall(m *nats.Msg, sc *scope, req *proto.Request) {
 		return
 	}
 	req.Upstream, req.Name = e.Upstream, e.Orig
+	// Parameter headers are checked here on every call, and the client's
+	// Authorization is passed on here: such calls are not granted.
+	sc.grant = len(e.Params) == 0 && !sc.cat.Passthrough(e.Upstream)
 	s.send(m, sc, req, worker)
 }
 
@@ -257,6 +260,9 @@ func (s *Service) forward(m *nats.Msg, sc *scope, req *proto.Request, worker str
 		return nil
 	}
 	note := &nats.Msg{Subject: m.Reply, Header: nats.Header{proto.HdrPlaced: []string{worker}}}
+	if sc.grant {
+		note.Data = s.grantFor(req)
+	}
 	if err := s.nc.PublishMsg(note); err != nil {
 		return err
 	}
@@ -285,6 +291,27 @@ func (s *Service) forward(m *nats.Msg, sc *scope, req *proto.Request, worker str
 		Data:    data,
 	}
 	return s.nc.PublishMsg(fwd)
+}
+
+// grantFor returns the encoded proto.RouteGrant of a routed tools/call
+// (req.Upstream and req.Name already the upstream's), or nil when it cannot
+// be built. Workers are listed as place sees them, live ones only.
+func (s *Service) grantFor(req *proto.Request) []byte {
+	all := s.presence.View().ByUpstream[req.Upstream]
+	g := proto.RouteGrant{Upstream: req.Upstream, Name: req.Name, Workers: make([]string, 0, len(all))}
+	for _, w := range all {
+		if w.Upstreams[req.Upstream].Up {
+			g.Workers = append(g.Workers, w.ID)
+		}
+	}
+	if len(g.Workers) == 0 {
+		return nil
+	}
+	data, err := proto.Marshal(&g)
+	if err != nil {
+		return nil
+	}
+	return data
 }
 
 // authFor returns the route message's proto.HdrAuthorization values when

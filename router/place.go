@@ -27,7 +27,7 @@ func (s *Service) place(req *proto.Request, upstream string) (string, *proto.Err
 		if req.Session == "" {
 			continue
 		}
-		if sc := score(req.Edge, req.Session, upstream, w.ID); best == nil || sc > bestScore {
+		if sc := bus.PlacementScore(req.Edge, req.Session, upstream, w.ID); best == nil || sc > bestScore {
 			best, bestScore = w, sc
 		}
 	}
@@ -50,27 +50,6 @@ func (s *Service) place(req *proto.Request, upstream string) (string, *proto.Err
 		}
 	}
 	return "", proto.Errorf(proto.CodeInternal, "placement failed")
-}
-
-// score is the rendezvous weight of a worker for a (session, upstream)
-// pair: FNV-64a over the tokens, identical on every replica.
-func score(edge, session, upstream, worker string) uint64 {
-	const offset, prime = 14695981039346656037, 1099511628211
-	h := uint64(offset)
-	for _, s := range [...]string{edge, session, upstream, worker} {
-		for i := 0; i < len(s); i++ {
-			h ^= uint64(s[i])
-			h *= prime
-		}
-		h ^= 0xff
-		h *= prime
-	}
-	// FNV's low bits mix poorly for short inputs; finalize (splitmix64).
-	h ^= h >> 30
-	h *= 0xbf58476d1ce4e5b9
-	h ^= h >> 27
-	h *= 0x94d049bb133111eb
-	return h ^ h>>31
 }
 
 func decodeParams(raw []byte, v any) error {

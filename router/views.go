@@ -11,6 +11,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/switchyard-mcp/switchyard/internal/bus"
 	"github.com/switchyard-mcp/switchyard/internal/jsonscan"
 	"github.com/switchyard-mcp/switchyard/internal/policy"
 	"github.com/switchyard-mcp/switchyard/internal/trace"
@@ -35,6 +36,9 @@ type scope struct {
 	span   trace.Span
 	ctx    context.Context
 	denied string
+	// grant is set when the routed tools/call may be granted to the edge
+	// (proto.RouteGrant): it needed only the lookup and the placement.
+	grant bool
 }
 
 // The kinds of switchyard_router_policy_denials_total.
@@ -324,12 +328,12 @@ func (l *tlist) after(cursor []byte) (int, bool) {
 	return i, true
 }
 
-// cursorBinding is FNV-64a over the tokens, finalized (as score is): what
+// cursorBinding is FNV-64a over the tokens, finalized (as bus.PlacementScore is): what
 // ties a cursor to the tenant, kind and view it was issued for. It is no
 // secret: it keeps a cursor from being honoured elsewhere, and a forged
 // one can only position a tenant within its own list.
 func cursorBinding(tenant, kind, view string) uint64 {
-	return score(tenant, kind, view, cursorTag)
+	return bus.PlacementScore(tenant, kind, view, cursorTag)
 }
 
 // listCursor returns the cursor of list params (nil when absent, null or

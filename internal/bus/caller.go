@@ -81,7 +81,9 @@ type Call struct {
 	once  sync.Once
 
 	mu     sync.Mutex
-	worker string      // guarded by mu: from the placement note
+	worker string      // guarded by mu: from the placement note, or PlaceDirect
+	direct bool        // guarded by mu: sent to worker by the caller itself
+	grant  []byte      // guarded by mu: the placement note's body (a proto.RouteGrant)
 	hdr    nats.Header // guarded by mu: headers of a traced reply
 	data   []byte
 	err    *proto.Error
@@ -108,6 +110,25 @@ func (k *Call) Worker() string {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	return k.worker
+}
+
+// PlaceDirect records that the caller sends the call to worker itself,
+// not through a router: NATS's no-responders status on the reply subject
+// then means the worker is gone and the call did not run
+// (proto.CodeNotDelivered), and the call fails with the worker's
+// departure as a routed one does. Call it before publishing.
+func (k *Call) PlaceDirect(worker string) {
+	k.mu.Lock()
+	k.worker, k.direct = worker, true
+	k.mu.Unlock()
+}
+
+// Grant returns the body of the call's placement note (a router's
+// proto.RouteGrant; nil without one). Call it after Wait returned.
+func (k *Call) Grant() []byte {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.grant
 }
 
 // Header returns the headers of a traced reply (nil otherwise). Call it
@@ -265,7 +286,7 @@ func (c *Caller) onMsg(m *nats.Msg) {
 			k.mu.Unlock()
 		}
 		if w := m.Header.Get(proto.HdrPlaced); w != "" {
-			k.placed(w)
+			k.placed(w, m.Data)
 			return
 		}
 		if ch := m.Header.Get(proto.HdrChunk); ch != "" {
@@ -277,16 +298,32 @@ func (c *Caller) onMsg(m *nats.Msg) {
 			return
 		}
 		if m.Header.Get("Status") == "503" { // no responders
-			k.finish(nil, proto.Errorf(proto.CodeUnavailable, "no responder on the bus for this request"))
+			k.noResponders()
 			return
 		}
 	}
 	k.finish(m.Data, nil)
 }
 
-func (k *Call) placed(worker string) {
+// noResponders fails the call on NATS's no-responders status: for a call
+// sent to a worker directly, that worker is gone and the call did not run.
+func (k *Call) noResponders() {
+	k.mu.Lock()
+	worker, direct := k.worker, k.direct
+	k.mu.Unlock()
+	if direct {
+		k.finish(nil, proto.Errorf(proto.CodeNotDelivered, "worker %s went away before the call started", worker))
+		return
+	}
+	k.finish(nil, proto.Errorf(proto.CodeUnavailable, "no responder on the bus for this request"))
+}
+
+func (k *Call) placed(worker string, grant []byte) {
 	k.mu.Lock()
 	k.worker = worker
+	if len(grant) > 0 {
+		k.grant = append([]byte(nil), grant...)
+	}
 	k.mu.Unlock()
 	if k.c.Gone != nil && k.c.Gone(worker) {
 		k.finish(nil, proto.Errorf(proto.CodeWorkerLost, "worker %s went away before the call started", worker))

@@ -192,6 +192,10 @@ func DefaultTenants() []tenancy.Tenant {
 type EdgeFile struct {
 	// ID names this edge in session ids and subjects (a slug). Default: random.
 	ID string `yaml:"id"`
+	// RouteCacheTTL is how long the edge sends a tool's calls straight to
+	// a worker on a router's route grant (edge.Config.RouteCacheTTL).
+	// Default 1s; "0s": off, every call goes through a router.
+	RouteCacheTTL *Duration `yaml:"route_cache_ttl"`
 }
 
 // MetricsFile holds the metric options.

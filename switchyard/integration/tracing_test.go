@@ -172,7 +172,10 @@ func TestIntegrationTracing(t *testing.T) {
 	defer ts.Close()
 	cfg := loadConfig(t, fmt.Sprintf("upstreams:\n  - name: fixture\n    url: %s\n  - name: probe\n    url: %s\n"+
 		// The endpoint is never dialled: the recorder replaces the exporter.
-		"tracing:\n  enabled: true\n  endpoint: http://127.0.0.1:4318\n", fxURL, ts.URL))
+		"tracing:\n  enabled: true\n  endpoint: http://127.0.0.1:4318\n"+
+		// Every call through the router, so that each trace has its route
+		// span: a call on a route grant goes from the edge to the worker.
+		"edge:\n  route_cache_ttl: 0s\n", fxURL, ts.URL))
 	g := startTracedGateway(t, cfg, rec)
 	// Wait until the worker serves the upstream; spans of these calls are
 	// told apart from the checked ones by trace id or JSON-RPC id.

@@ -52,7 +52,7 @@ const OutsideKey = "outside"
 // the client-observed latency of the call exactly.
 var Segments = []Segment{
 	{Key: "edge", Name: "edge", From: hop.EdgeIn, To: hop.EdgePub},
-	{Key: "bus1", Name: "bus 1 (edge→router)", From: hop.EdgePub, To: hop.RouterIn},
+	{Key: "bus1", Name: "bus 1 (edge→router, or edge→worker on a route grant)", From: hop.EdgePub, To: hop.RouterIn},
 	{Key: "router", Name: "router", From: hop.RouterIn, To: hop.RouterOut},
 	{Key: "bus2", Name: "bus 2 (router→worker)", From: hop.RouterOut, To: hop.WorkerIn},
 	{Key: "worker_before", Name: "worker before", From: hop.WorkerIn, To: hop.UpSent},
@@ -97,7 +97,22 @@ func Stamps(meta mcp.Meta) (st map[string]int64, ok bool) {
 // missing, out is left in an unspecified state and the call should be
 // skipped as a whole, so that every segment's median is over the same
 // calls.
+//
+// A call the edge sent straight to a worker on a route grant has no router
+// stamps: its bus 1 runs from the edge to the worker, and the router and
+// bus 2 take no time.
 func Split(st map[string]int64, observed time.Duration, out []time.Duration) bool {
+	_, in := st[hop.RouterIn]
+	_, routed := st[hop.RouterOut]
+	w, granted := st[hop.WorkerIn]
+	granted = granted && !in && !routed
+	stamp := func(name string) (int64, bool) {
+		if granted && (name == hop.RouterIn || name == hop.RouterOut) {
+			return w, true
+		}
+		v, ok := st[name]
+		return v, ok
+	}
 	for i, s := range Segments {
 		if s.Key == OutsideKey {
 			in, ok1 := st[hop.EdgeIn]
@@ -108,8 +123,8 @@ func Split(st map[string]int64, observed time.Duration, out []time.Duration) boo
 			out[i] = observed - time.Duration(o-in)
 			continue
 		}
-		from, ok1 := st[s.From]
-		to, ok2 := st[s.To]
+		from, ok1 := stamp(s.From)
+		to, ok2 := stamp(s.To)
 		if !ok1 || !ok2 {
 			return false
 		}

@@ -103,6 +103,13 @@ func TestHopsSplit(t *testing.T) {
 			meta: mcp.Meta{hops.MetaKey: with(full(), hop.RouterIn, 5e3)},
 			want: []time.Duration{10 * us, -5 * us, 50 * us, 35 * us, 8 * us, 150 * us, 7 * us, 30 * us, 15 * us, 100 * us},
 		},
+		{
+			name: "route grant: no router stamps", observed: 400 * us,
+			meta: mcp.Meta{hops.MetaKey: without(without(full(), hop.RouterIn), hop.RouterOut)},
+			want: []time.Duration{10 * us, 80 * us, 0, 0, 8 * us, 150 * us, 7 * us, 30 * us, 15 * us, 100 * us},
+		},
+		{name: "missing router_out only", meta: mcp.Meta{hops.MetaKey: without(full(), hop.RouterOut)}, observed: 400 * us},
+		{name: "missing router_in only", meta: mcp.Meta{hops.MetaKey: without(full(), hop.RouterIn)}, observed: 400 * us},
 		{name: "missing up_sent", meta: mcp.Meta{hops.MetaKey: without(full(), hop.UpSent)}, observed: 400 * us},
 		{name: "missing edge_in", meta: mcp.Meta{hops.MetaKey: without(full(), hop.EdgeIn)}, observed: 400 * us},
 		{name: "missing edge_out", meta: mcp.Meta{hops.MetaKey: without(full(), hop.EdgeOut)}, observed: 400 * us},
