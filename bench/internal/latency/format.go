@@ -9,6 +9,7 @@ import (
 
 	"github.com/switchyard-mcp/switchyard/bench/internal/hops"
 	"github.com/switchyard-mcp/switchyard/bench/internal/mdtable"
+	"github.com/switchyard-mcp/switchyard/bench/internal/report"
 	"github.com/switchyard-mcp/switchyard/bench/internal/stats"
 )
 
@@ -29,7 +30,10 @@ import (
 // ones slow in another.
 //
 // When the idle RSS of the gateway's processes was read (a cluster the
-// driver started), idle_rss_max_kib, the largest, comes last.
+// driver started), idle_rss_max_kib, the largest VmRSS, comes last, then
+// idle_rss_anon_max_kib, the largest RssAnon (the process's own memory,
+// without the binary mapped from the page cache and shared by all of
+// them); that key is left out when the kernel does not report RssAnon.
 //
 // Values are whole microseconds, truncated toward zero.
 func (r *Result) BenchLine() string {
@@ -54,6 +58,9 @@ func (r *Result) BenchLine() string {
 	}
 	if r.IdleRSS != nil {
 		line += fmt.Sprintf(" idle_rss_max_kib=%d", r.IdleRSS.MaxKiB())
+		if a := r.IdleRSS.MaxAnonKiB(); a >= 0 {
+			line += fmt.Sprintf(" idle_rss_anon_max_kib=%d", a)
+		}
 	}
 	return line
 }
@@ -148,7 +155,7 @@ func (r *Result) Markdown() string {
 	}
 	b.WriteString("\n")
 	if r.IdleRSS != nil {
-		fmt.Fprintf(&b, "\n### Idle RSS per gateway process\n\nVmRSS from /proc/<pid>/status, %v after the cluster was ready, before any call.\n\n%s", r.IdleRSS.After, r.IdleRSS.Markdown())
+		fmt.Fprintf(&b, "\n### Idle RSS per gateway process\n\nVmRSS from /proc/<pid>/status, %v after the cluster was ready, before any call; %s\n\n%s", r.IdleRSS.After, report.MarkdownNote, r.IdleRSS.Markdown())
 	}
 	if r.Hops != nil {
 		b.WriteString(r.hopsMarkdown())

@@ -379,27 +379,58 @@ func TestLatencyIdleRSS(t *testing.T) {
 	base := sample().BenchLine()
 	r := sample()
 	r.IdleRSS = &report.IdleRSS{After: 2 * time.Second, Processes: []report.ProcessRSS{
-		{Process: "nats", PID: 10, KiB: 20480}, {Process: "edge-1", PID: 11, KiB: 30001},
+		// The largest anon part (nats) is not the largest total's.
+		{Process: "nats", PID: 10, KiB: 20480, AnonKiB: 4500, FileKiB: 15000},
+		{Process: "edge-1", PID: 11, KiB: 30001, AnonKiB: 3292, FileKiB: 23175},
 	}}
-	if got, want := r.BenchLine(), base+" idle_rss_max_kib=30001"; got != want {
+	rssKeys := " idle_rss_max_kib=30001 idle_rss_anon_max_kib=4500"
+	if got, want := r.BenchLine(), base+rssKeys; got != want {
 		t.Errorf("BenchLine() =\n%s\nwant\n%s", got, want)
 	}
-	if got, want := withHops(r).BenchLine(), withHops(sample()).BenchLine()+" idle_rss_max_kib=30001"; got != want {
+	if got, want := withHops(r).BenchLine(), withHops(sample()).BenchLine()+rssKeys; got != want {
 		t.Errorf("BenchLine() with hops =\n%s\nwant\n%s", got, want)
 	}
 	var b strings.Builder
 	if err := r.WriteText(&b); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(b.String(), "idle RSS after 2s (KiB): nats 20480, edge-1 30001; max 30001") {
+	if !strings.Contains(b.String(), "  idle RSS after 2s (KiB): nats 20480 (anon 4500, file 15000), edge-1 30001 (anon 3292, file 23175); max 30001, max anon 4500\n") {
 		t.Errorf("WriteText lacks the idle RSS:\n%s", b.String())
 	}
 	md := r.Markdown()
-	if !strings.Contains(md, "### Idle RSS per gateway process") || !strings.Contains(md, "edge-1") || !strings.Contains(md, "29.3") {
-		t.Errorf("Markdown lacks the idle RSS table:\n%s", md)
+	for _, want := range []string{
+		"### Idle RSS per gateway process",
+		"anon is RssAnon, the process's own memory",
+		"| process | pid | idle RSS KiB |  MiB | anon KiB | file KiB |",
+		"| edge-1  |  11 |        30001 | 29.3 |     3292 |    23175 |",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("Markdown lacks %q:\n%s", want, md)
+		}
 	}
 	if strings.Contains(sample().Markdown(), "Idle RSS") {
 		t.Error("Markdown without IdleRSS mentions it")
+	}
+
+	// A kernel without RssAnon/RssFile (before 4.5): the total only, and
+	// no anon key rather than a made-up number.
+	// (withHops above added hops to r; start again from the sample.)
+	idle := r.IdleRSS
+	idle.Processes[0].AnonKiB, idle.Processes[0].FileKiB = report.UnknownKiB, report.UnknownKiB
+	r = sample()
+	r.IdleRSS = idle
+	if got, want := r.BenchLine(), base+" idle_rss_max_kib=30001"; got != want {
+		t.Errorf("BenchLine() with an unknown anon part =\n%s\nwant\n%s", got, want)
+	}
+	b.Reset()
+	if err := r.WriteText(&b); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), "nats 20480 (anon ?, file ?), edge-1 30001 (anon 3292, file 23175); max 30001, max anon ?\n") {
+		t.Errorf("WriteText with an unknown anon part:\n%s", b.String())
+	}
+	if md := r.Markdown(); !strings.Contains(md, "| nats    |  10 |        20480 | 20.0 |        ? |        ? |") {
+		t.Errorf("Markdown with an unknown anon part:\n%s", md)
 	}
 }
 

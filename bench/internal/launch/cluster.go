@@ -198,7 +198,8 @@ func StartCluster(ctx context.Context, o ClusterOptions) (_ *Cluster, err error)
 }
 
 // readIdleRSS waits d (failing if a process exits or ctx ends meanwhile),
-// then reads every process's VmRSS. It returns nil when none could be read.
+// then reads every process's VmRSS, RssAnon and RssFile. It returns nil
+// when none could be read.
 func (c *Cluster) readIdleRSS(ctx context.Context, d time.Duration) (*report.IdleRSS, error) {
 	t := time.NewTimer(d)
 	defer t.Stop()
@@ -224,8 +225,8 @@ func (c *Cluster) readIdleRSS(ctx context.Context, d time.Duration) (*report.Idl
 	}
 	r := &report.IdleRSS{After: d}
 	for _, p := range procs {
-		if kib, err := procrss.Read(p.PID()); err == nil {
-			r.Processes = append(r.Processes, report.ProcessRSS{Process: p.Name, PID: p.PID(), KiB: kib})
+		if rss, err := procrss.Read(p.PID()); err == nil {
+			r.Processes = append(r.Processes, report.ProcessRSS{Process: p.Name, PID: p.PID(), KiB: rss.KiB, AnonKiB: rss.AnonKiB, FileKiB: rss.FileKiB})
 		}
 	}
 	if len(r.Processes) == 0 {

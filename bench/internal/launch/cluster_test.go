@@ -182,12 +182,18 @@ func TestLaunchCluster(t *testing.T) {
 			t.Fatalf("IdleRSS = %+v, want 9 processes after 10ms", r)
 		}
 		for i, p := range c.processes() {
-			if got := r.Processes[i]; got.Process != p.Name || got.PID != p.PID() || got.KiB <= 0 {
+			got := r.Processes[i]
+			if got.Process != p.Name || got.PID != p.PID() || got.KiB <= 0 {
 				t.Errorf("IdleRSS[%d] = %+v, want %s (pid %d) with some RSS", i, got, p.Name, p.PID())
 			}
+			// RssAnon and RssFile exist since Linux 4.5.
+			if got.AnonKiB <= 0 || got.FileKiB <= 0 || got.AnonKiB+got.FileKiB > got.KiB {
+				t.Errorf("IdleRSS[%d] = %+v, want anon and file parts summing to at most the total", i, got)
+			}
 		}
-		if r.MaxKiB() <= 0 || !strings.Contains(r.Text(), "edge-2 ") {
-			t.Errorf("MaxKiB %d, Text %q", r.MaxKiB(), r.Text())
+		t.Log(r.Text())
+		if r.MaxKiB() <= 0 || r.MaxAnonKiB() <= 0 || !strings.Contains(r.Text(), "edge-2 ") || !strings.Contains(r.Text(), "(anon ") {
+			t.Errorf("MaxKiB %d, MaxAnonKiB %d, Text %q", r.MaxKiB(), r.MaxAnonKiB(), r.Text())
 		}
 	}
 

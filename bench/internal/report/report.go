@@ -118,13 +118,24 @@ func plural(n int, what string) string {
 }
 
 // ProcessRSS is one gateway process's resident set size, read from
-// /proc/<pid>/status (VmRSS) while the gateway is idle: started and ready,
-// before any load.
+// /proc/<pid>/status while the gateway is idle: started and ready, before
+// any load. KiB is the total (VmRSS); AnonKiB (RssAnon) is the process's
+// own memory; FileKiB (RssFile) is mostly the switchyard binary's text and
+// read-only data mapped from the page cache, clean and shared by every
+// process of the binary, so it is not a per-process cost. AnonKiB and
+// FileKiB are -1 ([UnknownKiB]) when the kernel does not report them
+// (before Linux 4.5); the total also counts RssShmem, so the parts may sum
+// to less than it.
 type ProcessRSS struct {
 	Process string `json:"process"` // nats, tenancy-svc, router-1, worker-1, edge-1, ...
 	PID     int    `json:"pid"`
 	KiB     int64  `json:"rss_kib"`
+	AnonKiB int64  `json:"rss_anon_kib"`
+	FileKiB int64  `json:"rss_file_kib"`
 }
+
+// UnknownKiB is a [ProcessRSS] part the kernel did not report.
+const UnknownKiB int64 = -1
 
 // IdleRSS is the idle resident set size of every gateway process.
 type IdleRSS struct {
@@ -133,7 +144,7 @@ type IdleRSS struct {
 	Processes []ProcessRSS  `json:"processes"`
 }
 
-// MaxKiB returns the largest RSS, 0 when there is none.
+// MaxKiB returns the largest total RSS, 0 when there is none.
 func (r *IdleRSS) MaxKiB() int64 {
 	var m int64
 	for _, p := range r.Processes {
@@ -142,23 +153,53 @@ func (r *IdleRSS) MaxKiB() int64 {
 	return m
 }
 
-// Text returns one line: "idle RSS after 2s (KiB): nats 12345, edge-1 23456; max 23456".
+// MaxAnonKiB returns the largest RssAnon, [UnknownKiB] when there is no
+// process or any process's is unknown (a maximum over some processes only
+// would understate it).
+func (r *IdleRSS) MaxAnonKiB() int64 {
+	m := UnknownKiB
+	for _, p := range r.Processes {
+		if p.AnonKiB < 0 {
+			return UnknownKiB
+		}
+		m = max(m, p.AnonKiB)
+	}
+	return m
+}
+
+// Text returns one line, in KiB: "idle RSS after 2s (KiB): nats 12345
+// (anon 3292, file 8000), edge-1 23456 (anon 4100, file 18000); max 23456,
+// max anon 4100". An unknown part prints as "?".
 func (r *IdleRSS) Text() string {
 	parts := make([]string, len(r.Processes))
 	for i, p := range r.Processes {
-		parts[i] = fmt.Sprintf("%s %d", p.Process, p.KiB)
+		parts[i] = fmt.Sprintf("%s %d (anon %s, file %s)", p.Process, p.KiB, KiBText(p.AnonKiB), KiBText(p.FileKiB))
 	}
-	return fmt.Sprintf("idle RSS after %v (KiB): %s; max %d", r.After, strings.Join(parts, ", "), r.MaxKiB())
+	return fmt.Sprintf("idle RSS after %v (KiB): %s; max %d, max anon %s", r.After, strings.Join(parts, ", "), r.MaxKiB(), KiBText(r.MaxAnonKiB()))
 }
 
-// Markdown returns a table with one row per process, in KiB and MiB.
+// KiBText formats a KiB count, "?" when negative ([UnknownKiB]).
+func KiBText(kib int64) string {
+	if kib < 0 {
+		return "?"
+	}
+	return strconv.FormatInt(kib, 10)
+}
+
+// Markdown returns a table with one row per process: the total in KiB and
+// MiB, then the anon and file parts in KiB ("?" when unknown).
 func (r *IdleRSS) Markdown() string {
 	t := mdtable.Table{
-		Header: []string{"process", "pid", "idle RSS KiB", "MiB"},
-		Right:  []bool{false, true, true, true},
+		Header: []string{"process", "pid", "idle RSS KiB", "MiB", "anon KiB", "file KiB"},
+		Right:  []bool{false, true, true, true, true, true},
 	}
 	for _, p := range r.Processes {
-		t.AddRow(p.Process, strconv.Itoa(p.PID), strconv.FormatInt(p.KiB, 10), fmt.Sprintf("%.1f", float64(p.KiB)/1024))
+		t.AddRow(p.Process, strconv.Itoa(p.PID), strconv.FormatInt(p.KiB, 10), fmt.Sprintf("%.1f", float64(p.KiB)/1024),
+			KiBText(p.AnonKiB), KiBText(p.FileKiB))
 	}
 	return t.String()
 }
+
+// MarkdownNote says what the anon and file columns of [IdleRSS.Markdown]
+// mean; result files print it under the table's heading.
+const MarkdownNote = "anon is RssAnon, the process's own memory (heap, stacks, runtime); file is RssFile, mostly the switchyard binary's code and read-only data mapped from the page cache: clean and shared by every gateway process (one copy in memory), so not a per-process cost. VmRSS also counts RssShmem."

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/switchyard-mcp/switchyard/bench/internal/mdtable"
+	"github.com/switchyard-mcp/switchyard/bench/internal/report"
 	"github.com/switchyard-mcp/switchyard/bench/internal/svgplot"
 	"github.com/switchyard-mcp/switchyard/bench/internal/sweep"
 )
@@ -73,9 +74,9 @@ func (r *Report) idleRSSMarkdown() string {
 			continue
 		}
 		if b.Len() == 0 {
-			fmt.Fprintf(&b, "\n## Idle RSS per gateway process\n\nVmRSS from /proc/<pid>/status, %v after each gateway was ready, before its load.\n", p.IdleRSS.After)
+			fmt.Fprintf(&b, "\n## Idle RSS per gateway process\n\nVmRSS from /proc/<pid>/status, %v after each gateway was ready, before its load; %s\n", p.IdleRSS.After, report.MarkdownNote)
 		}
-		fmt.Fprintf(&b, "\n%s (max %d KiB):\n\n%s", count(p.Workers, "worker"), p.IdleRSS.MaxKiB(), p.IdleRSS.Markdown())
+		fmt.Fprintf(&b, "\n%s (max %d KiB, max anon %s KiB):\n\n%s", count(p.Workers, "worker"), p.IdleRSS.MaxKiB(), report.KiBText(p.IdleRSS.MaxAnonKiB()), p.IdleRSS.Markdown())
 	}
 	return b.String()
 }

@@ -166,7 +166,8 @@ func TestScaleMarkdownAndChart(t *testing.T) {
 	r.Points[2].Stage.FirstError = "boom"
 	r.Points[2].Stage.Errors = 1
 	r.Points[1].IdleRSS = &report.IdleRSS{After: 2 * time.Second, Processes: []report.ProcessRSS{
-		{Process: "nats", PID: 10, KiB: 20480}, {Process: "worker-2", PID: 11, KiB: 15000},
+		{Process: "nats", PID: 10, KiB: 20480, AnonKiB: 3000, FileKiB: 17000},
+		{Process: "worker-2", PID: 11, KiB: 15000, AnonKiB: 4000, FileKiB: 11000},
 	}}
 	r.Finish()
 	md := r.Markdown()
@@ -174,8 +175,10 @@ func TestScaleMarkdownAndChart(t *testing.T) {
 		t.Errorf("Markdown: want one idle RSS section, for 2 workers only:\n%s", md)
 	}
 	for _, want := range []string{
-		"2 workers (max 20480 KiB):",
-		"| nats     |  10 |        20480 | 20.0 |",
+		"2 workers (max 20480 KiB, max anon 4000 KiB):",
+		"| nats     |  10 |        20480 | 20.0 |     3000 |    17000 |",
+		"| worker-2 |  11 |        15000 | 14.6 |     4000 |    11000 |",
+		"file is RssFile, mostly the switchyard binary",
 		"# Switchyard horizontal scaling",
 		"**MISS: 3.12× at 4 workers vs 1 (target ≥ 3.60×)**",
 		"| workers | req/s | ratio to 1 |",
