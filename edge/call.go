@@ -292,9 +292,20 @@ func (s *Service) roundTrip(ctx context.Context, preq *proto.Request, op string,
 	ctx, cancel := context.WithDeadline(ctx, deadline.Add(timeoutGrace))
 	defer cancel()
 
+	grantMisses := 0
 	for attempt := 1; ; attempt++ {
-		raw, timing, err := s.send(ctx, preq, op, stamps, extra, onMsg)
+		raw, timing, direct, err := s.send(ctx, preq, op, stamps, extra, onMsg)
 		var pe *proto.Error
+		if direct && errors.As(err, &pe) && pe.Code == proto.CodeNotDelivered && grantMisses < maxAttempts {
+			// Sent on a route grant whose worker is gone: the grant is
+			// dropped, and placing it again is not counted as an attempt
+			// (a router learns of the worker only when its own forward
+			// fails). Bounded: routers that have not seen the worker go may
+			// grant it again meanwhile.
+			grantMisses++
+			attempt--
+			continue
+		}
 		if errors.As(err, &pe) && pe.Code == proto.CodeNotDelivered && attempt < maxAttempts {
 			// It ran nowhere, so placing it again is safe; the pause lets the
 			// router drop the worker that is gone.
@@ -330,11 +341,12 @@ const timeoutGrace = 500 * time.Millisecond
 const maxAttempts = 4
 
 // send publishes one attempt of a call and waits for its reply: the result
-// bytes and, for a traced call, the reply's headers.
-func (s *Service) send(ctx context.Context, preq *proto.Request, op string, stamps, extra nats.Header, onMsg func(*nats.Msg) bool) ([]byte, nats.Header, error) {
+// bytes and, for a traced call, the reply's headers. direct reports that
+// the attempt went straight to a worker on a route grant.
+func (s *Service) send(ctx context.Context, preq *proto.Request, op string, stamps, extra nats.Header, onMsg func(*nats.Msg) bool) (raw []byte, timing nats.Header, direct bool, err error) {
 	if !s.nc.IsConnected() {
 		// A publish would sit in the reconnect buffer until the deadline.
-		return nil, nil, proto.Errorf(proto.CodeUnavailable, "gateway bus unavailable (NATS %s)", s.nc.Status())
+		return nil, nil, false, proto.Errorf(proto.CodeUnavailable, "gateway bus unavailable (NATS %s)", s.nc.Status())
 	}
 	k := s.caller.New()
 	keep := false
@@ -345,8 +357,15 @@ func (s *Service) send(ctx context.Context, preq *proto.Request, op string, stam
 	}()
 	preq.ID = k.ID
 	rt := s.routeOf(preq, op)
-	if rt.grant != nil {
+	if direct = rt.grant != nil; direct {
 		k.PlaceDirect(rt.worker)
+		// The worker may have been seen leaving since routeOf looked:
+		// FailWorker then ran before the call named it, so it would wait
+		// for a worker that never answers.
+		if s.presence.Gone(rt.worker) {
+			s.grants.drop(rt.key, rt.grant)
+			return nil, nil, true, proto.Errorf(proto.CodeNotDelivered, "worker %s went away before the call started", rt.worker)
+		}
 		// A granted call needs none of the router's headers: its tool has
 		// no parameter headers and its upstream takes no client
 		// Authorization (proto.RouteGrant).
@@ -354,10 +373,10 @@ func (s *Service) send(ctx context.Context, preq *proto.Request, op string, stam
 	}
 	data, err := rt.marshal(preq)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, direct, err
 	}
 	if len(data) > int(s.nc.MaxPayload()) {
-		return nil, nil, proto.Errorf(proto.CodePayloadTooLarge, "request of %d bytes exceeds the bus limit of %d bytes", len(data), s.nc.MaxPayload())
+		return nil, nil, direct, proto.Errorf(proto.CodePayloadTooLarge, "request of %d bytes exceeds the bus limit of %d bytes", len(data), s.nc.MaxPayload())
 	}
 	hdr := extra
 	if stamps != nil {
@@ -382,20 +401,20 @@ func (s *Service) send(ctx context.Context, preq *proto.Request, op string, stam
 	msg := &nats.Msg{Subject: subject, Reply: k.Reply(), Data: data, Header: hdr}
 	sent := time.Now()
 	if err := s.nc.PublishMsg(msg); err != nil {
-		return nil, nil, err
+		return nil, nil, direct, err
 	}
 	out, err := k.WaitWith(ctx, onMsg)
 	if errors.Is(err, bus.ErrSuspended) {
 		keep = true
-		return nil, nil, &suspended{k: k, preq: *preq}
+		return nil, nil, direct, &suspended{k: k, preq: *preq}
 	}
 	var note *callNote
 	if s.audit != nil {
 		note = noteOf(ctx)
 	}
-	raw, timing, err := s.replyOf(k, out, err, stamps, replyClock{method: preq.Method, sent: sent}, note)
+	raw, timing, err = s.replyOf(k, out, err, stamps, replyClock{method: preq.Method, sent: sent}, note)
 	s.noteRoute(&rt, k, err)
-	return raw, timing, err
+	return raw, timing, direct, err
 }
 
 // replyClock is when a call was published, for the bus time of its reply

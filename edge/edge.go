@@ -405,7 +405,13 @@ func (s *Service) routeFor(tenant, op string) string {
 	return c.(map[string]string)[op]
 }
 
+// onListChanged tells the sessions of the tenant's views that a list
+// changed. Route grants are dropped first: a router publishes
+// switchyard.v1.evt.routes before its list_changed events, but the edge
+// handles the two subjects on different goroutines, and a client told
+// that a tool is gone must not reach it on an old grant.
 func (s *Service) onListChanged(m *nats.Msg) {
+	s.grants.dropAll()
 	var tc proto.ListChanged
 	if err := proto.Unmarshal(m.Data, &tc); err != nil {
 		s.log.Warn("bad list_changed event", proto.LogErr, err)
