@@ -48,11 +48,13 @@ type Segment struct {
 // marshalled.
 const OutsideKey = "outside"
 
-// Segments are the parts of a call, in path order. Together they add up to
+// Segments are the parts of a call, in path order. Bus 1 runs from the
+// edge to the router, or to the worker for a call sent on a route grant
+// (see Split). Together they add up to
 // the client-observed latency of the call exactly.
 var Segments = []Segment{
 	{Key: "edge", Name: "edge", From: hop.EdgeIn, To: hop.EdgePub},
-	{Key: "bus1", Name: "bus 1 (edge→router, or edge→worker on a route grant)", From: hop.EdgePub, To: hop.RouterIn},
+	{Key: "bus1", Name: "bus 1 (edge→router/worker)", From: hop.EdgePub, To: hop.RouterIn},
 	{Key: "router", Name: "router", From: hop.RouterIn, To: hop.RouterOut},
 	{Key: "bus2", Name: "bus 2 (router→worker)", From: hop.RouterOut, To: hop.WorkerIn},
 	{Key: "worker_before", Name: "worker before", From: hop.WorkerIn, To: hop.UpSent},
