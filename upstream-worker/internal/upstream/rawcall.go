@@ -174,7 +174,7 @@ func (rc *rawConn) post(ctx context.Context, body []byte, method []string) error
 	if err != nil {
 		return err
 	}
-	resp, err := rc.hc.Do(req)
+	resp, err := rc.do(req)
 	if err != nil {
 		return err
 	}
@@ -266,7 +266,7 @@ func (u *Upstream) rawCall(ctx context.Context, rc *rawConn, p *rawParams, st *c
 			u.cancelUpstream(ctx, rc, id)
 		}
 	}()
-	resp, err := rc.hc.Do(req)
+	resp, err := rc.do(req)
 	if err != nil {
 		cancelReq()
 		return nil, fmt.Errorf("sending %q: %w", method, err)
