@@ -64,6 +64,10 @@ func TestEdgeRouteGrant(t *testing.T) {
 	if routed.Load() != 1 || served.Load() != 3 {
 		t.Fatalf("routed %d, served directly %d; want 1 and 3", routed.Load(), served.Load())
 	}
+	rc := labelled(gather(t, g.e), "switchyard_edge_route_cache_total")
+	if rc["hit"] != 3 || rc["miss"] != 1 {
+		t.Fatalf("switchyard_edge_route_cache_total %v, want hit 3, miss 1", rc)
+	}
 	for _, s := range sessions {
 		if s != g.sid {
 			t.Fatalf("worker saw session %q, want %q", s, g.sid)

@@ -173,15 +173,15 @@ func (s *Service) routeOf(preq *proto.Request, op string) callRoute {
 	rt := callRoute{key: routeKey(preq.Tenant, preq.View, preq.Name)}
 	g, gen := c.get(rt.key, time.Now())
 	rt.gen = gen
-	if g == nil {
-		return rt
+	if g != nil {
+		i := c.place(g, s.cfg.ID, preq.Session)
+		if s.presence.Gone(g.workers[i]) {
+			c.drop(rt.key, g)
+		} else {
+			rt.grant, rt.worker, rt.subject = g, g.workers[i], g.subjects[i]
+		}
 	}
-	i := c.place(g, s.cfg.ID, preq.Session)
-	if s.presence.Gone(g.workers[i]) {
-		c.drop(rt.key, g)
-		return rt
-	}
-	rt.grant, rt.worker, rt.subject = g, g.workers[i], g.subjects[i]
+	s.met.RouteCache(rt.grant != nil)
 	return rt
 }
 

@@ -22,6 +22,10 @@ type Edge struct {
 	bus      *prometheus.HistogramVec
 	busCells []atomic.Pointer[cell] // by method index
 
+	routeCache *prometheus.CounterVec
+	routeHit   prometheus.Counter
+	routeMiss  prometheus.Counter
+
 	authRefusals *prometheus.CounterVec
 	limited      *prometheus.CounterVec
 	limitedMu    sync.Mutex
@@ -83,7 +87,12 @@ func NewEdge(reg prometheus.Registerer, o EdgeOptions) (*Edge, error) {
 	for _, l := range []string{"tenant_rate", "principal_rate", "in_flight"} {
 		e.limitedBy[l] = e.limited.WithLabelValues(l)
 	}
-	cs := []prometheus.Collector{req, e.InFlight, e.bus, e.authRefusals, e.limited}
+	e.routeCache = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: Namespace, Subsystem: "edge", Name: "route_cache_total",
+		Help: "tools/call attempts by how they were sent: hit (straight to a worker on a router's route grant) or miss (through a router).",
+	}, []string{"result"})
+	e.routeHit, e.routeMiss = e.routeCache.WithLabelValues("hit"), e.routeCache.WithLabelValues("miss")
+	cs := []prometheus.Collector{req, e.InFlight, e.bus, e.routeCache, e.authRefusals, e.limited}
 	if o.TenantLabels > 0 {
 		e.tenants = prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: Namespace, Subsystem: "edge", Name: "tenant_requests_total",
@@ -98,6 +107,17 @@ func NewEdge(reg prometheus.Registerer, o EdgeOptions) (*Edge, error) {
 		}
 	}
 	return e, nil
+}
+
+// RouteCache counts one tools/call attempt of an edge whose route cache is
+// on (switchyard_edge_route_cache_total): hit when it went straight to a
+// worker on a route grant, miss when it went through a router.
+func (e *Edge) RouteCache(hit bool) {
+	if hit {
+		e.routeHit.Inc()
+		return
+	}
+	e.routeMiss.Inc()
 }
 
 // Request records one answered request: method, the JSON-RPC error code it
