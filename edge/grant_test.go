@@ -75,7 +75,7 @@ func TestEdgeRouteGrant(t *testing.T) {
 	}
 
 	// list_changed drops the grant before the client hears of it.
-	key := routeKey(config.DefaultTenant, "", "up__echo")
+	key := routeKey{config.DefaultTenant, "", "up__echo"}
 	ev, _ := proto.Marshal(&proto.ListChanged{Tenant: config.DefaultTenant, Kind: proto.KindTools})
 	if err := g.nc.Publish(proto.Prefix+"evt.list_changed."+config.DefaultTenant, ev); err != nil {
 		t.Fatal(err)

@@ -49,21 +49,19 @@ type routeCache struct {
 
 	mu     sync.Mutex
 	gen    uint64 // guarded by mu: counts drops of every grant
-	grants map[string]*routeGrant
+	grants map[routeKey]*routeGrant
 }
 
 func newRouteCache(ttl time.Duration) *routeCache {
-	return &routeCache{ttl: ttl, grants: map[string]*routeGrant{}}
+	return &routeCache{ttl: ttl, grants: map[routeKey]*routeGrant{}}
 }
 
-// routeKey is the cache key of a tool in a view of a tenant. Tenant and
-// view are slugs, so the separator cannot occur in them.
-func routeKey(tenant, view, name string) string {
-	return tenant + "\x00" + view + "\x00" + name
-}
+// routeKey is the cache key of a tool in a view of a tenant: the
+// request's own strings, so a lookup allocates nothing.
+type routeKey struct{ tenant, view, name string }
 
 // get returns the live grant for key and the drop count it was read at.
-func (c *routeCache) get(key string, now time.Time) (*routeGrant, uint64) {
+func (c *routeCache) get(key routeKey, now time.Time) (*routeGrant, uint64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	g := c.grants[key]
@@ -85,7 +83,7 @@ func (c *routeCache) generation() uint64 {
 // put decodes and stores the grant data for key, unless every grant was
 // dropped since gen was read (the grant may predate the change) or the
 // grant is unusable. It reports whether it stored one.
-func (c *routeCache) put(key string, gen uint64, data []byte, now time.Time) bool {
+func (c *routeCache) put(key routeKey, gen uint64, data []byte, now time.Time) bool {
 	if c.ttl <= 0 || len(data) == 0 {
 		return false
 	}
@@ -107,14 +105,14 @@ func (c *routeCache) put(key string, gen uint64, data []byte, now time.Time) boo
 		return false
 	}
 	if len(c.grants) >= maxRouteGrants {
-		c.grants = map[string]*routeGrant{}
+		c.grants = map[routeKey]*routeGrant{}
 	}
 	c.grants[key] = g
 	return true
 }
 
 // drop forgets key's grant if it is still g.
-func (c *routeCache) drop(key string, g *routeGrant) {
+func (c *routeCache) drop(key routeKey, g *routeGrant) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.grants[key] == g {
@@ -128,7 +126,7 @@ func (c *routeCache) dropAll() {
 	defer c.mu.Unlock()
 	c.gen++
 	if len(c.grants) > 0 {
-		c.grants = map[string]*routeGrant{}
+		c.grants = map[routeKey]*routeGrant{}
 	}
 }
 
@@ -157,8 +155,9 @@ func (c *routeCache) place(g *routeGrant, edge, session string) int {
 // (grant nil; key set when the router's note may bring a grant for the
 // next calls) or straight to a worker.
 type callRoute struct {
-	key     string // the route cache key; "" when not cached
-	gen     uint64 // the cache's drop count when the call was sent
+	key     routeKey // the route cache key
+	cached  bool     // a tools/call with the cache on: key is set
+	gen     uint64   // the cache's drop count when the call was sent
 	grant   *routeGrant
 	worker  string // with grant: the worker placed on
 	subject string // with grant: its subject
@@ -170,7 +169,7 @@ func (s *Service) routeOf(preq *proto.Request, op string) callRoute {
 	if op != proto.OpToolsCall || c.ttl <= 0 {
 		return callRoute{}
 	}
-	rt := callRoute{key: routeKey(preq.Tenant, preq.View, preq.Name)}
+	rt := callRoute{key: routeKey{preq.Tenant, preq.View, preq.Name}, cached: true}
 	g, gen := c.get(rt.key, time.Now())
 	rt.gen = gen
 	if g != nil {
@@ -202,7 +201,7 @@ func (rt *callRoute) marshal(preq *proto.Request) ([]byte, error) {
 // worker did not take the call is dropped; a router's grant that came
 // with a call that ran is kept.
 func (s *Service) noteRoute(rt *callRoute, k *bus.Call, err error) {
-	if rt.key == "" {
+	if !rt.cached {
 		return
 	}
 	if rt.grant != nil {

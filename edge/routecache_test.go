@@ -1,6 +1,7 @@
 package edge
 
 import (
+	"strconv"
 	"testing"
 	"time"
 
@@ -21,7 +22,7 @@ func grantBytes(t *testing.T, g proto.RouteGrant) []byte {
 func TestRouteCache(t *testing.T) {
 	now := time.Unix(1000, 0)
 	ok := proto.RouteGrant{Upstream: "a", Name: "echo", Workers: []string{"w-1", "w-2"}}
-	key := routeKey("t", "", "a__echo")
+	key := routeKey{"t", "", "a__echo"}
 
 	c := newRouteCache(time.Second)
 	gen := c.generation()
@@ -67,7 +68,7 @@ func TestRouteCache(t *testing.T) {
 		{"no upstream", grantBytes(t, proto.RouteGrant{Name: "echo", Workers: []string{"w-1"}})},
 		{"worker not a token", grantBytes(t, proto.RouteGrant{Upstream: "a", Name: "echo", Workers: []string{"w.1"}})},
 	} {
-		if c.put("k-"+bad.name, c.generation(), bad.data, now) {
+		if c.put(routeKey{"t", "", bad.name}, c.generation(), bad.data, now) {
 			t.Errorf("%s: grant stored", bad.name)
 		}
 	}
@@ -84,7 +85,7 @@ func TestRouteCacheBounded(t *testing.T) {
 	c := newRouteCache(time.Second)
 	data := grantBytes(t, proto.RouteGrant{Upstream: "a", Name: "echo", Workers: []string{"w-1"}})
 	for i := range maxRouteGrants + 1 {
-		c.put(routeKey("t", "", string(rune('a'+i%26))+string(rune(i))), c.generation(), data, now)
+		c.put(routeKey{"t", "", strconv.Itoa(i)}, c.generation(), data, now)
 	}
 	c.mu.Lock()
 	n := len(c.grants)
