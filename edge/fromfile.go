@@ -27,8 +27,8 @@ func FromFile(f *config.File) Config {
 	}
 	if t := f.Edge.RouteCacheTTL; t != nil {
 		c.RouteCacheTTL = time.Duration(*t)
-		if c.RouteCacheTTL <= 0 {
-			c.RouteCacheTTL = -1 // "0s" in the file means off
+		if c.RouteCacheTTL == 0 {
+			c.RouteCacheTTL = -1 // "0s" in the file means off (Validate refuses negatives)
 		}
 	}
 	if f.SessionTimeout != nil {

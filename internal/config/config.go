@@ -467,6 +467,12 @@ func (f *File) Validate() error {
 	if f.CallTimeout < 0 {
 		bad("call_timeout: must not be negative")
 	}
+	if f.SessionTimeout != nil && *f.SessionTimeout < 0 {
+		bad(`session_timeout: must not be negative ("0s": never)`)
+	}
+	if f.Edge.RouteCacheTTL != nil && *f.Edge.RouteCacheTTL < 0 {
+		bad(`edge.route_cache_ttl: must not be negative ("0s": off)`)
+	}
 	if f.MaxRequestBodyBytes < 0 || f.MaxResultBytes < 0 {
 		bad("max_request_body_bytes, max_result_bytes: must not be negative")
 	}

@@ -246,6 +246,16 @@ func TestConfigLoadRejects(t *testing.T) {
 			want: []string{"call_timeout:"},
 		},
 		{
+			name: "negative session_timeout",
+			body: "session_timeout: -5s\n",
+			want: []string{"session_timeout:"},
+		},
+		{
+			name: "negative edge.route_cache_ttl",
+			body: "edge:\n  route_cache_ttl: -1s\n",
+			want: []string{"edge.route_cache_ttl:"},
+		},
+		{
 			name: "negative byte limits",
 			body: "max_result_bytes: -1\n",
 			want: []string{"max_result_bytes"},
