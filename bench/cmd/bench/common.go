@@ -6,6 +6,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -181,14 +182,18 @@ func (f *endpointFlags) launch(ctx context.Context, u, t int, logDir string, idl
 	if err != nil {
 		return nil, err
 	}
-	fmt.Fprintf(os.Stderr, "started %s (-tools %d)\n", e.Describe(), t)
-	if e.Cluster != nil && len(e.Cluster.NotUp) > 0 {
-		fmt.Fprintf(os.Stderr, "warning: %v logged no upstream up within %v; measuring anyway\n", e.Cluster.NotUp, launch.WorkerUpTimeout)
-	}
-	if r := e.IdleRSS(); r != nil {
-		fmt.Fprintln(os.Stderr, r.Text())
-	}
+	announce(os.Stderr, e, t)
 	return e, nil
+}
+
+// announce says on w what was started, with t extra tools per fixture.
+// It leaves out the idle RSS: the report of the run ("bench latency"'s
+// text on stdout) prints it, and a second copy here made it appear twice.
+func announce(w io.Writer, e *launch.Stack, t int) {
+	fmt.Fprintf(w, "started %s (-tools %d)\n", e.Describe(), t)
+	if e.Cluster != nil && len(e.Cluster.NotUp) > 0 {
+		fmt.Fprintf(w, "warning: %v logged no upstream up within %v; measuring anyway\n", e.Cluster.NotUp, launch.WorkerUpTimeout)
+	}
 }
 
 // idleRSSAfter is how long a cluster started for "latency" or "scale"

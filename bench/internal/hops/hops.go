@@ -40,6 +40,10 @@ type Segment struct {
 	// From and To are stamp names; both empty for Outside.
 	From string `json:"from,omitempty"`
 	To   string `json:"to,omitempty"`
+	// RoutedOnly marks the segments only a call through a router has
+	// (router, bus 2): a call sent on a route grant skips them, so their
+	// statistics are over the routed calls alone (see [Summary]).
+	RoutedOnly bool `json:"routed_only,omitempty"`
 }
 
 // OutsideKey is the key of the last segment: the client-observed latency
@@ -55,8 +59,8 @@ const OutsideKey = "outside"
 var Segments = []Segment{
 	{Key: "edge", Name: "edge", From: hop.EdgeIn, To: hop.EdgePub},
 	{Key: "bus1", Name: "bus 1 (edge→router/worker)", From: hop.EdgePub, To: hop.RouterIn},
-	{Key: "router", Name: "router", From: hop.RouterIn, To: hop.RouterOut},
-	{Key: "bus2", Name: "bus 2 (router→worker)", From: hop.RouterOut, To: hop.WorkerIn},
+	{Key: "router", Name: "router", From: hop.RouterIn, To: hop.RouterOut, RoutedOnly: true},
+	{Key: "bus2", Name: "bus 2 (router→worker)", From: hop.RouterOut, To: hop.WorkerIn, RoutedOnly: true},
 	{Key: "worker_before", Name: "worker before", From: hop.WorkerIn, To: hop.UpSent},
 	{Key: "upstream", Name: "upstream (incl. worker's client)", From: hop.UpSent, To: hop.UpRecv},
 	{Key: "worker_after", Name: "worker after", From: hop.UpRecv, To: hop.WorkerOut},
@@ -102,7 +106,8 @@ func Stamps(meta mcp.Meta) (st map[string]int64, ok bool) {
 //
 // A call the edge sent straight to a worker on a route grant has no router
 // stamps: its bus 1 runs from the edge to the worker, and the router and
-// bus 2 take no time.
+// bus 2 take no time (so that the segments still add up to observed); see
+// [Routed].
 func Split(st map[string]int64, observed time.Duration, out []time.Duration) bool {
 	_, in := st[hop.RouterIn]
 	_, routed := st[hop.RouterOut]
@@ -135,11 +140,21 @@ func Split(st map[string]int64, observed time.Duration, out []time.Duration) boo
 	return true
 }
 
+// Routed reports whether the stamps st are those of a call that went
+// through a router (it has router_in and router_out). A complete call
+// ([Split] true) that was not routed was sent on a route grant.
+func Routed(st map[string]int64) bool {
+	_, in := st[hop.RouterIn]
+	_, out := st[hop.RouterOut]
+	return in && out
+}
+
 // Collector gathers the segments of many calls. It is not safe for
 // concurrent use.
 type Collector struct {
 	calls, missing int
-	segs           [][]time.Duration // by segment, then call
+	routed         int               // complete calls that went through a router
+	segs           [][]time.Duration // by segment, then call (RoutedOnly segments: routed calls only)
 	observed       []time.Duration   // client-observed latency of the complete calls
 	scratch        []time.Duration
 }
@@ -156,7 +171,9 @@ func NewCollector(n int) *Collector {
 
 // Add records one successful call: the result's _meta and the latency the
 // client observed. A call without complete stamps is counted as missing
-// and contributes to no segment.
+// and contributes to no segment; a call on a route grant contributes to
+// every segment but the [Segment.RoutedOnly] ones, whose zero would say
+// nothing about the router.
 func (c *Collector) Add(meta mcp.Meta, observed time.Duration) {
 	c.calls++
 	st, ok := Stamps(meta)
@@ -164,7 +181,14 @@ func (c *Collector) Add(meta mcp.Meta, observed time.Duration) {
 		c.missing++
 		return
 	}
+	routed := Routed(st)
+	if routed {
+		c.routed++
+	}
 	for i, d := range c.scratch {
+		if Segments[i].RoutedOnly && !routed {
+			continue
+		}
 		c.segs[i] = append(c.segs[i], d)
 	}
 	c.observed = append(c.observed, observed)
@@ -173,6 +197,10 @@ func (c *Collector) Add(meta mcp.Meta, observed time.Duration) {
 // SegmentResult is one segment's statistics.
 type SegmentResult struct {
 	Segment
+	// N is the number of calls the percentiles are over: the complete
+	// calls, or for a RoutedOnly segment the routed ones. With N == 0
+	// (no call was routed) the percentiles are zero and mean nothing.
+	N   int           `json:"n"`
 	P50 time.Duration `json:"p50_ns"`
 	P90 time.Duration `json:"p90_ns"`
 	P99 time.Duration `json:"p99_ns"`
@@ -185,9 +213,17 @@ type Summary struct {
 	Calls    int `json:"calls"`
 	Complete int `json:"complete"`
 	Missing  int `json:"missing"`
+	// Routed counts the complete calls that went through a router,
+	// Granted those the edge sent straight to a worker on a route grant
+	// (no router stamps); Routed + Granted = Complete.
+	Routed  int `json:"routed"`
+	Granted int `json:"granted"`
 	// Segments are in the order of [Segments].
 	Segments []SegmentResult `json:"segments"`
-	// SumP50 is the sum of the segments' medians. The median is not
+	// SumP50 is the sum of the medians of the segments over every complete
+	// call: when some calls were sent on a route grant (Granted > 0), the
+	// RoutedOnly segments, whose medians are over the routed calls only,
+	// are left out (see [Summary.SumLeavesOutRouter]). The median is not
 	// additive: the median of per-call sums (ObservedP50, since the
 	// segments of a call add up to its observed latency) is in general
 	// not the sum of the medians, because the calls that are slow in one
@@ -200,10 +236,16 @@ type Summary struct {
 	ObservedP50 time.Duration `json:"observed_p50_ns"`
 }
 
+// SumLeavesOutRouter reports whether SumP50 leaves out the RoutedOnly
+// segments, i.e. whether some complete call was sent on a route grant.
+func (s *Summary) SumLeavesOutRouter() bool { return s.Granted > 0 }
+
 // Summary returns the medians (and p90, p99) of every segment over the
-// complete calls. With no complete calls, Segments is empty.
+// complete calls (the RoutedOnly ones over the routed calls). With no
+// complete calls, Segments is empty.
 func (c *Collector) Summary() Summary {
-	s := Summary{Calls: c.calls, Missing: c.missing, Complete: len(c.observed)}
+	s := Summary{Calls: c.calls, Missing: c.missing, Complete: len(c.observed), Routed: c.routed}
+	s.Granted = s.Complete - s.Routed
 	if s.Complete == 0 {
 		return s
 	}
@@ -212,12 +254,15 @@ func (c *Collector) Summary() Summary {
 		slices.Sort(sorted)
 		r := SegmentResult{
 			Segment: seg,
+			N:       len(sorted),
 			P50:     stats.Percentile(sorted, 50),
 			P90:     stats.Percentile(sorted, 90),
 			P99:     stats.Percentile(sorted, 99),
 		}
 		s.Segments = append(s.Segments, r)
-		s.SumP50 += r.P50
+		if r.N == s.Complete {
+			s.SumP50 += r.P50
+		}
 	}
 	obs := slices.Clone(c.observed)
 	slices.Sort(obs)

@@ -105,7 +105,7 @@ func TestHopsSplit(t *testing.T) {
 		},
 		{
 			name: "route grant: no router stamps", observed: 400 * us,
-			meta: mcp.Meta{hops.MetaKey: without(without(full(), hop.RouterIn), hop.RouterOut)},
+			meta: mcp.Meta{hops.MetaKey: granted()},
 			want: []time.Duration{10 * us, 80 * us, 0, 0, 8 * us, 150 * us, 7 * us, 30 * us, 15 * us, 100 * us},
 		},
 		{name: "missing router_out only", meta: mcp.Meta{hops.MetaKey: without(full(), hop.RouterOut)}, observed: 400 * us},
@@ -200,6 +200,82 @@ func TestHopsSummary(t *testing.T) {
 	}
 	if _, ok := s.P50("nope"); ok {
 		t.Error("P50 of an unknown segment")
+	}
+}
+
+// granted returns full's stamps without the router's: a call the edge
+// sent straight to the worker on a route grant (bus 1 80µs).
+func granted() map[string]any { return without(without(full(), hop.RouterIn), hop.RouterOut) }
+
+func TestHopsSummaryRouteGrants(t *testing.T) {
+	// A granted call takes no time in the router and bus 2; counting its
+	// zero in their medians would print "router 0.0 µs" as if the router
+	// were free. They are over the routed calls alone, and the sum of the
+	// medians leaves them out unless every call was routed.
+	slowRouter := with(full(), hop.RouterOut, 60e3) // router 10µs, bus 2 30µs
+	for _, tc := range []struct {
+		name                    string
+		calls                   []map[string]any
+		routed, granted         int
+		routerN                 int
+		routerP50, bus2P50, sum time.Duration
+	}{
+		{
+			name: "every call granted", calls: []map[string]any{granted(), granted(), granted()},
+			granted: 3, sum: 10*us + 80*us + 8*us + 150*us + 7*us + 30*us + 15*us,
+		},
+		{
+			name: "one call of three routed", calls: []map[string]any{granted(), full(), granted()},
+			routed: 1, granted: 2, routerN: 1, routerP50: 5 * us, bus2P50: 35 * us,
+			sum: 10*us + 80*us + 8*us + 150*us + 7*us + 30*us + 15*us, // bus 1's median is a granted call's
+		},
+		{
+			name: "every call routed", calls: []map[string]any{full(), slowRouter, full()},
+			routed: 3, routerN: 3, routerP50: 5 * us, bus2P50: 35 * us, sum: 300 * us,
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := hops.NewCollector(len(tc.calls))
+			for _, st := range tc.calls {
+				c.Add(mcp.Meta{hops.MetaKey: st}, 300*us) // outside 0
+			}
+			s := c.Summary()
+			if s.Complete != len(tc.calls) || s.Routed != tc.routed || s.Granted != tc.granted {
+				t.Errorf("complete %d routed %d granted %d, want %d %d %d", s.Complete, s.Routed, s.Granted, len(tc.calls), tc.routed, tc.granted)
+			}
+			for _, r := range s.Segments {
+				want, wantP50 := s.Complete, r.P50
+				switch r.Key {
+				case "router":
+					want, wantP50 = tc.routerN, tc.routerP50
+				case "bus2":
+					want, wantP50 = tc.routerN, tc.bus2P50
+				}
+				if r.N != want || r.P50 != wantP50 {
+					t.Errorf("%s: over %d calls, p50 %v; want %d, %v", r.Key, r.N, r.P50, want, wantP50)
+				}
+			}
+			if s.SumP50 != tc.sum || s.SumLeavesOutRouter() != (tc.granted > 0) {
+				t.Errorf("sum of the medians %v (leaves out the router: %v), want %v (%v)", s.SumP50, s.SumLeavesOutRouter(), tc.sum, tc.granted > 0)
+			}
+		})
+	}
+}
+
+func TestHopsRouted(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		st   map[string]any
+		want bool
+	}{
+		{"router stamps", full(), true},
+		{"route grant", granted(), false},
+		{"router_out only", without(full(), hop.RouterIn), false},
+	} {
+		st, _ := hops.Stamps(mcp.Meta{hops.MetaKey: tc.st})
+		if got := hops.Routed(st); got != tc.want {
+			t.Errorf("%s: Routed = %v, want %v", tc.name, got, tc.want)
+		}
 	}
 }
 

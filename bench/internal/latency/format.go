@@ -11,6 +11,7 @@ import (
 	"github.com/switchyard-mcp/switchyard/bench/internal/mdtable"
 	"github.com/switchyard-mcp/switchyard/bench/internal/report"
 	"github.com/switchyard-mcp/switchyard/bench/internal/stats"
+	"github.com/switchyard-mcp/switchyard/internal/hop"
 )
 
 // BenchLine returns the one-line machine-readable summary CI greps for:
@@ -21,13 +22,18 @@ import (
 // minus direct p50) and added_over_proxy_p50_us (gateway p50 minus proxy
 // p50) follow those keys (which never change).
 //
-// When per-hop stamps were collected, extra keys follow: hops_n (calls with every stamp), hops_<segment>_p50_us for each
+// When per-hop stamps were collected, extra keys follow: hops_n (calls with
+// every stamp), hops_routed_n (those of them that went through a router;
+// the others were sent on a route grant), hops_<segment>_p50_us for each
 // segment in path order (edge, bus1, router, bus2, worker_before,
 // upstream, worker_after, bus3, edge_after, outside) and hops_sum_p50_us,
-// the sum of those medians. That sum approximates, but does not equal, the
-// median of the per-call sums (the gateway's p50 over the same calls): a
-// median is not additive, since the calls slow in one segment are not the
-// ones slow in another.
+// the sum of the medians. hops_router_p50_us and hops_bus2_p50_us are
+// medians over the routed calls only, 0 when no call was routed (read
+// them with hops_routed_n). The sum leaves those two out unless every call
+// was routed (see [hops.Summary]); it approximates, but does not equal,
+// the median of the per-call sums (the gateway's p50 over the same
+// calls): a median is not additive, since the calls slow in one segment
+// are not the ones slow in another.
 //
 // When the idle RSS of the gateway's processes was read (a cluster the
 // driver started), idle_rss_max_kib, the largest VmRSS, comes last, then
@@ -49,7 +55,7 @@ func (r *Result) BenchLine() string {
 	if h := r.Hops; h != nil && h.Complete > 0 {
 		var b strings.Builder
 		b.WriteString(line)
-		fmt.Fprintf(&b, " hops_n=%d", h.Complete)
+		fmt.Fprintf(&b, " hops_n=%d hops_routed_n=%d", h.Complete, h.Routed)
 		for _, sg := range h.Segments {
 			fmt.Fprintf(&b, " hops_%s_p50_us=%s", sg.Key, us(sg.P50))
 		}
@@ -88,11 +94,22 @@ func (r *Result) WriteText(w io.Writer) error {
 		if h.Complete == 0 {
 			fmt.Fprintf(&b, "  hops: none of %d gateway calls returned complete stamps (does the gateway support %s?)\n", h.Calls, hops.MetaKey)
 		} else {
-			fmt.Fprintf(&b, "  hops: medians over the %d gateway calls with every stamp (%d without)\n", h.Complete, h.Missing)
+			fmt.Fprintf(&b, "  hops: medians over the %d gateway calls with every stamp (%d without): %s\n", h.Complete, h.Missing, routedText(h))
 			for _, sg := range h.Segments {
-				fmt.Fprintf(&b, "    %-34s %9s µs\n", sg.Name, us1(sg.P50))
+				switch {
+				case sg.RoutedOnly && sg.N == 0:
+					fmt.Fprintf(&b, "    %-34s %9s\n", sg.Name, noneRouted)
+				case sg.RoutedOnly && sg.N < h.Complete:
+					fmt.Fprintf(&b, "    %-34s %9s µs  (over the %d routed calls)\n", sg.Name, us1(sg.P50), sg.N)
+				default:
+					fmt.Fprintf(&b, "    %-34s %9s µs\n", sg.Name, us1(sg.P50))
+				}
 			}
-			fmt.Fprintf(&b, "    %-34s %9s µs  (median of the sums, i.e. gateway p50 of those calls: %s µs)\n", "sum of the medians", us1(h.SumP50), us1(h.ObservedP50))
+			left := ""
+			if h.SumLeavesOutRouter() {
+				left = "without router and bus 2; "
+			}
+			fmt.Fprintf(&b, "    %-34s %9s µs  (%smedian of the sums, i.e. gateway p50 of those calls: %s µs)\n", "sum of the medians", us1(h.SumP50), left, us1(h.ObservedP50))
 			fmt.Fprintf(&b, "    %-34s %9s µs\n", "direct call (for comparison)", us1(r.Direct.Summary.P50))
 		}
 	}
@@ -173,25 +190,58 @@ func (r *Result) hopsMarkdown() string {
 		return b.String()
 	}
 	fmt.Fprintf(&b, "Every gateway call asked for per-hop stamps (`_meta: {%q: true}`). Medians over the %d measured calls that returned every stamp (%d did not and are left out of every segment). "+
+		"Of those, %s. "+
+		"A call on a route grant goes from the edge straight to a worker (docs/architecture.md, Calls step 2): it has no router stamps, its bus 1 ends at the worker, and it is left out of the router and bus 2 rows, which are over the routed calls only. "+
 		"\"Outside the stamps\" is the client-observed latency minus edge_out − edge_in: the client, HTTP and the go-sdk server's work at the edge. "+
 		"The stamps come from different processes' wall clocks (one machine). "+
-		"The sum of the medians approximates, but does not equal, the median of the per-call sums (a median is not additive).\n\n", hops.MetaKey, h.Complete, h.Missing)
+		"The sum of the medians approximates, but does not equal, the median of the per-call sums (a median is not additive)%s.\n\n",
+		hops.MetaKey, h.Complete, h.Missing, routedText(h), sumNote(h))
 	t := mdtable.Table{
-		Header: []string{"segment", "from → to", "p50 µs", "p90 µs", "p99 µs"},
-		Right:  []bool{false, false, true, true, true},
+		Header: []string{"segment", "from → to", "calls", "p50 µs", "p90 µs", "p99 µs"},
+		Right:  []bool{false, false, true, true, true, true},
 	}
 	for _, sg := range h.Segments {
 		span := sg.From + " → " + sg.To
-		if sg.Key == hops.OutsideKey {
+		switch {
+		case sg.Key == hops.OutsideKey:
 			span = "observed − (edge_out − edge_in)"
+		case sg.To == hop.RouterIn && h.Granted > 0:
+			span += ", or worker_in on a grant" // bus 1: see hops.Split
 		}
-		t.AddRow(sg.Name, span, us1(sg.P50), us1(sg.P90), us1(sg.P99))
+		if sg.RoutedOnly && sg.N == 0 {
+			t.AddRow(sg.Name, span, "0", noneRouted)
+			continue
+		}
+		t.AddRow(sg.Name, span, strconv.Itoa(sg.N), us1(sg.P50), us1(sg.P90), us1(sg.P99))
 	}
-	t.AddRow("sum of the medians", "", us1(h.SumP50))
-	t.AddRow("median of the sums", "gateway p50 of these calls", us1(h.ObservedP50))
-	t.AddRow("direct call", "the upstream without the gateway", us1(r.Direct.Summary.P50), us1(r.Direct.Summary.P90), us1(r.Direct.Summary.P99))
+	span := ""
+	if h.SumLeavesOutRouter() {
+		span = "without router and bus 2"
+	}
+	t.AddRow("sum of the medians", span, strconv.Itoa(h.Complete), us1(h.SumP50))
+	t.AddRow("median of the sums", "gateway p50 of these calls", strconv.Itoa(h.Complete), us1(h.ObservedP50))
+	t.AddRow("direct call", "the upstream without the gateway", strconv.Itoa(r.Direct.Summary.N), us1(r.Direct.Summary.P50), us1(r.Direct.Summary.P90), us1(r.Direct.Summary.P99))
 	b.WriteString(t.String())
 	return b.String()
+}
+
+// noneRouted stands for the router and bus 2 medians when every call was
+// sent on a route grant: a 0.0 there would read as a free router.
+const noneRouted = "n/a (no call routed)"
+
+// routedText says how the complete calls of h went: "3 through a router,
+// 1987 on a route grant".
+func routedText(h *hops.Summary) string {
+	return fmt.Sprintf("%d through a router, %d on a route grant", h.Routed, h.Granted)
+}
+
+// sumNote explains, when it does, why the sum of the medians leaves the
+// router and bus 2 out.
+func sumNote(h *hops.Summary) string {
+	if !h.SumLeavesOutRouter() {
+		return ""
+	}
+	return "; it leaves out the router and bus 2, which the calls on a route grant do not pass, so that it adds up segments every call has"
 }
 
 // us1 formats d in microseconds with one decimal.

@@ -390,7 +390,10 @@ func readAll(pids []int) (time.Duration, bool) {
 // calls per side (the proxy's too, when it ran), every side on the same
 // protocol version, and (when maxAddedP50 > 0) an added p50 (gateway
 // minus direct; the proxy plays no part in it) of at most maxAddedP50.
-// Otherwise it returns every failure, joined.
+// The added p50 is compared in whole microseconds, truncated as
+// [Result.BenchLine] prints it ([Result.AddedP50Micros]), so that the
+// verdict agrees with the printed number. Otherwise it returns every
+// failure, joined.
 func (r *Result) Check(maxAddedP50 time.Duration) error {
 	var errs []error
 	for _, s := range r.namedSides() {
@@ -404,11 +407,16 @@ func (r *Result) Check(maxAddedP50 time.Duration) error {
 	if r.Proxy != nil && r.Proxy.Protocol != r.Direct.Protocol {
 		errs = append(errs, fmt.Errorf("sides negotiated different protocols: direct %q, proxy %q", r.Direct.Protocol, r.Proxy.Protocol))
 	}
-	if maxAddedP50 > 0 && r.AddedP50 > maxAddedP50 {
-		errs = append(errs, fmt.Errorf("added p50 %v exceeds the limit %v", r.AddedP50.Round(time.Microsecond), maxAddedP50))
+	if maxAddedP50 > 0 && time.Duration(r.AddedP50Micros())*time.Microsecond > maxAddedP50 {
+		errs = append(errs, fmt.Errorf("added p50 %dµs exceeds the limit %v", r.AddedP50Micros(), maxAddedP50))
 	}
 	return errors.Join(errs...)
 }
+
+// AddedP50Micros returns the added p50 in whole microseconds, truncated
+// toward zero: the added_p50_us of [Result.BenchLine], which the gate's
+// messages print too.
+func (r *Result) AddedP50Micros() int64 { return r.AddedP50.Microseconds() }
 
 // namedSide is a side of a result with its name.
 type namedSide struct {

@@ -84,7 +84,18 @@ func TestLatencyCheck(t *testing.T) {
 	}{
 		{name: "pass", max: 5 * time.Millisecond},
 		{name: "limit disabled", edit: func(r *latency.Result) { r.AddedP50 = time.Hour }},
-		{name: "added p50 too high", max: 100 * us, wantErr: []string{"added p50"}},
+		{name: "added p50 too high", max: 100 * us, wantErr: []string{"added p50 157µs exceeds the limit 100µs"}},
+		{
+			// 1046.6µs is printed as 1046 µs (BENCH_RESULT's added_p50_us):
+			// the gate compares that number, so it passes a 1046µs limit
+			// and the message never reads "1047µs exceeds the limit".
+			name: "compared in the printed whole µs", max: 1046 * us,
+			edit: func(r *latency.Result) { r.AddedP50 = 1046*us + 600 },
+		},
+		{
+			name: "over the limit by a whole µs", max: 1045 * us, wantErr: []string{"added p50 1046µs exceeds the limit 1.045ms"},
+			edit: func(r *latency.Result) { r.AddedP50 = 1046*us + 600 },
+		},
 		{name: "errors at 1% pass", edit: func(r *latency.Result) { r.Gateway.Errors = 20 }},
 		{name: "errors above 1%", edit: func(r *latency.Result) { r.Direct.Errors = 21 }, wantErr: []string{"direct: 21 of 2000"}},
 		{name: "protocol mismatch", edit: func(r *latency.Result) { r.Direct.Protocol = session.Protocol2026 }, wantErr: []string{"different protocols"}},
@@ -245,17 +256,32 @@ func TestLatencyRunCountsErrors(t *testing.T) {
 	}
 }
 
-// withHops adds a per-hop summary to r: every segment 10µs + its index,
-// outside 100µs.
-func withHops(r *latency.Result) *latency.Result {
-	h := &hops.Summary{Calls: 2000, Complete: 1990, Missing: 10}
+// withHops adds a per-hop summary to r, every call through a router:
+// every segment 10µs + its index, outside 100µs.
+func withHops(r *latency.Result) *latency.Result { return withRouted(r, 1990) }
+
+// withRouted adds a per-hop summary to r like withHops, of which only
+// routed of the 1990 complete calls went through a router (the others on a
+// route grant), as hops.Collector summarizes them: the router and bus 2
+// over the routed calls alone (zero when none was), and out of the sum
+// unless every call was routed.
+func withRouted(r *latency.Result, routed int) *latency.Result {
+	h := &hops.Summary{Calls: 2000, Complete: 1990, Missing: 10, Routed: routed, Granted: 1990 - routed}
 	for i, sg := range hops.Segments {
-		p := time.Duration(10+i) * us
+		p, n := time.Duration(10+i)*us, h.Complete
 		if sg.Key == hops.OutsideKey {
 			p = 100 * us
 		}
-		h.Segments = append(h.Segments, hops.SegmentResult{Segment: sg, P50: p, P90: 2 * p, P99: 3 * p})
-		h.SumP50 += p
+		if sg.RoutedOnly {
+			n = routed
+			if n == 0 {
+				p = 0
+			}
+		}
+		h.Segments = append(h.Segments, hops.SegmentResult{Segment: sg, N: n, P50: p, P90: 2 * p, P99: 3 * p})
+		if n == h.Complete {
+			h.SumP50 += p
+		}
 	}
 	h.ObservedP50 = 300 * us
 	r.Hops = h
@@ -265,7 +291,7 @@ func withHops(r *latency.Result) *latency.Result {
 func TestLatencyBenchLineHops(t *testing.T) {
 	base := sample().BenchLine()
 	got := withHops(sample()).BenchLine()
-	want := base + " hops_n=1990 hops_edge_p50_us=10 hops_bus1_p50_us=11 hops_router_p50_us=12 hops_bus2_p50_us=13" +
+	want := base + " hops_n=1990 hops_routed_n=1990 hops_edge_p50_us=10 hops_bus1_p50_us=11 hops_router_p50_us=12 hops_bus2_p50_us=13" +
 		" hops_worker_before_p50_us=14 hops_upstream_p50_us=15 hops_worker_after_p50_us=16 hops_bus3_p50_us=17" +
 		" hops_edge_after_p50_us=18 hops_outside_p50_us=100 hops_sum_p50_us=226"
 	if got != want {
@@ -283,12 +309,13 @@ func TestLatencyMarkdownHops(t *testing.T) {
 	md := r.Markdown()
 	for _, want := range []string{
 		"### Per-hop attribution (gateway side)",
-		"| edge                             | edge_in → edge_pub               |   10.0 |   20.0 |   30.0 |",
-		"| outside the stamps               | observed − (edge_out − edge_in)  |  100.0 |  200.0 |  300.0 |",
-		"| sum of the medians               |                                  |  226.0 |        |        |",
-		"| median of the sums               | gateway p50 of these calls       |  300.0 |        |        |",
-		"| direct call                      | the upstream without the gateway |  144.0 |  180.0 |  410.0 |",
-		"1990 measured calls", "(10 did not",
+		"| edge                             | edge_in → edge_pub               |  1990 |   10.0 |   20.0 |   30.0 |",
+		"| router                           | router_in → router_out           |  1990 |   12.0 |   24.0 |   36.0 |",
+		"| outside the stamps               | observed − (edge_out − edge_in)  |  1990 |  100.0 |  200.0 |  300.0 |",
+		"| sum of the medians               |                                  |  1990 |  226.0 |        |        |",
+		"| median of the sums               | gateway p50 of these calls       |  1990 |  300.0 |        |        |",
+		"| direct call                      | the upstream without the gateway |  2000 |  144.0 |  180.0 |  410.0 |",
+		"1990 measured calls", "(10 did not", "Of those, 1990 through a router, 0 on a route grant.",
 	} {
 		if !strings.Contains(md, want) {
 			t.Errorf("Markdown lacks %q:\n%s", want, md)
@@ -298,10 +325,90 @@ func TestLatencyMarkdownHops(t *testing.T) {
 	if err := r.WriteText(&text); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"hops: medians over the 1990 gateway calls", "upstream (incl. worker's client)", "226.0 µs", "direct call (for comparison)"} {
+	for _, want := range []string{
+		"hops: medians over the 1990 gateway calls with every stamp (10 without): 1990 through a router, 0 on a route grant\n",
+		"    router                                  12.0 µs\n",
+		"upstream (incl. worker's client)", "226.0 µs  (median of the sums", "direct call (for comparison)",
+	} {
 		if !strings.Contains(text.String(), want) {
 			t.Errorf("text lacks %q:\n%s", want, text.String())
 		}
+	}
+}
+
+// TestLatencyHopsRouteGrants covers the per-hop report when calls went on
+// route grants: a granted call has no router stamps, and a router median
+// of 0.0 µs read as if the router were free.
+func TestLatencyHopsRouteGrants(t *testing.T) {
+	for _, tc := range []struct {
+		name                     string
+		routed                   int
+		benchKeys                string // hops_n up to bus 2
+		text, markdown, notInAny []string
+	}{
+		{
+			name: "no call routed", routed: 0,
+			benchKeys: " hops_n=1990 hops_routed_n=0 hops_edge_p50_us=10 hops_bus1_p50_us=11 hops_router_p50_us=0 hops_bus2_p50_us=0 ",
+			text: []string{
+				"(10 without): 0 through a router, 1990 on a route grant\n",
+				"    router                             n/a (no call routed)\n",
+				"    bus 2 (router→worker)              n/a (no call routed)\n",
+				"    sum of the medians                     201.0 µs  (without router and bus 2; median of the sums",
+			},
+			markdown: []string{
+				"Of those, 0 through a router, 1990 on a route grant.",
+				"| router                           | router_in → router_out                        |     0 | n/a (no call routed) |        |        |",
+				"| bus 2 (router→worker)            | router_out → worker_in                        |     0 | n/a (no call routed) |        |        |",
+				"| sum of the medians               | without router and bus 2                      |  1990 |                201.0 |        |        |",
+				"it leaves out the router and bus 2",
+			},
+			notInAny: []string{"router                                   0.0", "|                  0.0 |"},
+		},
+		{
+			name: "some calls routed", routed: 3,
+			benchKeys: " hops_n=1990 hops_routed_n=3 hops_edge_p50_us=10 hops_bus1_p50_us=11 hops_router_p50_us=12 hops_bus2_p50_us=13 ",
+			text: []string{
+				"(10 without): 3 through a router, 1987 on a route grant\n",
+				"    router                                  12.0 µs  (over the 3 routed calls)\n",
+				"    bus 2 (router→worker)                   13.0 µs  (over the 3 routed calls)\n",
+				"    sum of the medians                     201.0 µs  (without router and bus 2; median of the sums",
+			},
+			markdown: []string{
+				"Of those, 3 through a router, 1987 on a route grant.",
+				"| bus 1 (edge→router/worker)       | edge_pub → router_in, or worker_in on a grant |  1990 |   11.0 |   22.0 |   33.0 |",
+				"| router                           | router_in → router_out                        |     3 |   12.0 |   24.0 |   36.0 |",
+				"| sum of the medians               | without router and bus 2                      |  1990 |  201.0 |        |        |",
+			},
+			notInAny: []string{"n/a"},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := withRouted(sample(), tc.routed)
+			line := r.BenchLine()
+			if !strings.Contains(line, tc.benchKeys) || !strings.HasSuffix(line, " hops_sum_p50_us=201") {
+				t.Errorf("BenchLine() =\n%s\nwant it to contain\n%s\nand end in hops_sum_p50_us=201", line, tc.benchKeys)
+			}
+			var text bytes.Buffer
+			if err := r.WriteText(&text); err != nil {
+				t.Fatal(err)
+			}
+			md := r.Markdown()
+			for _, want := range tc.text {
+				if !strings.Contains(text.String(), want) {
+					t.Errorf("text lacks %q:\n%s", want, text.String())
+				}
+			}
+			for _, want := range tc.markdown {
+				if !strings.Contains(md, want) {
+					t.Errorf("Markdown lacks %q:\n%s", want, md)
+				}
+			}
+			for _, bad := range tc.notInAny {
+				if strings.Contains(text.String(), bad) || strings.Contains(md, bad) {
+					t.Errorf("output has %q:\n%s\n%s", bad, text.String(), md)
+				}
+			}
+		})
 	}
 }
 
@@ -355,6 +462,9 @@ func TestLatencyRunHopsAndEdges(t *testing.T) {
 	h := r.Hops
 	if h == nil || h.Calls != 30 || h.Complete+h.Missing != 30 || h.Missing < 9 || h.Missing > 11 {
 		t.Fatalf("hops = %+v, want 30 calls, about a third missing", h)
+	}
+	if h.Routed != h.Complete || h.Granted != 0 {
+		t.Errorf("routed %d, granted %d of %d complete calls with router stamps", h.Routed, h.Granted, h.Complete)
 	}
 	if p, ok := h.P50("bus1"); !ok || p != time.Microsecond {
 		t.Errorf("bus 1 p50 = %v, %v; want 1µs", p, ok)

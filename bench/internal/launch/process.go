@@ -69,8 +69,14 @@ func startLogged(name string, cmd *exec.Cmd, w *lineWatcher, logPath string) (*P
 	return p, nil
 }
 
-// PID returns the process id.
-func (p *Process) PID() int { return p.cmd.Process.Pid }
+// PID returns the process id; 0 for a Process that was not started (a
+// zero Process, as in a [Stack] built by hand to describe one).
+func (p *Process) PID() int {
+	if p.cmd == nil || p.cmd.Process == nil {
+		return 0
+	}
+	return p.cmd.Process.Pid
+}
 
 // Exited is closed when the process has exited.
 func (p *Process) Exited() <-chan struct{} { return p.done }
