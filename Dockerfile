@@ -4,7 +4,9 @@
 # Only the build stage needs a base image (golang:1.26, pulled at build
 # time). The final image is FROM scratch: nothing is pulled when it runs, and
 # it holds no shell, no package manager and no curl; health checks use
-# `/switchyard probe URL` instead.
+# `/switchyard probe URL` or `/bench probe -url URL` instead. Both binaries
+# are static (CGO_ENABLED=0 below): scratch has no libc.
+# switchyard/internal/composecheck checks both facts.
 #
 #   docker build -t switchyard:local .
 #   docker compose up --build            # see compose.yaml

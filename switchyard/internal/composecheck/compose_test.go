@@ -2,6 +2,7 @@ package composecheck
 
 import (
 	"flag"
+	"fmt"
 	"io"
 	"maps"
 	"net"
@@ -257,6 +258,50 @@ func TestComposeEdge(t *testing.T) {
 	}
 }
 
+// probeCommand checks a health check test is one of the image's probes,
+// run without a shell (the image is scratch), and returns the URL it probes:
+// [CMD /switchyard probe URL] (up on a 2xx) or [CMD /bench probe -url URL]
+// (up on any HTTP answer below 500, or a NATS server's INFO greeting).
+func probeCommand(hc *types.HealthCheckConfig) (string, error) {
+	if hc == nil || hc.Disable {
+		return "", fmt.Errorf("no health check")
+	}
+	test := []string(hc.Test)
+	switch {
+	case len(test) == 4 && slices.Equal(test[:3], []string{"CMD", "/switchyard", "probe"}):
+		return test[3], nil
+	case len(test) == 5 && slices.Equal(test[:4], []string{"CMD", "/bench", "probe", "-url"}):
+		return test[4], nil
+	}
+	return "", fmt.Errorf("health check test %q, want [CMD /switchyard probe URL] or [CMD /bench probe -url URL] (no shell in a scratch image)", test)
+}
+
+// TestComposeHealthChecks requires a health check on every long-running
+// service (all but the one-shot bench run), run as one of the image's
+// probes, and a service_healthy condition on every dependency on nats or
+// the fixture, whose health checks say when they accept clients.
+func TestComposeHealthChecks(t *testing.T) {
+	p := project(t, benchProfile)
+	for _, name := range services {
+		s := service(t, p, name)
+		if _, err := probeCommand(s.HealthCheck); err != nil {
+			t.Errorf("%s: %v", name, err)
+			continue
+		}
+		hc := s.HealthCheck
+		if hc.Interval == nil || hc.Timeout == nil || hc.Retries == nil {
+			t.Errorf("%s: health check interval %v, timeout %v, retries %v: set each", name, hc.Interval, hc.Timeout, hc.Retries)
+		}
+	}
+	for _, name := range allServices {
+		for dep, d := range service(t, p, name).DependsOn {
+			if (dep == "nats" || dep == "fixture") && d.Condition != types.ServiceConditionHealthy {
+				t.Errorf("%s: depends_on %s: condition %q, want %s", name, dep, d.Condition, types.ServiceConditionHealthy)
+			}
+		}
+	}
+}
+
 func TestComposeUpstreamWorkerScales(t *testing.T) {
 	s := service(t, project(t), "upstream-worker")
 	if s.ContainerName != "" {
@@ -294,13 +339,29 @@ func TestComposeNATSAndFixture(t *testing.T) {
 	if store == "" || !persisted {
 		t.Errorf("nats: --store %q, volumes %+v: want the store on a named volume", store, nats.Volumes)
 	}
+	// NATS has no HTTP monitor here: the check is the protocol greeting,
+	// from inside the container, on the port it listens on.
+	if raw, err := probeCommand(nats.HealthCheck); err != nil {
+		t.Errorf("nats: %v", err)
+	} else if hu, err := url.Parse(raw); err != nil || hu.Scheme != "nats" || hu.Hostname() != "127.0.0.1" || hu.Port() != u.Port() || nats.HealthCheck.Test[1] != "/bench" {
+		t.Errorf("nats: health check %q, want [CMD /bench probe -url nats://127.0.0.1:%s]", nats.HealthCheck.Test, u.Port())
+	}
 
 	fixture := service(t, p, "fixture")
 	if !slices.Equal(fixture.Command[:2], []string{"/bench", "fixture"}) {
 		t.Errorf("fixture: command %q, want /bench fixture ...", fixture.Command)
 	}
-	if flagValue(fixture.Command, "-http") == "" {
-		t.Errorf("fixture: command %q, want -http ADDR", fixture.Command)
+	_, port, err := net.SplitHostPort(flagValue(fixture.Command, "-http"))
+	if err != nil {
+		t.Fatalf("fixture: command %q, want -http ADDR: %v", fixture.Command, err)
+	}
+	// A bare GET on a streamable HTTP MCP endpoint is a 4xx: `/switchyard
+	// probe` (2xx only) would keep the fixture unhealthy; `/bench probe`
+	// takes any answer below 500.
+	if raw, err := probeCommand(fixture.HealthCheck); err != nil {
+		t.Errorf("fixture: %v", err)
+	} else if hu, err := url.Parse(raw); err != nil || hu.Scheme != "http" || hu.Hostname() != "127.0.0.1" || hu.Port() != port || hu.Path != "/mcp" || fixture.HealthCheck.Test[1] != "/bench" {
+		t.Errorf("fixture: health check %q, want [CMD /bench probe -url http://127.0.0.1:%s/mcp]", fixture.HealthCheck.Test, port)
 	}
 }
 
@@ -371,7 +432,7 @@ func TestComposeBench(t *testing.T) {
 		t.Errorf("-out %q, volumes %+v: want the results directory on a volume or bind mount", out, s.Volumes)
 	}
 
-	for dep, want := range map[string]string{"edge": types.ServiceConditionHealthy, "fixture": types.ServiceConditionStarted} {
+	for dep, want := range map[string]string{"edge": types.ServiceConditionHealthy, "fixture": types.ServiceConditionHealthy} {
 		if d, ok := s.DependsOn[dep]; !ok || d.Condition != want {
 			t.Errorf("depends_on %s: %+v, want condition %s", dep, d, want)
 		}
