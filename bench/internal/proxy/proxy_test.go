@@ -181,11 +181,13 @@ func TestProxyReusesUpstreamConns(t *testing.T) {
 			// At most one call per session is in flight, so the calls need
 			// about one new connection per session. A connection is lost
 			// now and then when a client closes its side as the last bytes
-			// of a stream pass; allow one per ten calls for that. A proxy
-			// that dials per call (or keeps only Go's default of 2 idle
-			// connections) needs about one per call.
+			// of a stream pass, more often on a loaded machine (15 in 100
+			// sequential calls seen under a parallel test run); allow one
+			// per four calls for that. A proxy that dials per call (or
+			// keeps only Go's default of 2 idle connections) needs about
+			// one per call.
 			total := tc.sessions * tc.calls
-			if got, limit := up.conns.Load()-before, int64(tc.sessions+total/10); got > limit {
+			if got, limit := up.conns.Load()-before, int64(tc.sessions+total/4); got > limit {
 				t.Errorf("upstream accepted %d new connections for %d sessions × %d calls, want at most %d", got, tc.sessions, tc.calls, limit)
 			}
 			t.Logf("%d new upstream connections for %d sessions × %d calls (%d during setup)", up.conns.Load()-before, tc.sessions, tc.calls, before)
