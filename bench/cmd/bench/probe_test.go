@@ -108,15 +108,20 @@ func TestProbeHTTP(t *testing.T) {
 		{"nothing listening", "http://" + closedAddr(t) + "/mcp", false},
 		{"a NATS server, not HTTP", "http://" + greeter(t, "INFO {\"server_id\":\"x\"}\r\n") + "/mcp", false},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			err := probeURL(t, tc.url)
-			if tc.up && err != nil {
-				t.Errorf("probe: %v, want up", err)
-			}
-			if !tc.up && err == nil {
-				t.Error("probe: up, want an error")
-			}
-		})
+		t.Run(tc.name, func(t *testing.T) { checkProbe(t, tc.url, tc.up) })
+	}
+}
+
+// checkProbe probes url and fails unless the answer is up (or, with up
+// false, an error).
+func checkProbe(t *testing.T, url string, up bool) {
+	t.Helper()
+	err := probeURL(t, url)
+	if up && err != nil {
+		t.Errorf("probe: %v, want up", err)
+	}
+	if !up && err == nil {
+		t.Error("probe: up, want an error")
 	}
 }
 
@@ -131,15 +136,7 @@ func TestProbeNATS(t *testing.T) {
 		{"closes without a word", "nats://" + greeter(t, ""), false},
 		{"nothing listening", "nats://" + closedAddr(t), false},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			err := probeURL(t, tc.url)
-			if tc.up && err != nil {
-				t.Errorf("probe: %v, want up", err)
-			}
-			if !tc.up && err == nil {
-				t.Error("probe: up, want an error")
-			}
-		})
+		t.Run(tc.name, func(t *testing.T) { checkProbe(t, tc.url, tc.up) })
 	}
 }
 
