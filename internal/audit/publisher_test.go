@@ -253,8 +253,18 @@ func TestAuditPublisherConfig(t *testing.T) {
 		t.Fatal(err)
 	}
 	sc.AsyncWrites = true
-	if _, err := EnsureStream(t.Context(), js, sc); err != nil {
-		t.Fatal(err)
+	// The server may still be removing the deleted stream's files: creating
+	// it again right away can fail with "error creating store for stream"
+	// (seen once in CI), so the creation is retried for a while.
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		_, err := EnsureStream(t.Context(), js, sc)
+		if err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal(err)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 	sc.AsyncWrites, sc.MaxMsgs = false, 3000
 	if s, err = EnsureStream(t.Context(), js, sc); err != nil {
