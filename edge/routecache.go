@@ -72,14 +72,6 @@ func (c *routeCache) get(key routeKey, now time.Time) (*routeGrant, uint64) {
 	return g, c.gen
 }
 
-// generation is the drop count: read it before sending a call whose
-// placement note may bring a grant, and give it to put.
-func (c *routeCache) generation() uint64 {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.gen
-}
-
 // put decodes and stores the grant data for key, unless every grant was
 // dropped since gen was read (the grant may predate the change) or the
 // grant is unusable. It reports whether it stored one.
