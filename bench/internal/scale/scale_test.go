@@ -70,7 +70,8 @@ func fakeLauncher(t *testing.T, launched *[]int) scale.Launcher {
 func TestScaleRun(t *testing.T) {
 	var launched []int
 	r, err := scale.Run(t.Context(), scale.Config{
-		Workers: []int{1, 2}, Conns: 4, Warmup: 20 * time.Millisecond, Duration: 150 * time.Millisecond,
+		// Each point must complete calls, on a loaded machine too.
+		Workers: []int{1, 2}, Conns: 4, Warmup: 20 * time.Millisecond, Duration: time.Second,
 		Tool: "echo", Args: json.RawMessage(`{"text":"hi"}`), TagKey: fixture.MetaTag,
 		Protocol: session.Protocol2025, Target: 1.5, TargetWorkers: 2, Edges: 1, Routers: 1, Upstream: "test fixture",
 		Launch: fakeLauncher(t, &launched),

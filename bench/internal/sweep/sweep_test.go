@@ -98,9 +98,12 @@ func TestSweepRunEndToEnd(t *testing.T) {
 			return sweep.Env{Direct: sweep.Endpoint{URL: u}, Gateway: sweep.Endpoint{URL: u}},
 				func() error { stopped++; return nil }, nil
 		},
-		Conns:    []int{1, 3},
-		Warmup:   50 * time.Millisecond,
-		Duration: 200 * time.Millisecond,
+		Conns:  []int{1, 3},
+		Warmup: 50 * time.Millisecond,
+		// Every stage must complete a request in its window: 200 ms left
+		// a tools/list stage empty once on a machine running two test
+		// suites at once.
+		Duration: time.Second,
 		Rounds:   1,
 		Args:     json.RawMessage(`{"text":"hi"}`),
 		Protocol: session.Protocol2025,
@@ -264,7 +267,8 @@ func TestSweepStageEdgesAndTags(t *testing.T) {
 	b := serveFixture(t, fixture.Options{Tag: "b"})
 	st := sweep.Stage{
 		Method: sweep.MethodCall, Side: sweep.SideGateway, Conns: 3, URLs: []string{a, b}, Tool: "echo",
-		TagKey: fixture.MetaTag, Protocol: session.Protocol2025, Duration: 150 * time.Millisecond,
+		// Long enough for calls on both edges on a loaded machine.
+		TagKey: fixture.MetaTag, Protocol: session.Protocol2025, Duration: time.Second,
 	}
 	if st.ConnURL(0) != a || st.ConnURL(1) != b || st.ConnURL(2) != a {
 		t.Errorf("ConnURL spreads as %s %s %s", st.ConnURL(0), st.ConnURL(1), st.ConnURL(2))
@@ -345,7 +349,8 @@ func TestSweepRunRounds(t *testing.T) {
 			Procs:   sweep.Procs{Gateway: []int{os.Getpid()}, Upstreams: []int{os.Getpid()}},
 		},
 		Methods: []string{sweep.MethodCall}, Conns: []int{conns},
-		Warmup: 20 * time.Millisecond, Duration: rounds * 100 * time.Millisecond, Rounds: rounds,
+		// Each slice must complete calls, on a loaded machine too.
+		Warmup: 20 * time.Millisecond, Duration: rounds * 500 * time.Millisecond, Rounds: rounds,
 		Protocol: session.Protocol2025, Mode: "test",
 	})
 	if err != nil {
