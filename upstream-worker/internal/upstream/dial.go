@@ -222,6 +222,9 @@ type abortRT struct {
 }
 
 func (a *abortRT) RoundTrip(r *http.Request) (*http.Response, error) {
+	if b, ok := r.Context().(*lifeBound); ok && b.rt == a {
+		return a.base.RoundTrip(r)
+	}
 	if a.life.Err() != nil && r.Method == http.MethodGet {
 		return endedGET(r), nil
 	}
@@ -238,6 +241,28 @@ func (a *abortRT) RoundTrip(r *http.Request) (*http.Response, error) {
 	}
 	resp.Body = &endBody{ReadCloser: resp.Body, end: func() { stop(); cancel() }}
 	return resp, nil
+}
+
+// lifeBound is a request context that its maker already ends with the
+// session's lifetime (rawCall's POST): abortRT passes its request through
+// without a context and a request copy of its own (2% of the gateway's CPU
+// per call at 64 connections, in a profile).
+type lifeBound struct {
+	context.Context
+	rt *abortRT
+}
+
+// bindLife returns a context derived from ctx, cancelled also when the
+// session lifetime of hc's abortRT ends, and the function that cancels and
+// releases it. Without an abortRT it is context.WithCancel(ctx).
+func bindLife(ctx context.Context, hc *http.Client) (context.Context, func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	a, ok := hc.Transport.(*abortRT)
+	if !ok {
+		return ctx, cancel
+	}
+	stop := context.AfterFunc(a.life, cancel)
+	return &lifeBound{Context: ctx, rt: a}, func() { stop(); cancel() }
 }
 
 // endedGET answers a GET of a session whose lifetime has ended: the

@@ -234,7 +234,8 @@ func (u *Upstream) rawCall(ctx context.Context, rc *rawConn, p *rawParams, st *c
 	// of an SSE response is drained in the background after the answer, and
 	// a request whose context is cancelled mid-body loses its connection
 	// (the next call would dial a new one). Closing the body ends it.
-	reqCtx, cancelReq := context.WithCancel(context.WithoutCancel(ctx))
+	// It also ends with the session (bindLife, as abortRT would).
+	reqCtx, cancelReq := bindLife(context.WithoutCancel(ctx), rc.hc)
 	defer context.AfterFunc(ctx, cancelReq)()
 	req, err := rc.newPost(reqCtx, body, p.hdr)
 	if err != nil {

@@ -943,3 +943,33 @@ func TestRawConnNewRequest(t *testing.T) {
 		})
 	}
 }
+
+// TestUpstreamRawSessionEnd: a raw call in flight on a dedicated session
+// fails at once when that session is closed (its client session ended):
+// the call's POST follows the session's lifetime, and the upstream sees
+// the request go.
+func TestUpstreamRawSessionEnd(t *testing.T) {
+	started, gone := make(chan struct{}, 1), make(chan struct{}, 1)
+	s := newTestServer(t, "sse", func(w http.ResponseWriter, r *http.Request, p *posted) bool {
+		if p.msg.Method != "tools/call" {
+			return false
+		}
+		started <- struct{}{}
+		<-r.Context().Done()
+		gone <- struct{}{}
+		return true
+	})
+	u := startUpstream(t, s.url(), false, nil)
+	errc := make(chan *proto.Error, 1)
+	go func() {
+		_, perr := u.Call(t.Context(), call("echo", "s1", `{}`))
+		errc <- perr
+	}()
+	recv(t, started, "the upstream to get the call")
+	u.SessionClosed("e1", "s1")
+	perr := recv(t, errc, "the call on the closed session")
+	if perr == nil || perr.Code != proto.CodeUpstreamUnavailable || !strings.Contains(perr.Error(), "context canceled") {
+		t.Fatalf("the call on the closed session: %v", perr)
+	}
+	recv(t, gone, "the upstream to see the POST go")
+}
