@@ -226,9 +226,9 @@ func (s *Service) deadline(req *proto.Request, u *upstream.Upstream) time.Time {
 }
 
 // dispatch admits the work (or answers Overloaded / Unavailable at once)
-// and runs it on its own goroutine, cancellable under key. Its time, from
-// admission to the answer, is recorded for upstream and method ("": not
-// recorded) and sent in the reply: every reply dispatch sends, a refusal
+// and runs it on a goroutine of s.runner, cancellable under key. Its time,
+// from admission to the answer, is recorded for upstream and method ("":
+// not recorded) and sent in the reply: every reply dispatch sends, a refusal
 // and a catalog refresh's included, carries Upstream up and ServiceNs
 // (see [proto.Reply]), so the edge learns who served a call and for how
 // long whatever the outcome.
@@ -243,7 +243,7 @@ func (s *Service) dispatch(m *nats.Msg, key callKey, ctx context.Context, cancel
 		return
 	}
 	e := s.track(key, cancel)
-	go func() {
+	s.runner.run(func() {
 		defer s.inflight.Done()
 		defer func() { <-s.sem }()
 		defer s.untrack(key, e)
@@ -263,7 +263,7 @@ func (s *Service) dispatch(m *nats.Msg, key callKey, ctx context.Context, cancel
 			s.met.Upstream(up, method, code, start)
 		}
 		s.respond(m, r)
-	}()
+	})
 }
 
 // admit takes an in-flight token.

@@ -139,6 +139,7 @@ type Service struct {
 	hbSubj string
 	wkSubj string
 	sem    chan struct{} // one token per in-flight call
+	runner *runner       // runs the admitted calls
 	hbKick chan struct{} // cap 1: publish a heartbeat now
 	closer *upstream.Closer
 	mgr    *manager
@@ -200,6 +201,7 @@ func New(cfg Config, nc *nats.Conn, log *slog.Logger) (*Service, error) {
 		hbSubj: hb,
 		wkSubj: wk,
 		sem:    make(chan struct{}, cfg.MaxInFlight),
+		runner: newRunner(min(cfg.MaxInFlight, runnerKeep)),
 		hbKick: make(chan struct{}, 1),
 		closer: upstream.NewCloser(),
 		calls:  map[callKey]*callEntry{},
@@ -289,6 +291,7 @@ func (s *Service) shutdown(stopActors context.CancelFunc) {
 	s.publishHeartbeat(true)
 	_ = s.nc.FlushTimeout(time.Second)
 	s.waitInFlight(deadline)
+	s.runner.stop()
 	stopActors()
 	s.mgr.wait()
 	ctx, cancel := context.WithDeadline(context.Background(), deadline)
