@@ -199,11 +199,11 @@ func (u *Upstream) transport(life context.Context, s *session) (mcp.Transport, *
 	return nil, nil, fmt.Errorf("unknown transport %q", sp.Transport)
 }
 
+// baseTransport is the upstream's HTTP transport: the configured client's
+// (or http.DefaultTransport), with its plain-HTTP POSTs sent by an
+// h1Transport where that sends the same bytes (newH1Transport).
 func (u *Upstream) baseTransport() http.RoundTripper {
-	if t := u.opts.HTTPClient.Transport; t != nil {
-		return t
-	}
-	return http.DefaultTransport
+	return u.base
 }
 
 // httpClient is a per-session client over rt, keeping the configured

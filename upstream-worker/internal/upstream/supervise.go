@@ -41,6 +41,9 @@ func (u *Upstream) Run(ctx context.Context) {
 	}
 	u.stop()
 	wg.Wait()
+	if t, ok := u.base.(*h1Transport); ok {
+		t.CloseIdleConnections() // later exchanges (a closing session's) close theirs
+	}
 }
 
 // serve catalogues a connected generation, reports it up (resetting the

@@ -133,6 +133,9 @@ type Upstream struct {
 	shared *mcp.ClientCapabilities
 	prober *mcp.Client // no handlers: its sessions open no streams
 	closer *Closer
+	// base is the HTTP transport under every session's chain
+	// (baseTransport); never changed after New.
+	base http.RoundTripper
 	// rawCalls: tools/call bypasses the SDK (streamable HTTP, see rawCall;
 	// stdio, see pipeCall).
 	// Tests clear it before Run to compare with the SDK path.
@@ -217,6 +220,13 @@ func New(o Options) *Upstream {
 		Capabilities:   &mcp.ClientCapabilities{},
 		MultiRoundTrip: &mcp.MultiRoundTripOptions{Disabled: true},
 	})
+	u.base = o.HTTPClient.Transport
+	if u.base == nil {
+		u.base = http.DefaultTransport
+	}
+	if u.isHTTP() {
+		u.base = newH1Transport(u.base, o.Spec.URL)
+	}
 	u.pool = u.newLazy(nil, nil)
 	u.origin = parseOrigin(o.Spec.URL)
 	u.snap.Store(&snapshot{err: "connecting"})

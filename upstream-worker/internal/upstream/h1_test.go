@@ -1,0 +1,318 @@
+package upstream
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// h1Server is a scripted HTTP/1.1 server on raw TCP: answer writes the
+// response to each request (it may also close the connection). It counts
+// connections and closed ones.
+type h1Server struct {
+	ln     net.Listener
+	conns  atomic.Int32
+	closed atomic.Int32 // connections the client closed (EOF seen)
+	bodies chan string  // request bodies, in order
+}
+
+func newH1Server(t *testing.T, answer func(c net.Conn, req *http.Request, n int)) *h1Server {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &h1Server{ln: ln, bodies: make(chan string, 100)}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			s.conns.Add(1)
+			go func() {
+				defer c.Close()
+				br := bufio.NewReader(c)
+				for n := 0; ; n++ {
+					req, err := http.ReadRequest(br)
+					if err != nil {
+						if errors.Is(err, io.EOF) {
+							s.closed.Add(1)
+						}
+						return
+					}
+					b, _ := io.ReadAll(req.Body)
+					s.bodies <- string(b)
+					answer(c, req, n)
+				}
+			}()
+		}
+	}()
+	return s
+}
+
+func (s *h1Server) url() string { return "http://" + s.ln.Addr().String() + "/mcp" }
+
+func newTestH1(t *testing.T, endpoint string, tune func(*http.Transport)) *h1Transport {
+	t.Helper()
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	if tune != nil {
+		tune(tr)
+	}
+	h, ok := newH1Transport(tr, endpoint).(*h1Transport)
+	if !ok {
+		t.Fatal("no h1Transport for a plain-HTTP upstream")
+	}
+	t.Cleanup(h.CloseIdleConnections)
+	return h
+}
+
+// post sends body and returns the response body read to its end.
+func post(ctx context.Context, rt http.RoundTripper, endpoint, body string) (*http.Response, string, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, endpoint, strings.NewReader(body))
+	if err != nil {
+		return nil, "", err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := rt.RoundTrip(req)
+	if err != nil {
+		return nil, "", err
+	}
+	b, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	return resp, string(b), err
+}
+
+const sseAnswer = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n" +
+	"1e\r\nevent: message\ndata: {\"a\":1}\n\n\r\n0\r\n\r\n"
+
+// TestH1TransportExchanges: each response shape is read whole, and the
+// connection is reused exactly when the response allows it.
+func TestH1TransportExchanges(t *testing.T) {
+	for _, tc := range []struct {
+		name, answer, want string
+		reuse              bool
+	}{
+		{"content-length", "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 7\r\n\r\n{\"a\":1}", `{"a":1}`, true},
+		{"chunked-sse", sseAnswer, "event: message\ndata: {\"a\":1}\n\n", true},
+		{"accepted-empty", "HTTP/1.1 202 Accepted\r\nContent-Length: 0\r\n\r\n", "", true},
+		{"early-hints-first", "HTTP/1.1 103 Early Hints\r\nLink: </x>\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok", "ok", true},
+		{"connection-close", "HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 2\r\n\r\nok", "ok", false},
+		{"http-1.0", "HTTP/1.0 200 OK\r\nContent-Length: 2\r\n\r\nok", "ok", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newH1Server(t, func(c net.Conn, _ *http.Request, _ int) { io.WriteString(c, tc.answer) })
+			h := newTestH1(t, s.url(), nil)
+			for i := range 3 {
+				_, got, err := post(t.Context(), h, s.url(), `{"i":1}`)
+				if err != nil || got != tc.want {
+					t.Fatalf("exchange %d: %q, %v; want %q", i, got, err, tc.want)
+				}
+				if b := <-s.bodies; b != `{"i":1}` {
+					t.Fatalf("the server read %q", b)
+				}
+			}
+			want := int32(3)
+			if tc.reuse {
+				want = 1
+			}
+			if n := s.conns.Load(); n != want {
+				t.Fatalf("3 exchanges on %d connections, want %d", n, want)
+			}
+		})
+	}
+}
+
+// TestH1TransportStaleIdle: a connection the server closed while it sat
+// idle is not used; the next POST goes out on a new one and succeeds.
+func TestH1TransportStaleIdle(t *testing.T) {
+	shut := make(chan struct{}, 3)
+	s := newH1Server(t, func(c net.Conn, _ *http.Request, _ int) {
+		io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+		c.Close() // no Connection: close: the client learns it from the socket
+		shut <- struct{}{}
+	})
+	h := newTestH1(t, s.url(), nil)
+	for i := range 3 {
+		if _, got, err := post(t.Context(), h, s.url(), "{}"); err != nil || got != "ok" {
+			t.Fatalf("exchange %d: %q, %v", i, got, err)
+		}
+		<-s.bodies
+		recv(t, shut, "the server to close")
+		time.Sleep(50 * time.Millisecond) // the FIN reaches the idle socket
+	}
+	if n := s.conns.Load(); n != 3 {
+		t.Fatalf("%d connections, want 3", n)
+	}
+}
+
+// TestH1TransportCancel: a request whose context ends while the response
+// is awaited fails with the context's error, and its connection is closed
+// rather than reused.
+func TestH1TransportCancel(t *testing.T) {
+	release := make(chan struct{})
+	var reqs atomic.Int32
+	s := newH1Server(t, func(c net.Conn, _ *http.Request, _ int) {
+		if reqs.Add(1) == 1 {
+			io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n")
+			<-release // the body never comes
+			return
+		}
+		io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+	})
+	defer close(release)
+	h := newTestH1(t, s.url(), nil)
+	ctx, cancel := context.WithCancel(t.Context())
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, s.url(), strings.NewReader("{}"))
+	resp, err := h.RoundTrip(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		<-s.bodies
+		cancel()
+	}()
+	if _, err := io.ReadAll(resp.Body); !errors.Is(err, context.Canceled) {
+		t.Fatalf("reading the cancelled response: %v", err)
+	}
+	resp.Body.Close()
+	if _, got, err := post(t.Context(), h, s.url(), "{}"); err != nil || got != "ok" {
+		t.Fatalf("the next exchange: %q, %v", got, err)
+	}
+	if n := s.conns.Load(); n != 2 {
+		t.Fatalf("%d connections, want 2 (the cancelled one closed)", n)
+	}
+	// A context already ended fails before any I/O.
+	if _, _, err := post(ctx, h, s.url(), "{}"); !errors.Is(err, context.Canceled) {
+		t.Fatalf("a request on an ended context: %v", err)
+	}
+}
+
+// TestH1TransportEarlyClose: a body closed before its end closes the
+// connection; the next exchange dials.
+func TestH1TransportEarlyClose(t *testing.T) {
+	s := newH1Server(t, func(c net.Conn, _ *http.Request, _ int) { io.WriteString(c, sseAnswer) })
+	h := newTestH1(t, s.url(), nil)
+	req, _ := http.NewRequest(http.MethodPost, s.url(), strings.NewReader("{}"))
+	resp, err := h.RoundTrip(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if _, got, err := post(t.Context(), h, s.url(), "{}"); err != nil || !strings.Contains(got, "data:") {
+		t.Fatalf("the next exchange: %q, %v", got, err)
+	}
+	if n := s.conns.Load(); n != 2 {
+		t.Fatalf("%d connections, want 2", n)
+	}
+}
+
+// TestH1TransportLimits: an endless response header fails the request
+// naming the limit; the server closing without an answer is an error.
+func TestH1TransportLimits(t *testing.T) {
+	s := newH1Server(t, func(c net.Conn, _ *http.Request, _ int) {
+		io.WriteString(c, "HTTP/1.1 200 OK\r\nX-Big: "+strings.Repeat("a", 64<<10)+"\r\n\r\n")
+	})
+	h := newTestH1(t, s.url(), func(tr *http.Transport) { tr.MaxResponseHeaderBytes = 16 << 10 })
+	if _, _, err := post(t.Context(), h, s.url(), "{}"); err == nil || !strings.Contains(err.Error(), "exceeded 16384 bytes") {
+		t.Fatalf("a 64 KiB header against a 16 KiB limit: %v", err)
+	}
+	gone := newH1Server(t, func(c net.Conn, _ *http.Request, _ int) { c.Close() })
+	h = newTestH1(t, gone.url(), nil)
+	if _, _, err := post(t.Context(), h, gone.url(), "{}"); !errors.Is(err, io.ErrUnexpectedEOF) {
+		t.Fatalf("no answer: %v", err)
+	}
+}
+
+// TestH1TransportIdleExpiry: an idle connection is closed after the base
+// transport's IdleConnTimeout.
+func TestH1TransportIdleExpiry(t *testing.T) {
+	s := newH1Server(t, func(c net.Conn, _ *http.Request, _ int) {
+		io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+	})
+	h := newTestH1(t, s.url(), func(tr *http.Transport) { tr.IdleConnTimeout = 20 * time.Millisecond })
+	if _, _, err := post(t.Context(), h, s.url(), "{}"); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 10*time.Second, "the idle connection to be closed", func() bool { return s.closed.Load() == 1 })
+	if _, _, err := post(t.Context(), h, s.url(), "{}"); err != nil {
+		t.Fatal(err)
+	}
+	if n := s.conns.Load(); n != 2 {
+		t.Fatalf("%d connections, want 2", n)
+	}
+}
+
+// TestH1TransportOthersToBase: requests that are not plain-HTTP POSTs to
+// the upstream go to the base transport.
+func TestH1TransportOthersToBase(t *testing.T) {
+	var base atomic.Int32
+	rt := roundTripFunc(func(r *http.Request) (*http.Response, error) {
+		base.Add(1)
+		return &http.Response{StatusCode: 204, Body: http.NoBody, Request: r}, nil
+	})
+	h := &h1Transport{base: rt, addr: "127.0.0.1:1"}
+	for _, r := range []*http.Request{
+		httptestRequest(http.MethodGet, "http://127.0.0.1:1/mcp"),
+		httptestRequest(http.MethodDelete, "http://127.0.0.1:1/mcp"),
+		httptestRequest(http.MethodPost, "http://127.0.0.1:2/mcp"),
+		httptestRequest(http.MethodPost, "https://127.0.0.1:1/mcp"),
+	} {
+		if _, err := h.RoundTrip(r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := base.Load(); n != 4 {
+		t.Fatalf("%d of 4 requests reached the base transport", n)
+	}
+}
+
+// TestNewH1Transport: the h1Transport is used only where http.Transport
+// would speak plain HTTP/1.1 to the upstream itself.
+func TestNewH1Transport(t *testing.T) {
+	proxy := func(*http.Request) (*url.URL, error) { return url.Parse("http://proxy:3128") }
+	h2c := new(http.Protocols)
+	h2c.SetUnencryptedHTTP2(true)
+	for _, tc := range []struct {
+		name     string
+		endpoint string
+		base     http.RoundTripper
+		want     bool
+	}{
+		{"default", "http://127.0.0.1:3001/mcp", http.DefaultTransport.(*http.Transport).Clone(), true},
+		{"default port", "http://mcp.example/mcp", &http.Transport{}, true},
+		{"tls", "https://mcp.example/mcp", &http.Transport{}, false},
+		{"proxy", "http://mcp.example/mcp", &http.Transport{Proxy: proxy}, false},
+		{"no keep-alives", "http://mcp.example/mcp", &http.Transport{DisableKeepAlives: true}, false},
+		{"h2c", "http://mcp.example/mcp", &http.Transport{Protocols: h2c}, false},
+		{"header timeout", "http://mcp.example/mcp", &http.Transport{ResponseHeaderTimeout: time.Second}, false},
+		{"custom round tripper", "http://mcp.example/mcp", roundTripFunc(nil), false},
+	} {
+		_, got := newH1Transport(tc.base, tc.endpoint).(*h1Transport)
+		if got != tc.want {
+			t.Errorf("%s: h1Transport %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+func httptestRequest(method, target string) *http.Request {
+	r, err := http.NewRequest(method, target, bytes.NewReader(nil))
+	if err != nil {
+		panic(err)
+	}
+	return r
+}
