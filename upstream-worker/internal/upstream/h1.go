@@ -143,6 +143,7 @@ func (t *h1Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		return nil, err
 	}
 	b := &h1Body{t: t, pc: pc, body: resp.Body, stop: stop, ctx: ctx, keep: !resp.Close, sized: resp.ContentLength >= 0}
+	b.left.Store(resp.ContentLength)
 	if resp.Body == http.NoBody {
 		b.eof.Store(true)
 	}
@@ -292,14 +293,18 @@ type h1Body struct {
 	body  io.ReadCloser
 	stop  func() bool
 	ctx   context.Context
-	keep  bool // the response allows reuse
-	sized bool // a Content-Length body: at its end, a read of nothing gives io.EOF
+	keep  bool         // the response allows reuse
+	sized bool         // a Content-Length body
+	left  atomic.Int64 // sized: the bytes of the body not read yet
 	eof   atomic.Bool
 	once  sync.Once
 }
 
 func (b *h1Body) Read(p []byte) (int, error) {
 	n, err := b.body.Read(p)
+	if b.sized {
+		b.left.Add(-int64(n))
+	}
 	switch {
 	case err == io.EOF:
 		b.eof.Store(true)
@@ -312,12 +317,13 @@ func (b *h1Body) Read(p []byte) (int, error) {
 func (b *h1Body) Close() error {
 	b.once.Do(func() {
 		live := b.stop() // false: the request's context ended, the deadline is set
-		if !b.eof.Load() && b.sized && live {
+		if !b.eof.Load() && b.sized && b.left.Load() == 0 {
 			// Read to its last byte without seeing io.EOF (a reader that
-			// knew the length): the zero-length read does no I/O.
-			if _, err := b.body.Read(nil); err == io.EOF {
-				b.eof.Store(true)
-			}
+			// knew the length). Counted, not probed with a read: Close may
+			// run while another goroutine's Read waits on the connection
+			// (drain's timer), and a read here would wait for it, holding
+			// the body's lock, instead of ending it.
+			b.eof.Store(true)
 		}
 		if live && b.keep && b.eof.Load() {
 			b.t.put(b.pc)

@@ -316,3 +316,79 @@ func httptestRequest(method, target string) *http.Request {
 	}
 	return r
 }
+
+// hookConn is a client connection that counts the writes started on it
+// and reports each read started (on reads, when there is room).
+type hookConn struct {
+	net.Conn
+	writes atomic.Int32
+	reads  chan struct{}
+}
+
+func (c *hookConn) Write(p []byte) (int, error) {
+	c.writes.Add(1)
+	return c.Conn.Write(p)
+}
+
+func (c *hookConn) Read(p []byte) (int, error) {
+	select {
+	case c.reads <- struct{}{}:
+	default:
+	}
+	return c.Conn.Read(p)
+}
+
+// hookDial makes tr dial hookConns, each sent on conns.
+func hookDial(tr *http.Transport, conns chan<- *hookConn) {
+	tr.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := (&net.Dialer{}).DialContext(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		hc := &hookConn{Conn: c, reads: make(chan struct{}, 16)}
+		conns <- hc
+		return hc, nil
+	}
+}
+
+// TestH1TransportCloseWhileReading: closing a Content-Length body from
+// another goroutine while a Read waits for the rest of it (drain's timer)
+// returns at once and ends that Read, as with http.Transport.
+func TestH1TransportCloseWhileReading(t *testing.T) {
+	release := make(chan struct{})
+	defer close(release)
+	s := newH1Server(t, func(c net.Conn, _ *http.Request, _ int) {
+		io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nContent-Length: 100\r\n\r\ndata: x\n\n")
+		<-release // the other 91 bytes never come
+	})
+	conns := make(chan *hookConn, 4)
+	h := newTestH1(t, s.url(), func(tr *http.Transport) { hookDial(tr, conns) })
+	req, _ := http.NewRequest(http.MethodPost, s.url(), strings.NewReader("{}"))
+	resp, err := h.RoundTrip(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hc := recv(t, conns, "the dial")
+	var buf [64]byte
+	if _, err := io.ReadFull(resp.Body, buf[:9]); err != nil {
+		t.Fatal(err)
+	}
+	for len(hc.reads) > 0 {
+		<-hc.reads
+	}
+	readErr := make(chan error, 1)
+	go func() {
+		_, err := resp.Body.Read(buf[:])
+		readErr <- err
+	}()
+	recv(t, hc.reads, "the Read to wait on the connection")
+	closed := make(chan struct{})
+	go func() {
+		resp.Body.Close()
+		close(closed)
+	}()
+	recv(t, closed, "Close to return while a Read waits")
+	if err := recv(t, readErr, "the Read to end"); err == nil {
+		t.Fatal("the waiting Read succeeded after Close")
+	}
+}
