@@ -126,13 +126,29 @@ func (t *h1Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		return t.base.RoundTrip(req)
 	}
 	ctx := req.Context()
+	// A request whose context has ended is not sent, as http.Transport
+	// checks first: on an idle connection the AfterFunc below sets the
+	// deadline from another goroutine, after the request may be written.
+	if err := ctx.Err(); err != nil {
+		closeBody(req)
+		return nil, err
+	}
 	pc, err := t.get(ctx)
 	if err != nil {
 		closeBody(req)
+		if ctx.Err() != nil { // the dial was aborted: the context's error, as http.Transport gives
+			return nil, ctx.Err()
+		}
 		return nil, err
 	}
 	// A cancelled request's I/O fails at once, as http.Transport aborts it.
 	stop := context.AfterFunc(ctx, func() { _ = pc.c.SetDeadline(aLongTimeAgo) })
+	if ctx.Err() != nil { // ended while the connection was got: nothing written yet
+		stop()
+		pc.c.Close()
+		closeBody(req)
+		return nil, ctx.Err()
+	}
 	resp, err := pc.exchange(req, t.maxHeader)
 	if err != nil {
 		stop()

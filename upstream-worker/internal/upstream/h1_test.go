@@ -392,3 +392,40 @@ func TestH1TransportCloseWhileReading(t *testing.T) {
 		t.Fatal("the waiting Read succeeded after Close")
 	}
 }
+
+// TestH1TransportEndedContext: a request whose context has ended is not
+// written, not even on an idle connection (http.Transport checks first);
+// a dial that fails because the context ended gives the context's error.
+func TestH1TransportEndedContext(t *testing.T) {
+	s := newH1Server(t, func(c net.Conn, _ *http.Request, _ int) {
+		io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+	})
+	conns := make(chan *hookConn, 4)
+	h := newTestH1(t, s.url(), func(tr *http.Transport) { hookDial(tr, conns) })
+	if _, got, err := post(t.Context(), h, s.url(), "{}"); err != nil || got != "ok" {
+		t.Fatalf("first exchange: %q, %v", got, err)
+	}
+	hc := recv(t, conns, "the dial")
+	before := hc.writes.Load()
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	if _, _, err := post(ctx, h, s.url(), "{}"); !errors.Is(err, context.Canceled) {
+		t.Fatalf("a request on an ended context: %v", err)
+	}
+	if n := hc.writes.Load() - before; n != 0 {
+		t.Fatalf("a request on an ended context was written to the idle connection (%d writes)", n)
+	}
+
+	ctx, cancel = context.WithCancel(t.Context())
+	defer cancel()
+	h = newTestH1(t, s.url(), func(tr *http.Transport) {
+		tr.DialContext = func(ctx context.Context, _, _ string) (net.Conn, error) {
+			cancel()
+			<-ctx.Done()
+			return nil, errors.New("dial interrupted")
+		}
+	})
+	if _, _, err := post(ctx, h, s.url(), "{}"); err != context.Canceled {
+		t.Fatalf("a dial ended by the context: %v, want %v", err, context.Canceled)
+	}
+}
