@@ -176,11 +176,14 @@ func (pc *h1Conn) exchange(req *http.Request, maxHeader int64) (*http.Response, 
 	if err := pc.bw.Flush(); err != nil {
 		return nil, err
 	}
+	// What is buffered already counts against the limit too. The limit is
+	// for all the headers of the exchange: informational responses and the
+	// final one (as http.Transport counts them), so a server sending 1xx
+	// responses without end fails the request.
+	pc.lr.n, pc.lr.max = maxHeader-int64(pc.br.Buffered()), maxHeader
+	defer func() { pc.lr.n = noLimit }()
 	for {
-		// What is buffered already counts against the limit too.
-		pc.lr.n, pc.lr.max = maxHeader-int64(pc.br.Buffered()), maxHeader
 		resp, err := http.ReadResponse(pc.br, req)
-		pc.lr.n = noLimit
 		if err != nil {
 			if errors.Is(err, io.EOF) {
 				err = io.ErrUnexpectedEOF // the server closed the connection before answering

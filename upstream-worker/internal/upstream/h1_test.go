@@ -429,3 +429,17 @@ func TestH1TransportEndedContext(t *testing.T) {
 		t.Fatalf("a dial ended by the context: %v, want %v", err, context.Canceled)
 	}
 }
+
+// TestH1TransportInformationalLimit: informational responses count
+// against the response header limit together with the final one, as in
+// http.Transport: a server sending them without end fails the request.
+func TestH1TransportInformationalLimit(t *testing.T) {
+	hint := "HTTP/1.1 103 Early Hints\r\nLink: <" + strings.Repeat("x", 1000) + ">\r\n\r\n"
+	s := newH1Server(t, func(c net.Conn, _ *http.Request, _ int) {
+		io.WriteString(c, strings.Repeat(hint, 40)+"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+	})
+	h := newTestH1(t, s.url(), func(tr *http.Transport) { tr.MaxResponseHeaderBytes = 16 << 10 })
+	if _, got, err := post(t.Context(), h, s.url(), "{}"); err == nil || !strings.Contains(err.Error(), "exceeded 16384 bytes") {
+		t.Fatalf("40 KiB of 103 responses against a 16 KiB limit: %q, %v", got, err)
+	}
+}
