@@ -158,7 +158,10 @@ func (t *h1Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 		return nil, err
 	}
-	b := &h1Body{t: t, pc: pc, body: resp.Body, stop: stop, ctx: ctx, keep: !resp.Close, sized: resp.ContentLength >= 0}
+	// Not reused either after a request that asked to close it or a 101
+	// (the connection speaks another protocol now), as http.Transport.
+	keep := !resp.Close && !req.Close && resp.StatusCode >= 200
+	b := &h1Body{t: t, pc: pc, body: resp.Body, stop: stop, ctx: ctx, keep: keep, sized: resp.ContentLength >= 0}
 	b.left.Store(resp.ContentLength)
 	if resp.Body == http.NoBody {
 		b.eof.Store(true)

@@ -443,3 +443,35 @@ func TestH1TransportInformationalLimit(t *testing.T) {
 		t.Fatalf("40 KiB of 103 responses against a 16 KiB limit: %q, %v", got, err)
 	}
 }
+
+// TestH1TransportNoReuse: a connection is not reused after a 101 response
+// (it speaks another protocol now) or a request that asked to close it,
+// even when the response does not say Connection: close.
+func TestH1TransportNoReuse(t *testing.T) {
+	for _, tc := range []struct {
+		name, answer string
+		close        bool
+	}{
+		{"switching-protocols", "HTTP/1.1 101 Switching Protocols\r\nUpgrade: other\r\nConnection: Upgrade\r\n\r\n", false},
+		{"request-close", "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newH1Server(t, func(c net.Conn, _ *http.Request, _ int) { io.WriteString(c, tc.answer) })
+			h := newTestH1(t, s.url(), nil)
+			for i := range 2 {
+				req, _ := http.NewRequest(http.MethodPost, s.url(), strings.NewReader("{}"))
+				req.Close = tc.close
+				resp, err := h.RoundTrip(req)
+				if err != nil {
+					t.Fatalf("exchange %d: %v", i, err)
+				}
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				<-s.bodies
+			}
+			if n := s.conns.Load(); n != 2 {
+				t.Fatalf("2 exchanges on %d connections, want 2", n)
+			}
+		})
+	}
+}
