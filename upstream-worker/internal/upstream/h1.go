@@ -83,10 +83,12 @@ const noLimit = 1<<63 - 1
 // newH1Transport returns base, or an h1Transport in front of it for the
 // upstream at endpoint: when endpoint is http:// (not TLS) and base is an
 // *http.Transport that sends it directly (no proxy for it), with
-// keep-alives and without a custom TLS, HTTP/2 or response-header setup.
+// keep-alives and without a custom TLS, HTTP/2 or response-header setup,
+// nor a bound on connections per host (MaxConnsPerHost: http.Transport
+// makes requests wait for a connection; h1Transport would dial more).
 func newH1Transport(base http.RoundTripper, endpoint string) http.RoundTripper {
 	tr, ok := base.(*http.Transport)
-	if !ok || tr.DisableKeepAlives || tr.ResponseHeaderTimeout != 0 || tr.DialContext == nil && tr.Dial != nil ||
+	if !ok || tr.DisableKeepAlives || tr.ResponseHeaderTimeout != 0 || tr.MaxConnsPerHost > 0 || tr.DialContext == nil && tr.Dial != nil ||
 		tr.Protocols != nil && tr.Protocols.UnencryptedHTTP2() {
 		return base
 	}

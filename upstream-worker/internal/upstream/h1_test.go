@@ -296,6 +296,7 @@ func TestNewH1Transport(t *testing.T) {
 		{"no keep-alives", "http://mcp.example/mcp", &http.Transport{DisableKeepAlives: true}, false},
 		{"h2c", "http://mcp.example/mcp", &http.Transport{Protocols: h2c}, false},
 		{"header timeout", "http://mcp.example/mcp", &http.Transport{ResponseHeaderTimeout: time.Second}, false},
+		{"max conns per host", "http://mcp.example/mcp", &http.Transport{MaxConnsPerHost: 8}, false},
 		{"custom round tripper", "http://mcp.example/mcp", roundTripFunc(nil), false},
 	} {
 		_, got := newH1Transport(tc.base, tc.endpoint).(*h1Transport)
