@@ -11,7 +11,6 @@ import (
 	"net/url"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 )
 
@@ -25,8 +24,10 @@ import (
 // 22 µs per exchange, 66 → 39 allocations). Every other request (GET
 // streams, DELETE) goes to the base transport.
 //
-// It is used only where http.Transport would send the same bytes on a
-// plain TCP connection: see newH1Transport. A connection is reused only
+// It is used only where http.Transport would send the same request on a
+// plain TCP connection (see newH1Transport), less its Accept-Encoding:
+// gzip, which http.Transport adds and undoes itself: responses come
+// uncompressed. A connection is reused only
 // after its response body was read to the end and the response allowed
 // it (no Connection: close); an idle one is checked with a non-blocking
 // peek before reuse and closed after the base transport's
@@ -88,7 +89,7 @@ const noLimit = 1<<63 - 1
 // makes requests wait for a connection; h1Transport would dial more).
 func newH1Transport(base http.RoundTripper, endpoint string) http.RoundTripper {
 	tr, ok := base.(*http.Transport)
-	if !ok || tr.DisableKeepAlives || tr.ResponseHeaderTimeout != 0 || tr.MaxConnsPerHost > 0 || tr.DialContext == nil && tr.Dial != nil ||
+	if !ok || !h1Supported || tr.DisableKeepAlives || tr.ResponseHeaderTimeout != 0 || tr.MaxConnsPerHost > 0 || tr.DialContext == nil && tr.Dial != nil ||
 		tr.Protocols != nil && tr.Protocols.UnencryptedHTTP2() {
 		return base
 	}
@@ -114,6 +115,9 @@ func newH1Transport(base http.RoundTripper, endpoint string) http.RoundTripper {
 	maxIdle := tr.MaxIdleConnsPerHost
 	if maxIdle <= 0 {
 		maxIdle = http.DefaultMaxIdleConnsPerHost
+	}
+	if tr.MaxIdleConns > 0 { // http.Transport's bound over all hosts
+		maxIdle = min(maxIdle, tr.MaxIdleConns)
 	}
 	maxHeader := tr.MaxResponseHeaderBytes
 	if maxHeader <= 0 {
@@ -230,31 +234,6 @@ func (t *h1Transport) get(ctx context.Context) (*h1Conn, error) {
 	return pc, nil
 }
 
-// alive reports whether an idle connection is still open and silent: the
-// server has neither closed it nor sent anything unasked. One
-// non-blocking peek (MSG_PEEK|MSG_DONTWAIT); without a raw socket, true.
-func (pc *h1Conn) alive() bool {
-	if pc.br.Buffered() > 0 {
-		return false
-	}
-	sc, ok := pc.c.(syscall.Conn)
-	if !ok {
-		return true
-	}
-	rc, err := sc.SyscallConn()
-	if err != nil {
-		return false
-	}
-	live := true
-	var b [1]byte
-	err = rc.Read(func(fd uintptr) bool {
-		n, _, err := syscall.Recvfrom(int(fd), b[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
-		live = n < 0 && (err == syscall.EAGAIN || err == syscall.EWOULDBLOCK)
-		return true
-	})
-	return err == nil && live
-}
-
 // put makes pc idle, or closes it when the pool is full or closed.
 func (t *h1Transport) put(pc *h1Conn) {
 	pc.idle = time.Now()
@@ -281,7 +260,9 @@ func (t *h1Transport) expire() {
 		i++
 	}
 	old := append([]*h1Conn(nil), t.idle[:i]...)
-	t.idle = append(t.idle[:0], t.idle[i:]...)
+	n := copy(t.idle, t.idle[i:])
+	clear(t.idle[n:]) // no closed connection kept from the GC
+	t.idle = t.idle[:n]
 	t.sweep = nil
 	if len(t.idle) > 0 && !t.closed {
 		t.sweep = time.AfterFunc(t.idle[0].idle.Add(t.idleFor).Sub(time.Now()), t.expire)

@@ -476,3 +476,17 @@ func TestH1TransportNoReuse(t *testing.T) {
 		})
 	}
 }
+
+// TestH1TransportIdleBound: the idle pool keeps at most what
+// http.Transport would for one host: MaxIdleConnsPerHost (default 2),
+// within MaxIdleConns when that is set.
+func TestH1TransportIdleBound(t *testing.T) {
+	for _, tc := range []struct{ perHost, total, want int }{
+		{0, 0, http.DefaultMaxIdleConnsPerHost}, {64, 0, 64}, {64, 10, 10}, {4, 10, 4},
+	} {
+		tr := &http.Transport{MaxIdleConnsPerHost: tc.perHost, MaxIdleConns: tc.total}
+		if h := newH1Transport(tr, "http://127.0.0.1:1/mcp").(*h1Transport); h.maxIdle != tc.want {
+			t.Errorf("per host %d, total %d: keeps %d idle, want %d", tc.perHost, tc.total, h.maxIdle, tc.want)
+		}
+	}
+}
