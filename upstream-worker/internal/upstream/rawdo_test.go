@@ -12,7 +12,8 @@ import (
 
 // TestRawConnDo: the raw call's POST answers as Client.Do would: the
 // response, a redirect followed with the body resent, a cookie jar honoured,
-// and transport errors worded as Client.Do words them.
+// the URL's user info sent as basic auth, and transport errors worded as
+// Client.Do words them.
 func TestRawConnDo(t *testing.T) {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/mcp", func(w http.ResponseWriter, r *http.Request) {
@@ -23,7 +24,7 @@ func TestRawConnDo(t *testing.T) {
 			cookie = c.Value
 		}
 		http.SetCookie(w, &http.Cookie{Name: "k", Value: "v"})
-		_, _ = io.WriteString(w, r.Method+" "+string(b)+" cookie="+cookie)
+		_, _ = io.WriteString(w, r.Method+" "+string(b)+" cookie="+cookie+" auth="+r.Header.Get("Authorization"))
 	})
 	mux.HandleFunc("/old", func(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, "/mcp", http.StatusTemporaryRedirect)
@@ -32,19 +33,21 @@ func TestRawConnDo(t *testing.T) {
 	defer srv.Close()
 	jar, _ := cookiejar.New(nil)
 	for _, c := range []struct {
-		name, path string
-		hc         *http.Client
-		want       string
+		name, user, path string
+		hc               *http.Client
+		want             string
 	}{
-		{"plain", "/mcp", &http.Client{Transport: http.DefaultTransport}, "POST body cookie="},
-		{"307 redirect", "/old", &http.Client{Transport: http.DefaultTransport}, "POST body cookie="},
-		{"cookie jar", "/mcp", &http.Client{Transport: http.DefaultTransport, Jar: jar}, "POST body cookie=v"},
+		{"plain", "", "/mcp", &http.Client{Transport: http.DefaultTransport}, "POST body cookie= auth="},
+		{"307 redirect", "", "/old", &http.Client{Transport: http.DefaultTransport}, "POST body cookie= auth="},
+		{"cookie jar", "", "/mcp", &http.Client{Transport: http.DefaultTransport, Jar: jar}, "POST body cookie=v auth="},
+		{"user info", "u:p@", "/mcp", &http.Client{Transport: http.DefaultTransport}, "POST body cookie= auth=Basic dTpw"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			rc := &rawConn{hc: c.hc}
 			var got string
 			for range 2 { // the second request carries the jar's cookie
-				req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, srv.URL+c.path, bytes.NewReader([]byte("body")))
+				target := strings.Replace(srv.URL, "http://", "http://"+c.user, 1) + c.path
+				req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, target, bytes.NewReader([]byte("body")))
 				if err != nil {
 					t.Fatal(err)
 				}
