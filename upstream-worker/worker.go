@@ -33,7 +33,10 @@ const (
 	DefaultSessionIdleTimeout = 30 * time.Minute
 	DefaultMaxResultBytes     = 64 << 20
 	// DefaultMaxIdleConnsPerHost is set on the default HTTP transport: every
-	// streamable call is its own POST.
+	// streamable call is its own POST. The transport's total bound
+	// (MaxIdleConns, 100 in http.DefaultTransport) is lifted, or it would
+	// close connections beyond 100 after each call under more concurrent
+	// calls than that.
 	DefaultMaxIdleConnsPerHost = 256
 )
 
@@ -61,7 +64,8 @@ type Config struct {
 	MaxInFlight int
 	// HTTPClient is used for HTTP upstreams; its Transport is shared by all
 	// upstream sessions (its Timeout is ignored: streams are long-lived).
-	// Default: a clone of http.DefaultTransport with MaxIdleConnsPerHost 256.
+	// Default: a clone of http.DefaultTransport with MaxIdleConnsPerHost 256
+	// and no total MaxIdleConns bound.
 	HTTPClient *http.Client
 	// SessionIdleTimeout closes an upstream session dedicated to one client
 	// session after this long without a call. Default 30m.
@@ -123,6 +127,7 @@ func (c *Config) fillDefaults() {
 	if c.HTTPClient == nil {
 		t := http.DefaultTransport.(*http.Transport).Clone()
 		t.MaxIdleConnsPerHost = DefaultMaxIdleConnsPerHost
+		t.MaxIdleConns = 0
 		c.HTTPClient = &http.Client{Transport: t}
 	}
 	c.Upstreams = append([]string(nil), c.Upstreams...)
