@@ -22,7 +22,8 @@ import (
 // goroutine; those hand-offs were about a third of the worker's HTTP
 // cost per call (a micro-benchmark at 64 concurrent requests: 32 µs →
 // 22 µs per exchange, 66 → 39 allocations). Every other request (GET
-// streams, DELETE) goes to the base transport.
+// streams, DELETE, a body over h1MaxBody or of unknown length) goes to
+// the base transport.
 //
 // It is used only where http.Transport would send the same request on a
 // plain TCP connection (see newH1Transport), less its Accept-Encoding:
@@ -81,6 +82,16 @@ func (l *limitReader) Read(p []byte) (int, error) {
 
 const noLimit = 1<<63 - 1
 
+// h1MaxBody is the largest request body h1Transport sends, in bytes. A
+// synchronous exchange reads the answer only after the whole request is
+// written: a server that answers early (413) without reading the body
+// would block a write larger than the socket buffers can take until the
+// request's deadline. Bodies this small always fit in them (a loopback
+// or LAN TCP connection buffers well over 32 KiB unread); larger ones, and
+// bodies of unknown length, go to the base transport, which reads while
+// it writes.
+const h1MaxBody = 32 << 10
+
 // newH1Transport returns base, or an h1Transport in front of it for the
 // upstream at endpoint: when endpoint is http:// (not TLS) and base is an
 // *http.Transport that sends it directly (no proxy for it), with
@@ -128,7 +139,8 @@ func newH1Transport(base http.RoundTripper, endpoint string) http.RoundTripper {
 
 // RoundTrip implements http.RoundTripper.
 func (t *h1Transport) RoundTrip(req *http.Request) (*http.Response, error) {
-	if req.Method != http.MethodPost || req.URL.Scheme != "http" || canonicalAddr(req.URL) != t.addr {
+	if req.Method != http.MethodPost || req.URL.Scheme != "http" || canonicalAddr(req.URL) != t.addr ||
+		!smallBody(req) {
 		return t.base.RoundTrip(req)
 	}
 	ctx := req.Context()
@@ -337,6 +349,16 @@ func (b *h1Body) Close() error {
 		b.pc.c.Close()
 	})
 	return nil
+}
+
+// smallBody reports whether req's body has a known length of at most
+// h1MaxBody (a body with ContentLength 0 that is not NoBody has an unknown
+// length, as Request.Write reads it).
+func smallBody(req *http.Request) bool {
+	if req.ContentLength == 0 {
+		return req.Body == nil || req.Body == http.NoBody
+	}
+	return req.ContentLength > 0 && req.ContentLength <= h1MaxBody
 }
 
 // aLongTimeAgo is a deadline in the past: blocked I/O returns at once.

@@ -254,7 +254,8 @@ func TestH1TransportIdleExpiry(t *testing.T) {
 }
 
 // TestH1TransportOthersToBase: requests that are not plain-HTTP POSTs to
-// the upstream go to the base transport.
+// the upstream with a body of known, small length go to the base
+// transport.
 func TestH1TransportOthersToBase(t *testing.T) {
 	var base atomic.Int32
 	rt := roundTripFunc(func(r *http.Request) (*http.Response, error) {
@@ -267,13 +268,14 @@ func TestH1TransportOthersToBase(t *testing.T) {
 		httptestRequest(http.MethodDelete, "http://127.0.0.1:1/mcp"),
 		httptestRequest(http.MethodPost, "http://127.0.0.1:2/mcp"),
 		httptestRequest(http.MethodPost, "https://127.0.0.1:1/mcp"),
+		unknownLength(http.MethodPost, "http://127.0.0.1:1/mcp"),
 	} {
 		if _, err := h.RoundTrip(r); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if n := base.Load(); n != 4 {
-		t.Fatalf("%d of 4 requests reached the base transport", n)
+	if n := base.Load(); n != 5 {
+		t.Fatalf("%d of 5 requests reached the base transport", n)
 	}
 }
 
@@ -309,6 +311,15 @@ func TestNewH1Transport(t *testing.T) {
 type roundTripFunc func(*http.Request) (*http.Response, error)
 
 func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// unknownLength is a request whose body has no known length.
+func unknownLength(method, target string) *http.Request {
+	r, err := http.NewRequest(method, target, io.NopCloser(strings.NewReader("{}")))
+	if err != nil {
+		panic(err)
+	}
+	return r
+}
 
 func httptestRequest(method, target string) *http.Request {
 	r, err := http.NewRequest(method, target, bytes.NewReader(nil))
@@ -488,5 +499,43 @@ func TestH1TransportIdleBound(t *testing.T) {
 		if h := newH1Transport(tr, "http://127.0.0.1:1/mcp").(*h1Transport); h.maxIdle != tc.want {
 			t.Errorf("per host %d, total %d: keeps %d idle, want %d", tc.perHost, tc.total, h.maxIdle, tc.want)
 		}
+	}
+}
+
+// TestH1TransportEarlyAnswer: an upstream that answers a large POST without
+// reading its body (413) is heard: the request goes to the base transport,
+// which reads the answer while it writes, instead of a synchronous write
+// that would block on full socket buffers until the call's deadline.
+func TestH1TransportEarlyAnswer(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	done := make(chan struct{})
+	defer close(done)
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				if _, err := http.ReadRequest(bufio.NewReader(c)); err != nil {
+					return
+				}
+				io.WriteString(c, "HTTP/1.1 413 Request Entity Too Large\r\nConnection: close\r\nContent-Length: 0\r\n\r\n")
+				<-done // never reads the body, holds the connection
+			}()
+		}
+	}()
+	endpoint := "http://" + ln.Addr().String() + "/mcp"
+	h := newTestH1(t, endpoint, nil)
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	resp, _, err := post(ctx, h, endpoint, strings.Repeat("x", 32<<20))
+	if err != nil || resp.StatusCode != http.StatusRequestEntityTooLarge {
+		t.Fatalf("a 32 MiB POST answered 413 unread: %v, %v", resp, err)
 	}
 }
