@@ -200,8 +200,9 @@ func (u *Upstream) transport(life context.Context, s *session) (mcp.Transport, *
 }
 
 // baseTransport is the upstream's HTTP transport: the configured client's
-// (or http.DefaultTransport), with its plain-HTTP POSTs sent by an
-// h1Transport where that sends the same bytes (newH1Transport).
+// (or http.DefaultTransport), behind an h1Transport for a plain-HTTP
+// upstream it reaches directly (newH1Transport), which sends the small
+// POSTs itself.
 func (u *Upstream) baseTransport() http.RoundTripper {
 	return u.base
 }
