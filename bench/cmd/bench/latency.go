@@ -51,7 +51,7 @@ func runLatency(args []string) int {
 	}
 	if st != nil {
 		e := st.stack
-		r.GOGC, r.Topology, r.GatewayLogs, r.IdleRSS = e.GOGC(), e.Topology(), st.logDir, e.IdleRSS()
+		r.GOGC, r.GOMAXPROCS, r.Topology, r.GatewayLogs, r.IdleRSS = e.GOGC(), e.GOMAXPROCS(), e.Topology(), st.logDir, e.IdleRSS()
 	}
 	return latencyReport(os.Stdout, os.Stderr, r, o.out, o.maxAdded)
 }

@@ -120,7 +120,7 @@ func scaleLauncher(sy string, up launch.Upstream, edges, routers int, protocol, 
 		if c.IdleRSS != nil {
 			fmt.Fprintln(os.Stderr, c.IdleRSS.Text())
 		}
-		env := scale.Env{URLs: c.EdgeURLs, GatewayPIDs: c.PIDs(), GOGC: c.GOGC, LogDir: dir, IdleRSS: c.IdleRSS}
+		env := scale.Env{URLs: c.EdgeURLs, GatewayPIDs: c.PIDs(), GOGC: c.GOGC, GOMAXPROCS: c.GOMAXPROCS, LogDir: dir, IdleRSS: c.IdleRSS}
 		for i := 1; i <= n; i++ {
 			env.Workers = append(env.Workers, launch.WorkerID(i))
 		}

@@ -44,16 +44,16 @@ func runSweep(args []string) int {
 		*out = filepath.Join("results", "sweep-"+report.Stamp(time.Now()))
 	}
 
-	var gogc string
+	var rt gatewayRuntime
 	if f.starts() {
-		cfg.Launch = sweepLauncher(&f, &gogc, filepath.Join(*out, "logs"))
+		cfg.Launch = sweepLauncher(&f, &rt, filepath.Join(*out, "logs"))
 	}
 	r, err := sweep.Run(ctx, cfg)
 	if r == nil {
 		fmt.Fprintf(os.Stderr, "bench sweep: %v\n", err)
 		return 1
 	}
-	r.GOGC = gogc
+	r.GOGC, r.GOMAXPROCS = rt.gogc, rt.gomaxprocs
 	if f.startCluster {
 		topo := f.topo
 		r.Topology = &topo
@@ -89,15 +89,19 @@ func sweepConfig(f *endpointFlags, fs *flag.FlagSet, conns, methods, federation 
 	return cfg, errors.Join(err, err2, err3)
 }
 
+// gatewayRuntime is the Go runtime settings in the environment of the
+// gateway processes the driver started.
+type gatewayRuntime struct{ gogc, gomaxprocs string }
+
 // sweepLauncher starts each shape's fixtures and gateway, recording the
-// gateway's GOGC in gogc; a cluster logs into logDir/<shape>.
-func sweepLauncher(f *endpointFlags, gogc *string, logDir string) sweep.Launcher {
+// gateway's runtime settings in rt; a cluster logs into logDir/<shape>.
+func sweepLauncher(f *endpointFlags, rt *gatewayRuntime, logDir string) sweep.Launcher {
 	return func(ctx context.Context, s sweep.Shape) (sweep.Env, func() error, error) {
 		e, err := f.launch(ctx, s.Upstreams, s.Tools, filepath.Join(logDir, s.String()), 0)
 		if err != nil {
 			return sweep.Env{}, nil, err
 		}
-		*gogc = e.GOGC()
+		*rt = gatewayRuntime{e.GOGC(), e.GOMAXPROCS()}
 		env := sweep.Env{
 			Direct:  sweep.Endpoint{URL: e.FixtureURLs[0], Tool: f.tool},
 			Gateway: sweep.Endpoint{URL: e.URLs()[0], Tool: f.gwTool},

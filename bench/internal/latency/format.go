@@ -164,6 +164,9 @@ func (r *Result) Markdown() string {
 	if r.GOGC != "" {
 		fmt.Fprintf(&b, " Gateway GOGC=%s.", r.GOGC)
 	}
+	if r.GOMAXPROCS != "" {
+		fmt.Fprintf(&b, " GOMAXPROCS=%s in every gateway process.", r.GOMAXPROCS)
+	}
 	if r.GatewayCPUPerCall != nil {
 		fmt.Fprintf(&b, " Gateway CPU: %.1f µs per call.", *r.GatewayCPUPerCall)
 	}

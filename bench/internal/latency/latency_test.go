@@ -306,8 +306,10 @@ func TestLatencyBenchLineHops(t *testing.T) {
 
 func TestLatencyMarkdownHops(t *testing.T) {
 	r := withHops(sample())
+	r.GOGC, r.GOMAXPROCS = "400", "1"
 	md := r.Markdown()
 	for _, want := range []string{
+		" Gateway GOGC=400. GOMAXPROCS=1 in every gateway process.",
 		"### Per-hop attribution (gateway side)",
 		"| edge                             | edge_in → edge_pub               |  1990 |   10.0 |   20.0 |   30.0 |",
 		"| router                           | router_in → router_out           |  1990 |   12.0 |   24.0 |   36.0 |",

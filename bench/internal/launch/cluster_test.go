@@ -111,7 +111,7 @@ func helperSwitchyard() int {
 	if err := fs.Parse(args[1:]); err != nil {
 		return 2
 	}
-	b, _ := json.Marshal(map[string]any{"msg": "started", "argv": args, "tag": os.Getenv("TEST_TAG"), "gogc": os.Getenv("GOGC")})
+	b, _ := json.Marshal(map[string]any{"msg": "started", "argv": args, "tag": os.Getenv("TEST_TAG"), "gogc": os.Getenv("GOGC"), "gomaxprocs": os.Getenv("GOMAXPROCS")})
 	fmt.Fprintf(os.Stderr, "%s\n", b)
 	var srv *http.Server
 	switch args[0] {
@@ -160,6 +160,7 @@ func helperSwitchyard() int {
 func TestLaunchCluster(t *testing.T) {
 	t.Setenv(helperEnv, "switchyard")
 	t.Setenv("GOGC", "")
+	t.Setenv("GOMAXPROCS", "")
 	dir := filepath.Join(t.TempDir(), "logs")
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
@@ -203,8 +204,8 @@ func TestLaunchCluster(t *testing.T) {
 	if pids := c.PIDs(); len(pids) != 1+1+2+3+2 || slices.Contains(pids, 0) {
 		t.Errorf("PIDs = %v, want 9 processes", pids)
 	}
-	if c.GOGC != GatewayGOGC || !strings.HasPrefix(c.NATSURL, "nats://127.0.0.1:") {
-		t.Errorf("GOGC %q, NATS URL %q", c.GOGC, c.NATSURL)
+	if c.GOGC != GatewayGOGC || c.GOMAXPROCS != ClusterGOMAXPROCS || !strings.HasPrefix(c.NATSURL, "nats://127.0.0.1:") {
+		t.Errorf("GOGC %q, GOMAXPROCS %q, NATS URL %q", c.GOGC, c.GOMAXPROCS, c.NATSURL)
 	}
 	if !strings.Contains(c.String(), "2 edges, 2 routers, 3 workers") {
 		t.Errorf("String = %q", c.String())
@@ -223,8 +224,8 @@ func TestLaunchCluster(t *testing.T) {
 		if wantTag := map[string]string{"worker-3": "w3"}[name]; first.Tag != wantTag {
 			t.Errorf("%s: TEST_TAG %q, want %q", name, first.Tag, wantTag)
 		}
-		if first.GOGC != GatewayGOGC {
-			t.Errorf("%s: GOGC %q", name, first.GOGC)
+		if first.GOGC != GatewayGOGC || first.GOMAXPROCS != ClusterGOMAXPROCS {
+			t.Errorf("%s: GOGC %q, GOMAXPROCS %q", name, first.GOGC, first.GOMAXPROCS)
 		}
 	}
 	if nats := firstLogLine(t, filepath.Join(dir, "nats.log")); !slices.Equal(nats.Argv, []string{"nats", "--addr", strings.TrimPrefix(c.NATSURL, "nats://"), "--store", c.store}) {
@@ -257,6 +258,34 @@ type logLine struct {
 	Argv []string `json:"argv"`
 	Tag  string   `json:"tag"`
 	GOGC string   `json:"gogc"`
+	// GOMAXPROCS is the process's $GOMAXPROCS.
+	GOMAXPROCS string `json:"gomaxprocs"`
+}
+
+func TestClusterProcs(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		env  []string
+		want string
+		add  bool
+	}{
+		{"unset", []string{"A=1"}, ClusterGOMAXPROCS, true},
+		{"empty counts as unset", []string{"GOMAXPROCS="}, ClusterGOMAXPROCS, true},
+		{"the driver's wins", []string{"GOMAXPROCS=2", "B=2"}, "2", false},
+		{"the last entry wins", []string{"GOMAXPROCS=2", "GOMAXPROCS=3"}, "3", false},
+		{"a later empty entry unsets", []string{"GOMAXPROCS=2", "GOMAXPROCS="}, ClusterGOMAXPROCS, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			env, got := clusterProcs(slices.Clone(tc.env))
+			if got != tc.want {
+				t.Errorf("value %q, want %q", got, tc.want)
+			}
+			added := len(env) == len(tc.env)+1 && env[len(env)-1] == "GOMAXPROCS="+ClusterGOMAXPROCS
+			if added != tc.add || (!tc.add && len(env) != len(tc.env)) {
+				t.Errorf("env %q (added %v, want %v)", env, added, tc.add)
+			}
+		})
+	}
 }
 
 func firstLogLine(t *testing.T, path string) logLine {

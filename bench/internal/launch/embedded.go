@@ -159,6 +159,16 @@ func (e *Stack) GOGC() string {
 	return e.Gateway.GOGC
 }
 
+// GOMAXPROCS returns the GOMAXPROCS value in every cluster process's
+// environment, "" for "switchyard dev" (Go's default unless the driver's
+// environment sets it).
+func (e *Stack) GOMAXPROCS() string {
+	if e.Cluster != nil {
+		return e.Cluster.GOMAXPROCS
+	}
+	return ""
+}
+
 // IdleRSS returns the cluster's idle RSS per process, nil for "switchyard
 // dev" or when not measured.
 func (e *Stack) IdleRSS() *report.IdleRSS {

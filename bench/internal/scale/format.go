@@ -34,7 +34,7 @@ func (r *Report) Markdown() string {
 	fmt.Fprintf(&b, "%s, protocol=%s. Upstream: %s. Gateway: %s, %s, N upstream-workers, one NATS server and one tenancy-svc, each its own process; a fresh gateway per worker count. "+
 		"Load: %d go-sdk client sessions making sequential `%s` calls (spread round robin over the edges), %v warmup + %v measured per worker count.\n\n",
 		r.Start.UTC().Format(time.RFC3339), r.Protocol, r.Upstream, count(r.Edges, "edge"), count(r.Routers, "router"), r.Conns, r.Tool, r.Warmup, r.Duration)
-	fmt.Fprintf(&b, "Host: %s. CPU columns are µs of CPU time per successful call: gw sums every gateway process, NATS included; upstream the workers' stdio fixtures; driver this load generator.\n\n", r.Host)
+	fmt.Fprintf(&b, "Host: %s.%s CPU columns are µs of CPU time per successful call: gw sums every gateway process, NATS included; upstream the workers' stdio fixtures; driver this load generator.\n\n", r.Host, r.runtimeLine())
 	fmt.Fprintf(&b, "**%s**\n\n", r.VerdictLine())
 	t := mdtable.Table{
 		Header: []string{"workers", "req/s", fmt.Sprintf("ratio to %d", r.BaselineWorkers), "p50 µs", "p99 µs", "errors", "CPU µs/call gw / upstream / driver", "per worker: sessions, share of calls", "load after"},
@@ -153,4 +153,24 @@ func (r *Report) SVG() ([]byte, error) {
 	var b bytes.Buffer
 	err := r.Chart().WriteSVG(&b)
 	return b.Bytes(), err
+}
+
+// runtimeLine is the gateway processes' Go runtime settings as a sentence
+// with a leading space, from the first point that recorded them; "" when
+// none did.
+func (r *Report) runtimeLine() string {
+	for _, p := range r.Points {
+		if p.GOGC != "" || p.GOMAXPROCS != "" {
+			return fmt.Sprintf(" Gateway processes (and their stdio upstreams): GOGC=%s, GOMAXPROCS=%s.", or(p.GOGC, "default"), or(p.GOMAXPROCS, "default"))
+		}
+	}
+	return ""
+}
+
+// or returns s, or def when s is empty.
+func or(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
 }

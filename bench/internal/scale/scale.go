@@ -40,8 +40,9 @@ type Env struct {
 	// Workers are the workers' ids, which the upstream puts in its results'
 	// TagKey.
 	Workers []string
-	// GOGC is the gateway processes' GOGC; LogDir where their logs are.
-	GOGC, LogDir string
+	// GOGC and GOMAXPROCS are the gateway processes' settings; LogDir is
+	// where their logs are.
+	GOGC, GOMAXPROCS, LogDir string
 	// IdleRSS, if measured, is every gateway process's RSS before the
 	// load.
 	IdleRSS *report.IdleRSS
@@ -105,9 +106,10 @@ type Point struct {
 	// (omitted when there are none); nil without Config.TagKey.
 	Shares []Share `json:"worker_shares,omitempty"`
 	// LoadAvg is the machine's load average right after the stage.
-	LoadAvg string `json:"loadavg_after,omitempty"`
-	GOGC    string `json:"gateway_gogc,omitempty"`
-	LogDir  string `json:"gateway_logs,omitempty"`
+	LoadAvg    string `json:"loadavg_after,omitempty"`
+	GOGC       string `json:"gateway_gogc,omitempty"`
+	GOMAXPROCS string `json:"gateway_gomaxprocs,omitempty"`
+	LogDir     string `json:"gateway_logs,omitempty"`
 	// IdleRSS is every gateway process's RSS before the load, if measured.
 	IdleRSS *report.IdleRSS   `json:"idle_rss,omitempty"`
 	Stage   sweep.StageResult `json:"stage"`
@@ -203,7 +205,7 @@ func (cfg *Config) point(ctx context.Context, n int) (p Point, err error) {
 	if err != nil {
 		return p, err
 	}
-	p = Point{Workers: n, Stage: res, LoadAvg: report.LoadAvg(), GOGC: env.GOGC, LogDir: env.LogDir, IdleRSS: env.IdleRSS}
+	p = Point{Workers: n, Stage: res, LoadAvg: report.LoadAvg(), GOGC: env.GOGC, GOMAXPROCS: env.GOMAXPROCS, LogDir: env.LogDir, IdleRSS: env.IdleRSS}
 	if cfg.TagKey != "" {
 		p.Shares = Shares(env.Workers, res.CallsByTag, res.ConnsByTag)
 	}

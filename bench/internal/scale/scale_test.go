@@ -54,7 +54,7 @@ func point(workers int, rps float64) scale.Point {
 func fakeLauncher(t *testing.T, launched *[]int) scale.Launcher {
 	return func(_ context.Context, n int) (scale.Env, func() error, error) {
 		*launched = append(*launched, n)
-		env := scale.Env{GatewayPIDs: []int{os.Getpid()}, GOGC: "400"}
+		env := scale.Env{GatewayPIDs: []int{os.Getpid()}, GOGC: "400", GOMAXPROCS: "1"}
 		for i := 1; i <= n; i++ {
 			id := fmt.Sprintf("worker-%d", i)
 			s := fixture.NewServer(fixture.Options{Tag: id})
@@ -90,7 +90,7 @@ func TestScaleRun(t *testing.T) {
 	}
 	for _, p := range r.Points {
 		st := p.Stage
-		if st.Requests == 0 || st.Errors != 0 || st.GatewayCPUPerCall == nil || st.Conns != 4 || p.GOGC != "400" {
+		if st.Requests == 0 || st.Errors != 0 || st.GatewayCPUPerCall == nil || st.Conns != 4 || p.GOGC != "400" || p.GOMAXPROCS != "1" {
 			t.Errorf("workers=%d: %+v", p.Workers, st)
 		}
 		if len(p.Shares) != p.Workers {
@@ -165,6 +165,7 @@ func TestScaleMarkdownAndChart(t *testing.T) {
 	}
 	r.Points[2].Shares = []scale.Share{{Worker: "worker-1", Sessions: 20, Calls: 300, Fraction: 0.25}, {Worker: "worker-2", Sessions: 12, Calls: 300, Fraction: 0.25}}
 	r.Points[2].Stage.FirstError = "boom"
+	r.Points[1].GOGC, r.Points[1].GOMAXPROCS = "400", "1"
 	r.Points[2].Stage.Errors = 1
 	r.Points[1].IdleRSS = &report.IdleRSS{After: 2 * time.Second, Processes: []report.ProcessRSS{
 		{Process: "nats", PID: 10, KiB: 20480, AnonKiB: 3000, FileKiB: 17000},
@@ -185,6 +186,7 @@ func TestScaleMarkdownAndChart(t *testing.T) {
 		"| workers | req/s | ratio to 1 |",
 		"|       4 |  1500 |       3.12 |  30000 |  60000 |      1 |                          - / - / - | worker-1 20s 25%, worker-2 12s 25%   |            |",
 		"Gateway: 1 edge, 1 router, N upstream-workers",
+		"Gateway processes (and their stdio upstreams): GOGC=400, GOMAXPROCS=1. CPU columns",
 		"- workers=4: 1 errors, first: `boom`",
 		"(scale-throughput.svg)",
 	} {

@@ -114,6 +114,9 @@ func (r *Report) Markdown() string {
 	if r.GOGC != "" {
 		fmt.Fprintf(&b, " Gateway GOGC=%s.", r.GOGC)
 	}
+	if r.GOMAXPROCS != "" {
+		fmt.Fprintf(&b, " GOMAXPROCS=%s in every gateway process.", r.GOMAXPROCS)
+	}
 	b.WriteString(" CPU columns are µs of process CPU time per request (d = direct stage, g = gateway stage).\n")
 	for _, g := range r.Groups() {
 		fmt.Fprintf(&b, "\n## %s\n\n", g.Title())

@@ -143,8 +143,9 @@ func TestSweepRunEndToEnd(t *testing.T) {
 	if !strings.Contains(progress.String(), "[tools/call direct c=1]") {
 		t.Errorf("no progress for the first stage: %q", progress.String())
 	}
+	r.GOGC, r.GOMAXPROCS = "400", "1"
 	md := r.Markdown()
-	for _, want := range []string{"## tools/call\n", "## tools/list\n", "## tools/list, federation 2x3\n", "(tools_call-latency.svg)", "| conns |"} {
+	for _, want := range []string{" Gateway GOGC=400. GOMAXPROCS=1 in every gateway process. CPU columns", "## tools/call\n", "## tools/list\n", "## tools/list, federation 2x3\n", "(tools_call-latency.svg)", "| conns |"} {
 		if !strings.Contains(md, want) {
 			t.Errorf("Markdown lacks %q:\n%s", want, md)
 		}
