@@ -189,12 +189,13 @@ func (u *Upstream) transport(life context.Context, s *session) (mcp.Transport, *
 		}
 		cmd.Stderr = &lineLog{log: u.log}
 		cmd.WaitDelay = stdioTerminate
-		t := capture.WrapTransport(&mcp.CommandTransport{Command: cmd, TerminateDuration: stdioTerminate})
+		st := &stdioTransport{cmd: cmd, terminate: stdioTerminate}
+		t := capture.WrapTransport(st)
 		s.routed = true
 		if !u.rawCalls {
 			return &relayTransport{inner: t, route: u.router(s)}, nil, nil
 		}
-		return &pipeTransport{inner: t, route: u.router(s)}, nil, nil
+		return &pipeTransport{inner: t, stdio: st, route: u.router(s)}, nil, nil
 	}
 	return nil, nil, fmt.Errorf("unknown transport %q", sp.Transport)
 }

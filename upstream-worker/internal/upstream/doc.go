@@ -33,15 +33,16 @@
 // call. The ClientSession still opens and owns the session (initialize or
 // server/discover, the GET stream, pings, tools/list).
 //
-// On stdio upstreams pipeCall does the same on the process's connection:
-// it writes the tools/call request (SEP-2575 _meta on 2026-07-28 sessions)
-// with its own id ("sy-<n>") on the SDK's connection, and pipeConn, the
-// outermost wrapper of that connection, takes the response out of the
-// SDK's message stream; everything else (the server's requests,
-// notifications, the SDK's own responses) still reaches the SDK, which
-// answers it, except the messages relayed out of it (see Relaying). A read
-// failure (the process exited) fails every pending call at once; a
-// cancelled call sends notifications/cancelled.
+// On stdio upstreams pipeCall does the same on the process's connection,
+// which is the worker's own (stdioTransport: the SDK's decodes every line
+// three times): it writes the tools/call request (SEP-2575 _meta on
+// 2026-07-28 sessions) with its own id ("sy-<n>") as a line on the
+// process's stdin, and the connection's reader hands the response line to
+// pipeConn.take before anything decodes it; everything else (the server's
+// requests, notifications, the SDK's own responses) is decoded once and
+// reaches the SDK, which answers it, except the messages relayed out of it
+// (see Relaying). A read failure (the process exited) fails every pending
+// call at once; a cancelled call sends notifications/cancelled.
 //
 // On legacy SSE upstreams calls go through the SDK, whose typed decoder
 // sees a stub while package capture takes the raw result off the wire;

@@ -1,6 +1,7 @@
 package upstream
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"strconv"
@@ -10,6 +11,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/switchyard-mcp/switchyard/internal/jsonscan"
 )
 
 // The raw request path of stdio sessions.
@@ -17,21 +20,23 @@ import (
 // The SDK's ClientSession still owns the process's connection: it runs the
 // handshake, pings, lists and answers the server's requests. A tools/call
 // (or another forwarded request) skips its jsonrpc2 call machinery and
-// typed encode/decode: the
-// request is written straight on the connection the SDK reads from
-// (pipeConn, the outermost wrapper of the transport's mcp.Connection), and
-// pipeConn.Read takes the response out of the SDK's message stream. Our
-// request ids are strings "sy-<n>", a different JSON-RPC id space from the
-// SDK client's integer ids, so every response with such an id is ours.
-// The SDK's stdio connection serializes writes with a mutex (go-sdk
-// v1.8.0, mcp/transport.go ioConn.Write), so our writes and the SDK's
-// interleave safely; reads stay on the SDK's single reader goroutine.
+// typed encode/decode: the request is written as a line of its own on the
+// process's stdin (stdioConn.writeLine), and the response taken off its
+// stdout by the connection's reader before anything decodes it
+// (pipeConn.take). Our request ids are strings "sy-<n>", a different
+// JSON-RPC id space from the SDK client's integer ids, so every response
+// with such an id is ours. A response take leaves alone (an error
+// response, an unusual spelling) is decoded for the SDK, and
+// pipeConn.Read takes it out of the SDK's message stream. stdioConn
+// writes one message at a time, so our writes and the SDK's interleave
+// safely.
 
 // pipeTransport wraps a stdio transport so that its connection carries raw
 // calls. Like any mcp.Transport it is connected once; conn is set by
 // Connect, which the SDK calls synchronously inside Client.Connect.
 type pipeTransport struct {
-	inner mcp.Transport
+	inner mcp.Transport   // stdio wrapped (capture.WrapTransport)
+	stdio *stdioTransport // the process's transport, inside inner
 	// route may take a message from the upstream before the SDK sees it
 	// (routeConn), reporting whether it did.
 	route func(mcp.Connection, *jsonrpc.Request) bool
@@ -39,18 +44,22 @@ type pipeTransport struct {
 }
 
 func (t *pipeTransport) Connect(ctx context.Context) (mcp.Connection, error) {
+	pc := &pipeConn{route: t.route, pending: map[uint64]chan pipeResult{}}
+	t.stdio.take = pc.take // before the reader starts
 	c, err := t.inner.Connect(ctx)
 	if err != nil {
 		return nil, err
 	}
-	t.conn = &pipeConn{Connection: c, route: t.route, pending: map[uint64]chan pipeResult{}}
-	return t.conn, nil
+	pc.Connection, pc.stdio = c, t.stdio.conn
+	t.conn = pc
+	return pc, nil
 }
 
 // pipeConn is one session's connection with its pending raw calls. Close
 // and SessionID pass through.
 type pipeConn struct {
 	mcp.Connection
+	stdio *stdioConn                                  // the process's connection, under Connection
 	route func(mcp.Connection, *jsonrpc.Request) bool // nil: everything goes to the SDK
 	// meta and head are set once the handshake is done, before the session
 	// is published: the _meta members the SDK client adds to every request
@@ -160,13 +169,7 @@ func rawSeq(id jsonrpc.ID) (uint64, bool) {
 // call does); otherwise a connection failure.
 func (u *Upstream) pipeCall(ctx context.Context, c *pipeConn, p *rawParams) ([]byte, error) {
 	n := c.seq.Add(1)
-	var idBuf [24]byte
-	id, err := jsonrpc.MakeID(string(strconv.AppendUint(append(idBuf[:0], "sy-"...), n, 10)))
-	if err != nil { // cannot happen: a string is a valid id
-		return nil, err
-	}
-	meta := requestMeta(p, c.head, c.meta)
-	params := p.appendParams(make([]byte, 0, len(p.members)+len(p.meta)+len(meta)+16), meta)
+	line := appendPipeRequest(n, p, requestMeta(p, c.head, c.meta))
 	ch := make(chan pipeResult, 1)
 	c.mu.Lock()
 	if c.err != nil {
@@ -177,7 +180,11 @@ func (u *Upstream) pipeCall(ctx context.Context, c *pipeConn, p *rawParams) ([]b
 	c.pending[n] = ch
 	c.mu.Unlock()
 
-	if err := c.Connection.Write(ctx, &jsonrpc.Request{ID: id, Method: p.method, Params: params}); err != nil {
+	if err := ctx.Err(); err != nil {
+		c.forget(n)
+		return nil, err
+	}
+	if err := c.stdio.writeLine(line); err != nil {
 		c.forget(n)
 		return nil, fmt.Errorf("calling %q: %w", p.method, err)
 	}
@@ -198,6 +205,79 @@ func (u *Upstream) pipeCall(ctx context.Context, c *pipeConn, p *rawParams) ([]b
 		}
 		return nil, ctx.Err()
 	}
+}
+
+// appendPipeRequest returns request n ("sy-<n>") with p's method and
+// params, encoded as one stdio line. The params are valid JSON
+// (newRawParams, newForwardParams), where a newline or carriage return can
+// only be whitespace between tokens: each becomes a space, so the message
+// stays on its line.
+func appendPipeRequest(n uint64, p *rawParams, meta []byte) []byte {
+	line := make([]byte, 0, 64+len(p.method)+len(p.members)+len(p.meta)+len(meta))
+	line = strconv.AppendUint(append(line, `{"jsonrpc":"2.0","id":"sy-`...), n, 10)
+	line = appendJSONString(append(line, `","method":`...), p.method)
+	start := len(line) + len(`,"params":`)
+	line = p.appendParams(append(line, `,"params":`...), meta)
+	oneLine(line[start:])
+	return append(line, "}\n"...)
+}
+
+// oneLine turns every newline and carriage return in b into a space.
+func oneLine(b []byte) {
+	for i := bytes.IndexAny(b, "\n\r"); i >= 0; i = bytes.IndexAny(b, "\n\r") {
+		b[i] = ' '
+	}
+}
+
+// take consumes, from the connection's reader, a response to a raw call:
+// "jsonrpc":"2.0", an id "sy-<n>" written plainly, a result other than
+// null, no error or method. The result goes to call n if it is still
+// pending, and is dropped otherwise (as the SDK drops a response to no
+// pending call). Every other line is left to the SDK's decoding.
+func (c *pipeConn) take(line []byte) bool {
+	if line[0] != '{' {
+		return false
+	}
+	var id, result, version []byte
+	other := false
+	jsonscan.Members(line, func(k, v []byte) {
+		switch {
+		case jsonscan.KeyIs(k, "id"):
+			id = v
+		case jsonscan.KeyIs(k, "result"):
+			result = v
+		case jsonscan.KeyIs(k, "jsonrpc"):
+			version = v
+		case jsonscan.KeyIs(k, "error"), jsonscan.KeyIs(k, "method"):
+			other = true
+		}
+	})
+	if other || result == nil || bytes.Equal(result, jsonNull) || string(version) != `"2.0"` {
+		return false
+	}
+	n, ok := plainRawSeq(id)
+	if !ok {
+		return false
+	}
+	c.mu.Lock()
+	ch := c.pending[n]
+	delete(c.pending, n)
+	c.mu.Unlock()
+	if ch != nil {
+		ch <- pipeResult{resp: &jsonrpc.Response{Result: bytes.Clone(result)}}
+	}
+	return true
+}
+
+// plainRawSeq returns n of a raw JSON id written exactly "sy-<n>" (n in
+// decimal digits, no escapes), and whether it is one.
+func plainRawSeq(id []byte) (uint64, bool) {
+	digits, ok := bytes.CutPrefix(id, []byte(`"sy-`))
+	if !ok || len(digits) < 2 || digits[len(digits)-1] != '"' {
+		return 0, false
+	}
+	n, err := strconv.ParseUint(string(digits[:len(digits)-1]), 10, 64)
+	return n, err == nil
 }
 
 // cancelPipe tells the upstream, in the background, that call n was

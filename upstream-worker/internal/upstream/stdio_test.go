@@ -1,0 +1,297 @@
+package upstream
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// readMessages returns every message lr yields and the error that ended it.
+func readMessages(lr *lineReader) ([]string, error) {
+	var got []string
+	for {
+		m, err := lr.next()
+		if err != nil {
+			return got, err
+		}
+		got = append(got, string(m))
+	}
+}
+
+func TestLineReader(t *testing.T) {
+	long := `{"jsonrpc":"2.0","id":1,"result":{"text":"` + strings.Repeat("x", 100) + `"}}`
+	cut := strings.Index(long, `{"text"`) // a token boundary
+	for _, tc := range []struct {
+		name, in string
+		want     []string
+		err      string // "" for io.EOF
+	}{
+		{"lines", "{\"a\":1}\n{\"b\":2}\n", []string{`{"a":1}`, `{"b":2}`}, ""},
+		{"crlf and blank lines", "\r\n{\"a\":1}\r\n\n  \n[1,2]\r\n", []string{`{"a":1}`, `[1,2]`}, ""},
+		{"last line without newline", "{\"a\":1}\n{\"b\":2}", []string{`{"a":1}`, `{"b":2}`}, ""},
+		{"longer than the buffer", long + "\n" + long + "\n", []string{long, long}, ""},
+		{"spread over lines", "{\"a\":\n 1,\n\"b\":[\n2]}\n{\"c\":3}\n", []string{"{\"a\":\n 1,\n\"b\":[\n2]}", `{"c":3}`}, ""},
+		{"long and spread", long[:cut] + "\n" + long[cut:] + "\n", []string{long[:cut] + "\n" + long[cut:]}, ""},
+		{"text after a message", "{\"a\":1} {\"b\":2}\n", nil, "invalid trailing data after a message"},
+		{"invalid", "{\"a\":1}\n{\"a\" 1}\n", []string{`{"a":1}`}, "invalid character '1' after object key"},
+		{"not JSON", "hello\n", nil, "invalid character 'h'"},
+		{"ends inside a message", "{\"a\":1}\n{\"b\":", []string{`{"a":1}`}, io.ErrUnexpectedEOF.Error()},
+		{"newline inside a string", "{\"a\":\"x\ny\"}\n", nil, "invalid character '\\n' in string literal"},
+		{"over the limit", long + "\n", nil, errLineTooLong.Error()},
+		{"over the limit across lines", "{\"a\":\n" + strings.Repeat(" ", 150) + "\n", nil, errLineTooLong.Error()},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			limit := 1 << 20
+			if strings.HasPrefix(tc.name, "over the limit") {
+				limit = 100
+			}
+			lr := &lineReader{br: bufio.NewReaderSize(strings.NewReader(tc.in), 16), limit: limit}
+			got, err := readMessages(lr)
+			if strings.Join(got, "|") != strings.Join(tc.want, "|") {
+				t.Errorf("messages %q, want %q", got, tc.want)
+			}
+			switch {
+			case tc.err == "" && err != io.EOF:
+				t.Errorf("error %v, want io.EOF", err)
+			case tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)):
+				t.Errorf("error %v, want %q", err, tc.err)
+			}
+		})
+	}
+}
+
+func TestDecodeLine(t *testing.T) {
+	msgs, err := decodeLine([]byte(`[{"jsonrpc":"2.0","method":"ping","id":3},{"jsonrpc":"2.0","method":"notifications/progress","params":{}}]`))
+	if err != nil || len(msgs) != 2 {
+		t.Fatalf("batch: %v, %v", msgs, err)
+	}
+	if r, ok := msgs[0].(*jsonrpc.Request); !ok || r.Method != "ping" || !r.IsCall() {
+		t.Errorf("first %#v", msgs[0])
+	}
+	if r, ok := msgs[1].(*jsonrpc.Request); !ok || r.IsCall() {
+		t.Errorf("second %#v", msgs[1])
+	}
+	for _, bad := range []string{`[]`, `[1]`, `{"jsonrpc":"1.0","id":1,"result":{}}`, `42`} {
+		if _, err := decodeLine([]byte(bad)); err == nil {
+			t.Errorf("%s: no error", bad)
+		}
+	}
+}
+
+func TestPipeTake(t *testing.T) {
+	for _, tc := range []struct {
+		line  string
+		taken bool
+		n     uint64 // the pending call that gets the result
+		want  string // its result
+	}{
+		{`{"jsonrpc":"2.0","id":"sy-7","result":{"content":[]}}`, true, 7, `{"content":[]}`},
+		{`{"result":{"a":1},"id":"sy-7","jsonrpc":"2.0","extra":true}`, true, 7, `{"a":1}`},
+		{`{"jsonrpc":"2.0","id":"sy-8","result":{}}`, true, 0, ""}, // no longer pending: dropped
+		{`{"jsonrpc":"2.0","id":"sy-7","error":{"code":-1,"message":"x"}}`, false, 0, ""},
+		{`{"jsonrpc":"2.0","id":"sy-7","result":null}`, false, 0, ""},
+		{`{"jsonrpc":"2.0","id":"sy-7"}`, false, 0, ""},
+		{`{"jsonrpc":"2.0","id":7,"result":{}}`, false, 0, ""},
+		{`{"jsonrpc":"2.0","id":"sy-x","result":{}}`, false, 0, ""},
+		{`{"jsonrpc":"2.0","id":"\u0073y-7","result":{}}`, false, 0, ""},
+		{`{"jsonrpc":"1.0","id":"sy-7","result":{}}`, false, 0, ""},
+		{`{"id":"sy-7","result":{}}`, false, 0, ""},
+		{`{"jsonrpc":"2.0","id":"sy-7","method":"ping","result":{}}`, false, 0, ""},
+		{`[{"jsonrpc":"2.0","id":"sy-7","result":{}}]`, false, 0, ""},
+	} {
+		t.Run(tc.line, func(t *testing.T) {
+			ch := make(chan pipeResult, 1)
+			c := &pipeConn{pending: map[uint64]chan pipeResult{7: ch}}
+			if got := c.take([]byte(tc.line)); got != tc.taken {
+				t.Fatalf("take = %v, want %v", got, tc.taken)
+			}
+			select {
+			case r := <-ch:
+				if tc.n != 7 || string(r.resp.Result) != tc.want || r.err != nil || r.resp.Error != nil {
+					t.Errorf("call 7 got %+v", r)
+				}
+				if c.numPending() != 0 {
+					t.Error("call 7 still pending")
+				}
+			default:
+				if tc.n == 7 {
+					t.Error("call 7 got nothing")
+				}
+			}
+		})
+	}
+}
+
+func TestAppendPipeRequest(t *testing.T) {
+	p := &rawParams{method: "tools/call", members: []byte("\"name\":\"echo\",\r\n\"arguments\":{\n\"text\":\"a\\nb\"}"), meta: []byte(`"k":1`)}
+	line := appendPipeRequest(42, p, []byte(`"s":2`))
+	want := `{"jsonrpc":"2.0","id":"sy-42","method":"tools/call","params":{"_meta":{"k":1,"s":2},"name":"echo",  "arguments":{ "text":"a\nb"}}}` + "\n"
+	if string(line) != want {
+		t.Fatalf("line\n%s\nwant\n%s", line, want)
+	}
+	if !json.Valid(line[:len(line)-1]) {
+		t.Error("not valid JSON")
+	}
+	msg, err := jsonrpc.DecodeMessage(line)
+	if r, ok := msg.(*jsonrpc.Request); err != nil || !ok || r.ID.Raw() != "sy-42" || r.Method != "tools/call" {
+		t.Errorf("decoded %#v, %v", msg, err)
+	}
+}
+
+// shProcess returns a transport running script under sh.
+func shProcess(t *testing.T, script string, terminate time.Duration) *stdioTransport {
+	t.Helper()
+	sh, err := exec.LookPath("sh")
+	if err != nil {
+		t.Skip("no sh")
+	}
+	return &stdioTransport{cmd: exec.Command(sh, "-c", script), terminate: terminate}
+}
+
+// TestStdioConn: messages both ways through a process (cat echoes what it
+// reads), take sees every line first, and Close ends the process.
+func TestStdioConn(t *testing.T) {
+	tr := shProcess(t, "exec cat", time.Second)
+	var taken []string
+	tr.take = func(line []byte) bool {
+		taken = append(taken, string(line))
+		return strings.Contains(string(line), `"sy-`)
+	}
+	conn, err := tr.Connect(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	if err := conn.Write(ctx, &jsonrpc.Request{Method: "notifications/initialized"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := tr.conn.writeLine([]byte(`{"jsonrpc":"2.0","id":"sy-1","result":{}}` + "\n")); err != nil {
+		t.Fatal(err)
+	}
+	id, err := jsonrpc.MakeID("r5")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := conn.Write(ctx, &jsonrpc.Response{ID: id, Result: json.RawMessage(`{"ok":true}`)}); err != nil {
+		t.Fatal(err)
+	}
+	m1, err := conn.Read(ctx)
+	if r, ok := m1.(*jsonrpc.Request); err != nil || !ok || r.Method != "notifications/initialized" {
+		t.Fatalf("first read %#v, %v", m1, err)
+	}
+	m2, err := conn.Read(ctx)
+	if r, ok := m2.(*jsonrpc.Response); err != nil || !ok || string(r.Result) != `{"ok":true}` {
+		t.Fatalf("second read %#v, %v", m2, err)
+	}
+	if len(taken) != 3 || !strings.Contains(taken[1], "sy-1") {
+		t.Errorf("take saw %q", taken)
+	}
+	if err := conn.Close(); err != nil {
+		t.Errorf("Close: %v", err)
+	}
+	if _, err := conn.Read(ctx); err != io.EOF {
+		t.Errorf("Read after Close: %v", err)
+	}
+	if err := conn.Write(ctx, &jsonrpc.Request{Method: "x"}); !errors.Is(err, mcp.ErrConnectionClosed) {
+		t.Errorf("Write after Close: %v", err)
+	}
+	if tr.cmd.ProcessState == nil || !tr.cmd.ProcessState.Exited() {
+		t.Errorf("process state %v", tr.cmd.ProcessState)
+	}
+}
+
+// TestStdioConnEnds: the reader's end reaches Read after the messages
+// before it: the process's exit (io.EOF), or a malformed line.
+func TestStdioConnEnds(t *testing.T) {
+	for _, tc := range []struct {
+		name, script string
+		want         error
+	}{
+		{"exit", `echo '{"jsonrpc":"2.0","method":"a"}'`, io.EOF},
+		{"garbage", `echo '{"jsonrpc":"2.0","method":"a"}'; echo 'oops'; sleep 10`, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tr := shProcess(t, tc.script, 100*time.Millisecond)
+			conn, err := tr.Connect(t.Context())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close()
+			if m, err := conn.Read(t.Context()); err != nil || m.(*jsonrpc.Request).Method != "a" {
+				t.Fatalf("first read %#v, %v", m, err)
+			}
+			_, err = conn.Read(t.Context())
+			if tc.want != nil && err != tc.want || tc.want == nil && (err == nil || err == io.EOF) {
+				t.Errorf("second read: %v", err)
+			}
+			if _, err2 := conn.Read(t.Context()); err2 != err {
+				t.Errorf("third read: %v, want the same %v", err2, err)
+			}
+		})
+	}
+}
+
+// TestStdioConnStop: a process that outlives its closed stdin is sent
+// SIGTERM, and one that ignores SIGTERM is killed.
+func TestStdioConnStop(t *testing.T) {
+	for _, tc := range []struct{ name, script string }{
+		{"SIGTERM", `exec sleep 30`},
+		{"SIGKILL", `trap '' TERM; while :; do sleep 1; done`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tr := shProcess(t, tc.script, 100*time.Millisecond)
+			conn, err := tr.Connect(t.Context())
+			if err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(50 * time.Millisecond) // let sh set its trap
+			ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+			defer cancel()
+			done := make(chan error, 1)
+			go func() { done <- conn.Close() }()
+			select {
+			case err := <-done:
+				if err == nil {
+					t.Error("Close: no exit error from a signalled process")
+				}
+			case <-ctx.Done():
+				t.Fatal("Close did not return")
+			}
+			if tr.cmd.ProcessState == nil || tr.cmd.ProcessState.Exited() {
+				t.Errorf("process state %v, want signalled", tr.cmd.ProcessState)
+			}
+		})
+	}
+}
+
+func FuzzLineReader(f *testing.F) {
+	for _, s := range []string{"{\"a\":1}\n", "{\"a\":\n1}\n\n[1]\r\n", "{\"a\":1} x\n", "{", "\"x\ny\"\n", "{\"jsonrpc\":\"2.0\",\"id\":\"sy-1\",\"result\":{}}\n"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, in string) {
+		lr := &lineReader{br: bufio.NewReaderSize(strings.NewReader(in), 16), limit: 1 << 12}
+		c := &pipeConn{pending: map[uint64]chan pipeResult{1: make(chan pipeResult, 1)}}
+		for range len(in) + 1 {
+			m, err := lr.next()
+			if err != nil {
+				return
+			}
+			if !json.Valid(m) {
+				t.Fatalf("invalid message %q", m)
+			}
+			if !c.take(m) {
+				_, _ = decodeLine(m)
+			}
+		}
+		t.Fatalf("more messages than input bytes in %q", in)
+	})
+}
