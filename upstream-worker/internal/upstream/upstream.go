@@ -280,9 +280,12 @@ func (u *Upstream) setState(s *snapshot) {
 	if old.up == s.up && old.err == s.err {
 		return
 	}
-	if s.up {
+	switch {
+	case s.up:
 		u.log.Info("upstream up")
-	} else {
+	case s.err == errStopped.Error(): // the worker is shutting down: nothing is wrong
+		u.log.Info("upstream stopped")
+	default:
 		u.log.Warn("upstream down", proto.LogErr, s.err)
 	}
 	u.opts.OnState()

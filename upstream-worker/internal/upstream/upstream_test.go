@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -13,6 +14,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/switchyard-mcp/switchyard/proto"
 )
 
 // TestUpstreamLazySingleDial: concurrent gets share one dial; a drop makes
@@ -149,6 +152,46 @@ func TestUpstreamStderrLines(t *testing.T) {
 	if !strings.Contains(out, "line=one") || !strings.Contains(out, "line=two") || strings.Count(out, "upstream stderr") != 3 {
 		t.Fatalf("log:\n%s", out)
 	}
+}
+
+// lockedBuffer is a log destination safe for concurrent writes and reads.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// TestUpstreamStopLog: a worker shutting down logs its upstream stopped at
+// Info, not down at Warn (nothing is wrong).
+func TestUpstreamStopLog(t *testing.T) {
+	var buf lockedBuffer
+	// Registered first, so it runs after startUpstream's cleanup stopped
+	// the upstream.
+	t.Cleanup(func() {
+		out := buf.String()
+		if !strings.Contains(out, `level=INFO msg="upstream stopped"`) || strings.Contains(out, "upstream down") {
+			t.Errorf("log:\n%s", out)
+		}
+	})
+	startUpstream(t, "", false, func(o *Options) {
+		o.Log = slog.New(slog.NewTextHandler(&buf, nil))
+		o.Spec = proto.UpstreamSpec{
+			Name: "up", Transport: proto.TransportStdio, Processes: 1,
+			Command: []string{os.Args[0]},
+			Env:     map[string]string{stdioEraEnv: "2025", "GORACE": "atexit_sleep_ms=0"},
+		}
+	})
 }
 
 func TestUpstreamHashItems(t *testing.T) {
