@@ -146,6 +146,13 @@ func (c *stdioConn) writeLine(line []byte) error {
 	default:
 	}
 	_, err := c.stdin.Write(line)
+	if err != nil {
+		select {
+		case <-c.closed: // Close cut the write short
+			return mcp.ErrConnectionClosed
+		default:
+		}
+	}
 	return err
 }
 
@@ -164,9 +171,10 @@ func (c *stdioConn) Close() error {
 // then SIGKILL. It returns the process's exit error (nil on a clean exit),
 // the failure to close stdin, or the failure to stop it.
 func (c *stdioConn) stop() error {
-	c.wmu.Lock()
+	// Not under wmu: a write blocked on a process that no longer reads
+	// its stdin (the pipe is full) ends only when stdin closes. Writes
+	// that start after Close see closed (set before stop).
 	closeErr := c.stdin.Close()
-	c.wmu.Unlock()
 	exited := make(chan error, 1)
 	go func() { exited <- c.cmd.Wait() }()
 	wait := func() (error, bool) {

@@ -2,11 +2,13 @@ package upstream
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"io"
 	"os/exec"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -270,6 +272,42 @@ func TestStdioConnStop(t *testing.T) {
 				t.Errorf("process state %v, want signalled", tr.cmd.ProcessState)
 			}
 		})
+	}
+}
+
+// TestStdioConnCloseWhileWriting: Close ends a process that does not read
+// its stdin while a write to it is blocked (the pipe is full): closing
+// stdin must not wait for that write, which only the close can end.
+func TestStdioConnCloseWhileWriting(t *testing.T) {
+	tr := shProcess(t, "exec sleep 30", 50*time.Millisecond)
+	if _, err := tr.Connect(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	c := tr.conn
+	wrote := make(chan error, 1)
+	go func() { wrote <- c.writeLine(append(bytes.Repeat([]byte(" "), 1<<20), '\n')) }()
+	// Wait for the write to hold the connection (it cannot finish: a pipe
+	// holds 64 KiB and sleep reads nothing).
+	for c.wmu.TryLock() {
+		c.wmu.Unlock()
+		runtime.Gosched()
+	}
+	closed := make(chan error, 1)
+	go func() { closed <- c.Close() }()
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	select {
+	case <-closed:
+	case <-ctx.Done():
+		t.Fatal("Close did not return")
+	}
+	select {
+	case err := <-wrote:
+		if err == nil {
+			t.Error("the cut write succeeded")
+		}
+	case <-ctx.Done():
+		t.Fatal("the write did not return")
 	}
 }
 
