@@ -22,8 +22,8 @@ import (
 // (or another forwarded request) skips its jsonrpc2 call machinery and
 // typed encode/decode: the request is written as a line of its own on the
 // process's stdin (stdioConn.writeLine), and the response taken off its
-// stdout by the connection's reader before anything decodes it
-// (pipeConn.take). Our request ids are strings "sy-<n>", a different
+// stdout by the connection's Read before anything decodes it
+// (pipeConn.take), in order with the messages pipeConn.Read routes. Our request ids are strings "sy-<n>", a different
 // JSON-RPC id space from the SDK client's integer ids, so every response
 // with such an id is ours. A response take leaves alone (an error
 // response, an unusual spelling) is decoded for the SDK, and

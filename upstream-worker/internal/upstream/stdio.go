@@ -52,8 +52,9 @@ type stdioTransport struct {
 	terminate time.Duration // see stdioConn.stop
 	// take, if set, is offered every message line (valid JSON, trimmed)
 	// before it is decoded and reports whether it consumed the line, which
-	// is only valid during the call. It runs on the reader goroutine; set
-	// it before Connect.
+	// is only valid during the call. It runs in Read, once every message
+	// before the line was returned (see stdioConn.lines); set it before
+	// Connect.
 	take func(line []byte) bool
 	// conn is the connection, set by Connect.
 	conn *stdioConn
@@ -73,10 +74,7 @@ func (t *stdioTransport) Connect(context.Context) (mcp.Connection, error) {
 	if err := t.cmd.Start(); err != nil {
 		return nil, err
 	}
-	c := &stdioConn{
-		cmd: t.cmd, stdin: stdin, terminate: t.terminate, take: t.take,
-		incoming: make(chan jsonrpc.Message), readDone: make(chan struct{}), closed: make(chan struct{}),
-	}
+	c := newStdioConn(t.cmd, stdin, t.terminate, t.take)
 	go c.readLoop(stdout)
 	t.conn = c
 	return c, nil
@@ -91,34 +89,80 @@ type stdioConn struct {
 	terminate time.Duration
 	take      func([]byte) bool
 
-	incoming chan jsonrpc.Message // unbuffered: the reader waits for Read
-	readDone chan struct{}        // closed when the reader stopped; readErr set before
-	readErr  error
-	closed   chan struct{} // closed by Close
-	once     sync.Once
-	closeErr error
+	// The reader lends each message line to Read (lines), which offers it
+	// to take, decodes the rest and gives it back (returned) before the
+	// reader reads on. Read takes a line only when every message before it
+	// was returned and Read was called again, so take sees a raw call's
+	// response only once Read's caller is done with the messages before
+	// it. On the reader's goroutine take would complete the call while
+	// pipeConn.Read may still be routing the call's last progress or log
+	// notification, which finds no call in flight then and is dropped.
+	lines     chan []byte       // unbuffered: a line lent by the reader
+	returned  chan struct{}     // capacity 1: Read is done with the lent line
+	queue     []jsonrpc.Message // Read's: the rest of a batch
+	decodeErr error             // Read's: a line that did not decode, which ends the connection
+	readDone  chan struct{}     // closed when the reader stopped; readErr set before
+	readErr   error
+	closed    chan struct{} // closed by Close
+	once      sync.Once
+	closeErr  error
 
 	wmu sync.Mutex // one message written at a time
 }
 
+// newStdioConn returns the connection to cmd, whose stdin is stdin; start
+// its reader (readLoop) on cmd's stdout.
+func newStdioConn(cmd *exec.Cmd, stdin io.WriteCloser, terminate time.Duration, take func([]byte) bool) *stdioConn {
+	return &stdioConn{
+		cmd: cmd, stdin: stdin, terminate: terminate, take: take,
+		lines: make(chan []byte), returned: make(chan struct{}, 1),
+		readDone: make(chan struct{}), closed: make(chan struct{}),
+	}
+}
+
 func (c *stdioConn) SessionID() string { return "" }
 
-// Read returns the next message for the SDK. Errors: ctx's; the reader's
-// (io.EOF when the process closed its stdout, a framing or decoding error)
-// once every message before it was read; io.EOF after Close.
+// Read returns the next message for the SDK, after offering each line to
+// take. Errors: ctx's; the reader's (io.EOF when the process closed its
+// stdout, a framing error) once every message before it was read; a
+// decoding error, then on every call; io.EOF after Close.
 func (c *stdioConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	select {
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	case m := <-c.incoming:
+	if len(c.queue) > 0 {
+		m := c.queue[0]
+		c.queue = c.queue[1:]
 		return m, nil
-	case <-c.readDone:
-		return nil, c.readErr
-	case <-c.closed:
-		return nil, io.EOF
+	}
+	if c.decodeErr != nil {
+		return nil, c.decodeErr
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case line := <-c.lines:
+			var msgs []jsonrpc.Message
+			var err error
+			if c.take == nil || !c.take(line) {
+				msgs, err = decodeLine(bytes.Clone(line))
+			}
+			c.returned <- struct{}{}
+			switch {
+			case err != nil:
+				c.decodeErr = err
+				return nil, err
+			case len(msgs) == 0: // taken
+				continue
+			}
+			c.queue = msgs[1:]
+			return msgs[0], nil
+		case <-c.readDone:
+			return nil, c.readErr
+		case <-c.closed:
+			return nil, io.EOF
+		}
 	}
 }
 
@@ -207,31 +251,23 @@ func (c *stdioConn) stop() error {
 	return errors.New("unresponsive subprocess")
 }
 
-// readLoop reads the process's stdout until it ends, a message is
-// malformed, or the connection closes.
+// readLoop reads the process's stdout until it ends, a line is not a
+// message, or the connection closes, lending each message line to Read.
 func (c *stdioConn) readLoop(stdout io.Reader) {
 	lr := lineReader{br: bufio.NewReaderSize(stdout, stdioReadBuffer), limit: mcp.DefaultMaxLineLength}
 	for {
 		line, err := lr.next()
-		if err == nil && c.take != nil && c.take(line) {
-			continue
-		}
-		var msgs []jsonrpc.Message
-		if err == nil {
-			msgs, err = decodeLine(bytes.Clone(line))
-		}
 		if err != nil {
 			c.readErr = err
 			close(c.readDone)
 			return
 		}
-		for _, m := range msgs {
-			select {
-			case c.incoming <- m:
-			case <-c.closed:
-				return
-			}
+		select {
+		case c.lines <- line:
+		case <-c.closed:
+			return
 		}
+		<-c.returned // line is lr's buffer: Read is done with it
 	}
 }
 

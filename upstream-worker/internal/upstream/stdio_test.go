@@ -11,6 +11,7 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -212,7 +213,8 @@ func TestStdioConn(t *testing.T) {
 }
 
 // TestStdioConnEnds: the reader's end reaches Read after the messages
-// before it: the process's exit (io.EOF), or a malformed line.
+// before it: the process's exit (io.EOF), or a malformed line (a framing
+// or decoding error, and no message after it).
 func TestStdioConnEnds(t *testing.T) {
 	for _, tc := range []struct {
 		name, script string
@@ -220,6 +222,7 @@ func TestStdioConnEnds(t *testing.T) {
 	}{
 		{"exit", `echo '{"jsonrpc":"2.0","method":"a"}'`, io.EOF},
 		{"garbage", `echo '{"jsonrpc":"2.0","method":"a"}'; echo 'oops'; sleep 10`, nil},
+		{"undecodable", `echo '{"jsonrpc":"2.0","method":"a"}'; echo '{"jsonrpc":"1.0","id":1,"result":{}}'; echo '{"jsonrpc":"2.0","method":"b"}'; sleep 10`, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tr := shProcess(t, tc.script, 100*time.Millisecond)
@@ -309,6 +312,50 @@ func TestStdioConnCloseWhileWriting(t *testing.T) {
 	case <-ctx.Done():
 		t.Fatal("the write did not return")
 	}
+}
+
+// TestStdioConnTakeInOrder: a raw call's response is taken only once the
+// messages before it were read and handled by Read's caller (pipeConn
+// routes the call's progress and log notifications there, in order), so
+// that a notification sent before the result reaches the call while it is
+// still in flight.
+func TestStdioConnTakeInOrder(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ch := make(chan pipeResult, 1)
+		pc := &pipeConn{pending: map[uint64]chan pipeResult{1: ch}}
+		stdout, w := io.Pipe()
+		c := newStdioConn(nil, nil, 0, pc.take)
+		go c.readLoop(stdout)
+		go func() {
+			_, _ = io.WriteString(w, `{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"p","progress":1}}`+"\n"+
+				`{"jsonrpc":"2.0","id":"sy-1","result":{"content":[]}}`+"\n"+
+				`{"jsonrpc":"2.0","method":"notifications/message","params":{}}`+"\n")
+			_ = w.Close()
+		}()
+		m, err := c.Read(t.Context())
+		if r, ok := m.(*jsonrpc.Request); err != nil || !ok || r.Method != "notifications/progress" {
+			t.Fatalf("first read %#v, %v", m, err)
+		}
+		synctest.Wait() // the reader has gone as far as it can
+		if len(ch) != 0 {
+			t.Error("the response was taken while the notification before it was still being handled")
+		}
+		m, err = c.Read(t.Context())
+		if r, ok := m.(*jsonrpc.Request); err != nil || !ok || r.Method != "notifications/message" {
+			t.Fatalf("second read %#v, %v", m, err)
+		}
+		select {
+		case r := <-ch:
+			if r.err != nil || string(r.resp.Result) != `{"content":[]}` {
+				t.Errorf("call 1 got %+v", r)
+			}
+		default:
+			t.Error("call 1 got nothing")
+		}
+		if _, err := c.Read(t.Context()); err != io.EOF {
+			t.Errorf("third read: %v, want io.EOF", err)
+		}
+	})
 }
 
 func FuzzLineReader(f *testing.F) {
