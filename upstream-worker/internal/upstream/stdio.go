@@ -308,6 +308,65 @@ type lineReader struct {
 	br    *bufio.Reader
 	limit int
 	acc   []byte // a message assembled from several reads or lines
+	// A message spread over lines is not checked whole again at each line
+	// (quadratic: minutes for a pretty-printed result of 2 MB), but only
+	// when it may be complete or cannot become valid (shape, which reads
+	// each byte once), when it doubled since it was last checked, or when
+	// the stream ended. shape is exact on valid JSON, so a complete
+	// message is never passed over; an error on a later line of a message
+	// is found when it doubles or ends (or the limit comes first), not at
+	// that line. checked is acc's length at that last check, 0 while the
+	// message is on its first line.
+	checked int
+	shape   shape
+}
+
+// shape follows the nesting of a JSON text as it grows.
+type shape struct {
+	n                 int // bytes followed
+	depth             int // objects and arrays open
+	inString, escaped bool
+	ended             bool // the outermost object or array closed
+	broken            bool // invalid whatever follows: a newline in a string, text after the end, a stray close
+}
+
+// follow reads b's bytes after the ones already followed (b grows).
+func (s *shape) follow(b []byte) {
+	for _, c := range b[s.n:] {
+		switch {
+		case s.inString:
+			switch {
+			case s.escaped:
+				s.escaped = false
+			case c == '\\':
+				s.escaped = true
+			case c == '"':
+				s.inString = false
+			case c == '\n':
+				s.broken = true
+			}
+		case c == ' ', c == '\t', c == '\r', c == '\n':
+		case s.ended:
+			s.broken = true
+		case c == '"':
+			s.inString = true
+		case c == '{', c == '[':
+			s.depth++
+		case c == '}', c == ']':
+			s.depth--
+			s.ended = s.depth == 0
+			s.broken = s.broken || s.depth < 0
+		}
+	}
+	s.n = len(b)
+}
+
+// due reports whether the message in acc, found incomplete when it was
+// checked shorter, is worth checking whole again.
+func (lr *lineReader) due() bool {
+	lr.shape.follow(lr.acc)
+	s := &lr.shape
+	return s.broken || s.depth <= 0 && !s.inString || len(lr.acc) >= 2*lr.checked
 }
 
 // next returns the next message, trimmed of surrounding whitespace and
@@ -317,6 +376,7 @@ type lineReader struct {
 // text after a message on its line.
 func (lr *lineReader) next() ([]byte, error) {
 	lr.acc = lr.acc[:0]
+	lr.checked, lr.shape = 0, shape{}
 	for {
 		frag, err := lr.br.ReadSlice('\n')
 		if len(lr.acc)+len(frag) > lr.limit {
@@ -332,6 +392,9 @@ func (lr *lineReader) next() ([]byte, error) {
 			line = lr.acc
 		}
 		if msg := bytes.TrimSpace(line); len(msg) > 0 {
+			if lr.checked > 0 && err == nil && !lr.due() {
+				continue
+			}
 			if json.Valid(msg) {
 				return msg, nil
 			}
@@ -344,6 +407,7 @@ func (lr *lineReader) next() ([]byte, error) {
 			if len(lr.acc) == 0 {
 				lr.acc = append(lr.acc, frag...)
 			}
+			lr.checked = len(lr.acc)
 			continue
 		}
 		if err != nil {

@@ -72,6 +72,36 @@ func TestLineReader(t *testing.T) {
 	}
 }
 
+// TestLineReaderManyLines: a message spread over many lines (which the
+// spec forbids and the SDK's decoder reads in one pass) is not checked
+// whole again at each of its lines, which is quadratic: a pretty-printed
+// result of 2 MB took minutes, one of 16 MiB days, stalling the process's
+// connection. The work is measured as bytes allocated (each check of an
+// incomplete message copies it), a small multiple of the message's size.
+func TestLineReaderManyLines(t *testing.T) {
+	var b strings.Builder
+	b.WriteString(`{"jsonrpc":"2.0","id":1,"result":{"content":[`)
+	for i := range 1500 {
+		if i > 0 {
+			b.WriteString(",")
+		}
+		b.WriteString("\n  {\"type\":\"text\",\"text\":\"" + strings.Repeat("x", 40) + "\"}")
+	}
+	b.WriteString("\n]}}\n")
+	in := b.String()
+	lr := &lineReader{br: bufio.NewReaderSize(strings.NewReader(in), 4096), limit: 1 << 20}
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	m, err := lr.next()
+	runtime.ReadMemStats(&after)
+	if err != nil || string(m) != strings.TrimSpace(in) {
+		t.Fatalf("message of %d bytes, %v", len(m), err)
+	}
+	if n := after.TotalAlloc - before.TotalAlloc; n > 32*uint64(len(in)) {
+		t.Errorf("%d bytes allocated for a message of %d", n, len(in))
+	}
+}
+
 func TestDecodeLine(t *testing.T) {
 	msgs, err := decodeLine([]byte(`[{"jsonrpc":"2.0","method":"ping","id":3},{"jsonrpc":"2.0","method":"notifications/progress","params":{}}]`))
 	if err != nil || len(msgs) != 2 {
