@@ -37,11 +37,11 @@
 // which is the worker's own (stdioTransport: the SDK's decodes every line
 // three times): it writes the tools/call request (SEP-2575 _meta on
 // 2026-07-28 sessions) with its own id ("sy-<n>") as a line on the
-// process's stdin, and the connection's reader hands the response line to
-// pipeConn.take before anything decodes it; everything else (the server's
-// requests, notifications, the SDK's own responses) is decoded once and
-// reaches the SDK, which answers it, except the messages relayed out of it
-// (see Relaying). A read failure (the process exited) fails every pending
+// process's stdin, and the connection's Read, in line order, hands the
+// response line to pipeConn.take before anything decodes it; everything
+// else (the server's requests, notifications, the SDK's own responses) is
+// decoded once and reaches the SDK, which answers it, except the messages
+// relayed out of it (see Relaying). A read failure (the process exited) fails every pending
 // call at once; a cancelled call sends notifications/cancelled.
 //
 // On legacy SSE upstreams calls go through the SDK, whose typed decoder
