@@ -1,13 +1,11 @@
 package tenancy
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -23,6 +21,7 @@ import (
 	"github.com/switchyard-mcp/switchyard/internal/tenancy"
 	"github.com/switchyard-mcp/switchyard/internal/tenant"
 	"github.com/switchyard-mcp/switchyard/testutil/natstest"
+	"github.com/switchyard-mcp/switchyard/testutil/syncbuf"
 )
 
 // adminRig is a ready tenancy service with the configured tenant "cfg"
@@ -405,31 +404,13 @@ func TestTenancyAdminKeyRevokeList(t *testing.T) {
 	wantCode(t, e, tenancy.AdminCodeBadRequest)
 }
 
-// lockedBuffer is a log sink safe for the service's goroutines.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // A key record that does not decode is listed as undecodable (by id
 // only), refused by key.revoke with a pointer to key.delete, and deleted
 // by key.delete; no reply or log line holds its content.
 func TestTenancyAdminUndecodableKey(t *testing.T) {
 	s := natstest.Start(t)
 	_, cfgRec := keyFor(t, "cfg", "svc")
-	var logs lockedBuffer
+	var logs syncbuf.Buffer
 	svc, err := New(Config{Tenants: []tenancy.Tenant{tn("cfg")}, APIKeys: []apikey.Record{cfgRec}},
 		natstest.Connect(t, s), slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug})))
 	if err != nil {

@@ -2,7 +2,6 @@ package stdiofront
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -17,6 +16,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/switchyard-mcp/switchyard/testutil/syncbuf"
 )
 
 // wait is the generous bound of every wait in these tests.
@@ -149,7 +150,7 @@ type run struct {
 	lines  chan string    // stdout lines, when read with line
 	once   sync.Once
 	done   chan error
-	logs   *lockedBuffer
+	logs   *syncbuf.Buffer
 }
 
 // startBridge runs a bridge to url until the test ends.
@@ -161,7 +162,7 @@ func startBridge(t *testing.T, url string, tweak func(*Config)) *run {
 	if tweak != nil {
 		tweak(&cfg)
 	}
-	r := &run{t: t, stdin: inW, stdout: outR, done: make(chan error, 1), logs: &lockedBuffer{}}
+	r := &run{t: t, stdin: inW, stdout: outR, done: make(chan error, 1), logs: &syncbuf.Buffer{}}
 	log := slog.New(slog.NewTextHandler(r.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	b, err := New(cfg, log)
 	if err != nil {
@@ -254,23 +255,6 @@ func (r *run) expect(want ...string) string {
 		}
 	}
 	return l
-}
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 // eventually polls cond until it holds or the wait is over.

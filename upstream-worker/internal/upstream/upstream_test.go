@@ -16,6 +16,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/switchyard-mcp/switchyard/proto"
+	"github.com/switchyard-mcp/switchyard/testutil/syncbuf"
 )
 
 // TestUpstreamLazySingleDial: concurrent gets share one dial; a drop makes
@@ -154,28 +155,10 @@ func TestUpstreamStderrLines(t *testing.T) {
 	}
 }
 
-// lockedBuffer is a log destination safe for concurrent writes and reads.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // TestUpstreamStopLog: a worker shutting down logs its upstream stopped at
 // Info, not down at Warn (nothing is wrong).
 func TestUpstreamStopLog(t *testing.T) {
-	var buf lockedBuffer
+	var buf syncbuf.Buffer
 	// Registered first, so it runs after startUpstream's cleanup stopped
 	// the upstream.
 	t.Cleanup(func() {
