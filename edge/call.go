@@ -94,6 +94,9 @@ func mergeMeta(raw []byte, add map[string]any) []byte {
 func (s *Service) middleware(v *view) mcp.Middleware {
 	return func(next mcp.MethodHandler) mcp.MethodHandler {
 		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			if method == "server/discover" && legacySSE(ctx) {
+				return nil, legacyDiscoverError(req)
+			}
 			if method == "initialize" {
 				res, err := next(ctx, method, req)
 				if err == nil {

@@ -2,8 +2,13 @@ package edge
 
 import (
 	"bytes"
+	"context"
+	"encoding/json"
 	"net/http"
 	"net/url"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // Legacy HTTP+SSE sessions (protocol 2024-11-05) are named by the
@@ -35,7 +40,47 @@ func (s *Service) serveSSEBound(w http.ResponseWriter, r *http.Request, v *view,
 			s.sseOwners.Delete(c.sid)
 		}
 	}()
-	v.serveSSE(c, r)
+	// The SDK derives the context of every request of the session from
+	// this GET's: the middleware knows a legacy session by it.
+	v.serveSSE(c, r.WithContext(context.WithValue(r.Context(), legacySSEKey{}, true)))
+}
+
+// legacySSEKey marks the context of a legacy HTTP+SSE session's requests.
+type legacySSEKey struct{}
+
+// legacySSE reports whether ctx is a legacy HTTP+SSE session's.
+func legacySSE(ctx context.Context) bool {
+	v, _ := ctx.Value(legacySSEKey{}).(bool)
+	return v
+}
+
+// legacyDiscoverError answers a legacy SSE session's server/discover: the
+// transport serves only protocol versions before 2026-07-28, so the
+// version is unsupported, and the SDK client falls back to initialize
+// (where onInitialize takes the tasks extension out).
+//
+// The SDK's own answer cannot be relied on: its SSE handler writes the
+// endpoint event inside Server.Connect, before Connect records the versions
+// the transport supports (go-sdk v1.8.0 server.go, supportedVersions), so a
+// client that POSTs server/discover at once can reach the discover handler
+// while that list is still nil. Discover then offers 2026-07-28 with the
+// view's full capabilities (the tasks extension among them) and stores the
+// session's InitializeParams: the SDK client takes that as its initialize
+// result, never sends initialize, and the session is neither tracked nor
+// stripped of the extension. Answering here, without the SDK handler,
+// gives the same answer every time and leaves the session uninitialized.
+func legacyDiscoverError(req mcp.Request) error {
+	data := mcp.UnsupportedProtocolVersionData{}
+	for _, v := range mcp.SupportedProtocolVersions() {
+		if v < protocol2026 {
+			data.Supported = append(data.Supported, v)
+		}
+	}
+	if p := req.GetParams(); p != nil {
+		data.Requested, _ = p.GetMeta()[mcp.MetaKeyProtocolVersion].(string)
+	}
+	b, _ := json.Marshal(data) // strings only: always encodes
+	return &jsonrpc.Error{Code: mcp.CodeUnsupportedProtocolVersion, Message: "unsupported protocol version", Data: b}
 }
 
 // sseCapture passes a legacy SSE stream through, taking the session id
