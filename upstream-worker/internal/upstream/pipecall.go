@@ -23,13 +23,13 @@ import (
 // typed encode/decode: the request is written as a line of its own on the
 // process's stdin (stdioConn.writeLine), and the response taken off its
 // stdout by the connection's Read before anything decodes it
-// (pipeConn.take), in order with the messages pipeConn.Read routes. Our request ids are strings "sy-<n>", a different
-// JSON-RPC id space from the SDK client's integer ids, so every response
-// with such an id is ours. A response take leaves alone (an error
-// response, an unusual spelling) is decoded for the SDK, and
-// pipeConn.Read takes it out of the SDK's message stream. stdioConn
-// writes one message at a time, so our writes and the SDK's interleave
-// safely.
+// (pipeConn.take), in order with the messages pipeConn.Read routes. Our
+// request ids are strings "sy-<n>", a different JSON-RPC id space from the
+// SDK client's integer ids, so every response with such an id is ours. A
+// response take leaves alone (an error response, an unusual spelling) is
+// decoded for the SDK, and pipeConn.Read takes it out of the SDK's message
+// stream. stdioConn writes one message at a time, so our writes and the
+// SDK's interleave safely.
 
 // pipeTransport wraps a stdio transport so that its connection carries raw
 // calls. Like any mcp.Transport it is connected once; conn is set by
@@ -224,12 +224,14 @@ func appendPipeRequest(n uint64, p *rawParams, meta []byte) []byte {
 
 // oneLine turns every newline and carriage return in b into a space.
 func oneLine(b []byte) {
-	for i := bytes.IndexAny(b, "\n\r"); i >= 0; i = bytes.IndexAny(b, "\n\r") {
-		b[i] = ' '
+	for i, c := range b {
+		if c == '\n' || c == '\r' {
+			b[i] = ' '
+		}
 	}
 }
 
-// take consumes, from the connection's reader, a response to a raw call:
+// take consumes, in the connection's Read, a response to a raw call:
 // "jsonrpc":"2.0", an id "sy-<n>" written plainly, a result other than
 // null, no error or method. The result goes to call n if it is still
 // pending, and is dropped otherwise (as the SDK drops a response to no
