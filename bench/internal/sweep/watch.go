@@ -13,6 +13,10 @@ import (
 // progressWidth is the width the "\r"-updated progress line is padded to.
 const progressWidth = 96
 
+// minRateWindow is how much of the measured window the progress line waits
+// for before it shows a rate.
+const minRateWindow = 200 * time.Millisecond
+
 // The processes a stage's CPU window reads.
 const (
 	procGateway = iota
@@ -154,8 +158,11 @@ func (p *progressLine) show(now time.Time, sp span, c *counters) {
 	if el := now.Sub(sp.from); el < 0 {
 		s = fmt.Sprintf("%s warmup %.1fs/%v", p.label, (sp.warmup + el).Seconds(), sp.warmup)
 	} else {
-		s = fmt.Sprintf("%s %.1fs/%v  %.0f req/s  %d errors", p.label, el.Seconds(), sp.length,
-			float64(c.done.Load())/el.Seconds(), c.failed.Load())
+		rate := "-" // a few calls over a few µs would read as 100,000s per second
+		if el >= minRateWindow {
+			rate = fmt.Sprintf("%.0f", float64(c.done.Load())/el.Seconds())
+		}
+		s = fmt.Sprintf("%s %.1fs/%v  %s req/s  %d errors", p.label, el.Seconds(), sp.length, rate, c.failed.Load())
 	}
 	fmt.Fprintf(p.w, "\r%-*s", progressWidth, s)
 	p.shown = true
