@@ -35,6 +35,10 @@ func TestMain(m *testing.M) {
 		serveStdio(era, os.Getenv(stdioLogEnv))
 		return
 	}
+	if mode := os.Getenv(procModeEnv); mode != "" {
+		runTestProc(mode)
+		return
+	}
 	code := m.Run()
 	bins.Cleanup()
 	os.Exit(code)

@@ -7,9 +7,12 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"os"
 	"os/exec"
+	ossignal "os/signal"
 	"runtime"
 	"strings"
+	"syscall"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -180,20 +183,75 @@ func TestAppendPipeRequest(t *testing.T) {
 	}
 }
 
-// shProcess returns a transport running script under sh.
-func shProcess(t *testing.T, script string, terminate time.Duration) *stdioTransport {
-	t.Helper()
-	sh, err := exec.LookPath("sh")
-	if err != nil {
-		t.Skip("no sh")
+// procModeEnv makes the re-executed test binary (TestMain) one of the
+// small processes below instead of running the tests.
+const procModeEnv = "SWITCHYARD_UPSTREAM_TEST_PROC"
+
+// Lines the test processes write.
+const (
+	lineA      = `{"jsonrpc":"2.0","method":"a"}`
+	lineB      = `{"jsonrpc":"2.0","method":"b"}`
+	lineReady  = `{"jsonrpc":"2.0","method":"ready"}`
+	lineBadVer = `{"jsonrpc":"1.0","id":1,"result":{}}`
+)
+
+// runTestProc is the main of a test process of mode:
+//   - cat: copies stdin to stdout;
+//   - exit: writes lineA and exits;
+//   - garbage: writes lineA, a line that is not JSON, lineB, then waits
+//     for stdin to close;
+//   - undecodable: the same with lineBadVer instead of the non-JSON line;
+//   - sleep: writes lineReady and sleeps, not reading stdin (SIGTERM ends
+//     it);
+//   - ignoreterm: like sleep, ignoring SIGTERM (only SIGKILL ends it).
+func runTestProc(mode string) {
+	out := func(lines ...string) {
+		for _, l := range lines {
+			os.Stdout.WriteString(l + "\n")
+		}
 	}
-	return &stdioTransport{cmd: exec.Command(sh, "-c", script), terminate: terminate}
+	switch mode {
+	case "cat":
+		_, _ = io.Copy(os.Stdout, os.Stdin)
+	case "exit":
+		out(lineA)
+	case "garbage", "undecodable":
+		bad := "oops"
+		if mode == "undecodable" {
+			bad = lineBadVer
+		}
+		out(lineA, bad, lineB)
+		_, _ = io.Copy(io.Discard, os.Stdin)
+	case "ignoreterm":
+		ossignal.Ignore(syscall.SIGTERM)
+		fallthrough
+	case "sleep":
+		out(lineReady)
+		time.Sleep(time.Minute)
+	}
+}
+
+// testProcess returns a transport running this test binary as a test
+// process of mode (see runTestProc).
+func testProcess(t *testing.T, mode string, terminate time.Duration) *stdioTransport {
+	t.Helper()
+	cmd := exec.Command(os.Args[0])
+	cmd.Env = append(os.Environ(), procModeEnv+"="+mode, "GORACE=atexit_sleep_ms=0")
+	return &stdioTransport{cmd: cmd, terminate: terminate}
+}
+
+// readReady reads the test process's lineReady: it has set its signals.
+func readReady(t *testing.T, conn mcp.Connection) {
+	t.Helper()
+	if m, err := conn.Read(t.Context()); err != nil || m.(*jsonrpc.Request).Method != "ready" {
+		t.Fatalf("read %#v, %v; want the ready line", m, err)
+	}
 }
 
 // TestStdioConn: messages both ways through a process (cat echoes what it
 // reads), take sees every line first, and Close ends the process.
 func TestStdioConn(t *testing.T) {
-	tr := shProcess(t, "exec cat", time.Second)
+	tr := testProcess(t, "cat", time.Second)
 	var taken []string
 	tr.take = func(line []byte) bool {
 		taken = append(taken, string(line))
@@ -247,15 +305,15 @@ func TestStdioConn(t *testing.T) {
 // or decoding error, and no message after it).
 func TestStdioConnEnds(t *testing.T) {
 	for _, tc := range []struct {
-		name, script string
-		want         error
+		mode string
+		want error
 	}{
-		{"exit", `echo '{"jsonrpc":"2.0","method":"a"}'`, io.EOF},
-		{"garbage", `echo '{"jsonrpc":"2.0","method":"a"}'; echo 'oops'; sleep 10`, nil},
-		{"undecodable", `echo '{"jsonrpc":"2.0","method":"a"}'; echo '{"jsonrpc":"1.0","id":1,"result":{}}'; echo '{"jsonrpc":"2.0","method":"b"}'; sleep 10`, nil},
+		{"exit", io.EOF},
+		{"garbage", nil},
+		{"undecodable", nil},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			tr := shProcess(t, tc.script, 100*time.Millisecond)
+		t.Run(tc.mode, func(t *testing.T) {
+			tr := testProcess(t, tc.mode, 100*time.Millisecond)
 			conn, err := tr.Connect(t.Context())
 			if err != nil {
 				t.Fatal(err)
@@ -278,17 +336,17 @@ func TestStdioConnEnds(t *testing.T) {
 // TestStdioConnStop: a process that outlives its closed stdin is sent
 // SIGTERM, and one that ignores SIGTERM is killed.
 func TestStdioConnStop(t *testing.T) {
-	for _, tc := range []struct{ name, script string }{
-		{"SIGTERM", `exec sleep 30`},
-		{"SIGKILL", `trap '' TERM; while :; do sleep 1; done`},
+	for _, tc := range []struct{ name, mode string }{
+		{"SIGTERM", "sleep"},
+		{"SIGKILL", "ignoreterm"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			tr := shProcess(t, tc.script, 100*time.Millisecond)
+			tr := testProcess(t, tc.mode, 100*time.Millisecond)
 			conn, err := tr.Connect(t.Context())
 			if err != nil {
 				t.Fatal(err)
 			}
-			time.Sleep(50 * time.Millisecond) // let sh set its trap
+			readReady(t, conn)
 			ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 			defer cancel()
 			done := make(chan error, 1)
@@ -312,7 +370,7 @@ func TestStdioConnStop(t *testing.T) {
 // its stdin while a write to it is blocked (the pipe is full): closing
 // stdin must not wait for that write, which only the close can end.
 func TestStdioConnCloseWhileWriting(t *testing.T) {
-	tr := shProcess(t, "exec sleep 30", 50*time.Millisecond)
+	tr := testProcess(t, "sleep", 50*time.Millisecond)
 	if _, err := tr.Connect(t.Context()); err != nil {
 		t.Fatal(err)
 	}
