@@ -115,8 +115,8 @@ type Result struct {
 	// GOGC is the gateway's GOGC when the driver started it (set by the
 	// caller).
 	GOGC string `json:"gateway_gogc,omitempty"`
-	// GOMAXPROCS is every cluster process's GOMAXPROCS when the driver
-	// started a cluster (set by the caller).
+	// GOMAXPROCS is every gateway process's GOMAXPROCS (and the bare
+	// proxy's) when the driver started them (set by the caller).
 	GOMAXPROCS string `json:"gateway_gomaxprocs,omitempty"`
 	// Topology is the cluster's shape when the driver started one (set by
 	// the caller).

@@ -68,7 +68,7 @@ type Cluster struct {
 	// GOGC is the GOGC value in every process's environment.
 	GOGC string
 	// GOMAXPROCS is the GOMAXPROCS value in every process's environment
-	// (see [ClusterGOMAXPROCS]).
+	// (see [GatewayGOMAXPROCS]).
 	GOMAXPROCS string
 
 	NATS, Tenancy           *Process
@@ -115,9 +115,8 @@ func StartCluster(ctx context.Context, o ClusterOptions) (_ *Cluster, err error)
 			_ = c.Stop()
 		}
 	}()
-	env, gogc := gatewayEnv()
-	c.GOGC = gogc
-	env, c.GOMAXPROCS = clusterProcs(env)
+	env, rt := gatewayEnv()
+	c.GOGC, c.GOMAXPROCS = rt.GOGC, rt.GOMAXPROCS
 
 	addr, err := freeAddr()
 	if err != nil {
@@ -323,32 +322,6 @@ func (c *Cluster) String() string {
 	}
 	return fmt.Sprintf("cluster of %s at %s (pids: %s; GOGC=%s, GOMAXPROCS=%s; logs in %s)",
 		c.Topology, strings.Join(c.EdgeURLs, " "), strings.Join(pids, ", "), c.GOGC, c.GOMAXPROCS, c.LogDir)
-}
-
-// ClusterGOMAXPROCS is put in the environment of every process of a
-// cluster (NATS, the roles, and through the workers their stdio
-// upstreams) unless the driver's own environment sets GOMAXPROCS. A
-// cluster packs a dozen processes onto the machine's cores; with Go's
-// default of one P per core, every process's runtime spins a second thread
-// looking for work at each wake-up and sysmon retakes Ps stuck in
-// syscalls, CPU the calls pay for. With one P each, gateway CPU per call
-// at 64 connections behind 4 workers fell 15-20% here (docs/benchmarks.md,
-// "One P per cluster process"). It is what a container limited to one CPU
-// gets by default.
-const ClusterGOMAXPROCS = "1"
-
-// clusterProcs returns env with GOMAXPROCS=[ClusterGOMAXPROCS] added unless
-// env already sets GOMAXPROCS, and the value in effect.
-func clusterProcs(env []string) ([]string, string) {
-	for _, kv := range slices.Backward(env) {
-		if v, ok := strings.CutPrefix(kv, "GOMAXPROCS="); ok {
-			if v != "" {
-				return env, v
-			}
-			break
-		}
-	}
-	return append(env, "GOMAXPROCS="+ClusterGOMAXPROCS), ClusterGOMAXPROCS
 }
 
 // Stop stops the edges, then the workers, the routers, tenancy-svc and

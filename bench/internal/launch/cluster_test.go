@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -104,7 +105,7 @@ func helperSwitchyard() int {
 	addr := fs.String("addr", "", "")
 	listen := fs.String("listen", "", "")
 	id := fs.String("id", "", "")
-	fs.String("config", "", "")
+	cfg := fs.String("config", "", "")
 	fs.String("nats", "", "")
 	fs.String("log-format", "", "")
 	fs.String("store", "", "")
@@ -132,6 +133,25 @@ func helperSwitchyard() int {
 		}()
 	case "upstream-worker":
 		fmt.Fprintf(os.Stderr, `{"level":"INFO","msg":"upstream up","worker":%q,"upstream":"fixture"}`+"\n", *id)
+	case "dev": // serves /readyz on the configuration's listen address
+		b, err := os.ReadFile(*cfg)
+		if err != nil {
+			return 1
+		}
+		_, rest, _ := strings.Cut(string(b), "\nlisten: ") // as ConfigYAML writes it
+		q, _, _ := strings.Cut(rest, "\n")
+		listenAddr, err := strconv.Unquote(q)
+		if err != nil {
+			return 1
+		}
+		ln, err := net.Listen("tcp", listenAddr)
+		if err != nil {
+			return 1
+		}
+		mux := http.NewServeMux()
+		mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ready\n")) })
+		srv = &http.Server{Handler: mux}
+		go func() { _ = srv.Serve(ln) }()
 	case "edge":
 		ln, err := net.Listen("tcp", *listen)
 		if err != nil {
@@ -204,7 +224,7 @@ func TestLaunchCluster(t *testing.T) {
 	if pids := c.PIDs(); len(pids) != 1+1+2+3+2 || slices.Contains(pids, 0) {
 		t.Errorf("PIDs = %v, want 9 processes", pids)
 	}
-	if c.GOGC != GatewayGOGC || c.GOMAXPROCS != ClusterGOMAXPROCS || !strings.HasPrefix(c.NATSURL, "nats://127.0.0.1:") {
+	if c.GOGC != GatewayGOGC || c.GOMAXPROCS != GatewayGOMAXPROCS || !strings.HasPrefix(c.NATSURL, "nats://127.0.0.1:") {
 		t.Errorf("GOGC %q, GOMAXPROCS %q, NATS URL %q", c.GOGC, c.GOMAXPROCS, c.NATSURL)
 	}
 	if !strings.Contains(c.String(), "2 edges, 2 routers, 3 workers") {
@@ -224,7 +244,7 @@ func TestLaunchCluster(t *testing.T) {
 		if wantTag := map[string]string{"worker-3": "w3"}[name]; first.Tag != wantTag {
 			t.Errorf("%s: TEST_TAG %q, want %q", name, first.Tag, wantTag)
 		}
-		if first.GOGC != GatewayGOGC || first.GOMAXPROCS != ClusterGOMAXPROCS {
+		if first.GOGC != GatewayGOGC || first.GOMAXPROCS != GatewayGOMAXPROCS {
 			t.Errorf("%s: GOGC %q, GOMAXPROCS %q", name, first.GOGC, first.GOMAXPROCS)
 		}
 	}
@@ -262,25 +282,61 @@ type logLine struct {
 	GOMAXPROCS string `json:"gomaxprocs"`
 }
 
-func TestClusterProcs(t *testing.T) {
+// TestLaunchGatewayRuntime checks what "switchyard dev" gets in its
+// environment: the gateway's GOGC and GOMAXPROCS unless the driver's
+// environment sets them.
+func TestLaunchGatewayRuntime(t *testing.T) {
+	t.Setenv(helperEnv, "switchyard")
+	for _, tc := range []struct {
+		name, gogc, procs string
+		want              Runtime
+	}{
+		{"defaults", "", "", Runtime{GatewayGOGC, GatewayGOMAXPROCS}},
+		{"the driver's", "100", "2", Runtime{"100", "2"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Setenv("GOGC", tc.gogc)
+			t.Setenv("GOMAXPROCS", tc.procs)
+			g, err := StartGateway(t.Context(), os.Args[0], []Upstream{{Name: "fixture", URL: "http://127.0.0.1:1/mcp"}})
+			if err != nil {
+				t.Fatalf("StartGateway: %v", err)
+			}
+			defer func() { _ = g.Stop() }()
+			if g.Runtime != tc.want {
+				t.Errorf("Runtime %+v, want %+v", g.Runtime, tc.want)
+			}
+			var l logLine
+			first, _, _ := strings.Cut(g.Output(), "\n")
+			if err := json.Unmarshal([]byte(first), &l); err != nil {
+				t.Fatalf("first line %q: %v", first, err)
+			}
+			if l.GOGC != tc.want.GOGC || l.GOMAXPROCS != tc.want.GOMAXPROCS {
+				t.Errorf("the process saw GOGC=%q GOMAXPROCS=%q, want %+v", l.GOGC, l.GOMAXPROCS, tc.want)
+			}
+		})
+	}
+}
+
+func TestWithDefault(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		env  []string
 		want string
 		add  bool
 	}{
-		{"unset", []string{"A=1"}, ClusterGOMAXPROCS, true},
-		{"empty counts as unset", []string{"GOMAXPROCS="}, ClusterGOMAXPROCS, true},
+		{"unset", []string{"A=1"}, GatewayGOMAXPROCS, true},
+		{"empty counts as unset", []string{"GOMAXPROCS="}, GatewayGOMAXPROCS, true},
 		{"the driver's wins", []string{"GOMAXPROCS=2", "B=2"}, "2", false},
 		{"the last entry wins", []string{"GOMAXPROCS=2", "GOMAXPROCS=3"}, "3", false},
-		{"a later empty entry unsets", []string{"GOMAXPROCS=2", "GOMAXPROCS="}, ClusterGOMAXPROCS, true},
+		{"a later empty entry unsets", []string{"GOMAXPROCS=2", "GOMAXPROCS="}, GatewayGOMAXPROCS, true},
+		{"another key's prefix is not it", []string{"GOMAXPROCSX=2"}, GatewayGOMAXPROCS, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			env, got := clusterProcs(slices.Clone(tc.env))
+			env, got := withDefault(slices.Clone(tc.env), "GOMAXPROCS", GatewayGOMAXPROCS)
 			if got != tc.want {
 				t.Errorf("value %q, want %q", got, tc.want)
 			}
-			added := len(env) == len(tc.env)+1 && env[len(env)-1] == "GOMAXPROCS="+ClusterGOMAXPROCS
+			added := len(env) == len(tc.env)+1 && env[len(env)-1] == "GOMAXPROCS="+GatewayGOMAXPROCS
 			if added != tc.add || (!tc.add && len(env) != len(tc.env)) {
 				t.Errorf("env %q (added %v, want %v)", env, added, tc.add)
 			}

@@ -159,14 +159,13 @@ func (e *Stack) GOGC() string {
 	return e.Gateway.GOGC
 }
 
-// GOMAXPROCS returns the GOMAXPROCS value in every cluster process's
-// environment, "" for "switchyard dev" (Go's default unless the driver's
-// environment sets it).
+// GOMAXPROCS returns the GOMAXPROCS value in the environment of every
+// gateway process.
 func (e *Stack) GOMAXPROCS() string {
 	if e.Cluster != nil {
 		return e.Cluster.GOMAXPROCS
 	}
-	return ""
+	return e.Gateway.GOMAXPROCS
 }
 
 // IdleRSS returns the cluster's idle RSS per process, nil for "switchyard
@@ -193,7 +192,7 @@ func (e *Stack) Describe() string {
 	if e.Cluster != nil {
 		return s + e.Cluster.String()
 	}
-	return s + fmt.Sprintf("switchyard dev %s (pid %d, GOGC=%s)", e.Gateway.URL, e.Gateway.PID(), e.Gateway.GOGC)
+	return s + fmt.Sprintf("switchyard dev %s (pid %d, GOGC=%s, GOMAXPROCS=%s)", e.Gateway.URL, e.Gateway.PID(), e.Gateway.GOGC, e.Gateway.GOMAXPROCS)
 }
 
 // FixturePIDs returns the fixtures' process ids.

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -35,14 +36,39 @@ type Upstream struct {
 	Processes int
 }
 
+// GatewayGOMAXPROCS is put in the environment of every gateway process
+// ("switchyard dev", each process of a cluster, and through the workers
+// their stdio upstreams) and of the bare reverse proxy, unless the
+// driver's own environment sets GOMAXPROCS. It is what a container limited
+// to one CPU gets by default.
+//
+// A gateway hands each call from goroutine to goroutine (the HTTP
+// connection, the NATS clients' readers, the server's reader and writer,
+// the worker). With one P a handoff is a goroutine switch on the same
+// thread; with Go's default of one P per core, every handoff to an idle
+// runtime wakes a second thread (and sysmon retakes Ps stuck in system
+// calls), which costs 10-50 µs per wake-up on this machine class. With
+// one P, "switchyard dev" added ~300 µs less to a sequential call and
+// burned ~14% less CPU per call at 64 connections, at the same
+// throughput; a cluster's gateway CPU per call at 64 connections behind 4
+// workers fell 15-20% (docs/benchmarks.md, "One P per gateway process").
+// A deployment on a machine with cores to spare for the gateway should
+// keep Go's default.
+const GatewayGOMAXPROCS = "1"
+
+// Runtime is the Go runtime settings in a gateway process's environment.
+type Runtime struct {
+	GOGC, GOMAXPROCS string
+}
+
 // Gateway is a running "switchyard dev".
 type Gateway struct {
 	*Process
 	// URL is the federated MCP endpoint, http://<listen>/mcp.
 	URL string
-	// GOGC is the GOGC value in the gateway's environment.
-	GOGC string
-	dir  string
+	// Runtime is the gateway's GOGC and GOMAXPROCS.
+	Runtime
+	dir string
 }
 
 // ConfigYAML returns the gateway configuration the driver generates for
@@ -109,7 +135,7 @@ func StartGateway(ctx context.Context, bin string, ups []Upstream) (*Gateway, er
 	}
 	cmd := exec.Command(bin, "dev", "--config", cfg)
 	g := &Gateway{URL: "http://" + listen + "/mcp", dir: dir}
-	cmd.Env, g.GOGC = gatewayEnv()
+	cmd.Env, g.Runtime = gatewayEnv()
 	if g.Process, err = start("switchyard", cmd, newLineWatcher("")); err != nil {
 		_ = os.RemoveAll(dir)
 		return nil, err
@@ -152,15 +178,29 @@ func answers200(url string) func(context.Context) bool {
 }
 
 // gatewayEnv returns the environment of a gateway process: the driver's,
-// with GOGC=[GatewayGOGC] added unless the driver's sets GOGC, and the
-// GOGC value in effect.
-func gatewayEnv() (env []string, gogc string) {
-	env, gogc = os.Environ(), os.Getenv("GOGC")
-	if gogc == "" {
-		gogc = GatewayGOGC
-		env = append(env, "GOGC="+GatewayGOGC)
+// with GOGC=[GatewayGOGC] and GOMAXPROCS=[GatewayGOMAXPROCS] added where
+// the driver's does not set them, and the values in effect.
+func gatewayEnv() ([]string, Runtime) {
+	env := os.Environ()
+	var rt Runtime
+	env, rt.GOGC = withDefault(env, "GOGC", GatewayGOGC)
+	env, rt.GOMAXPROCS = withDefault(env, "GOMAXPROCS", GatewayGOMAXPROCS)
+	return env, rt
+}
+
+// withDefault returns env with key=def added unless env sets key to a
+// non-empty value (the last entry wins, as for the exec'd process), and
+// the value in effect.
+func withDefault(env []string, key, def string) ([]string, string) {
+	for _, kv := range slices.Backward(env) {
+		if v, ok := strings.CutPrefix(kv, key+"="); ok {
+			if v != "" {
+				return env, v
+			}
+			break
+		}
 	}
-	return env, gogc
+	return append(env, key+"="+def), def
 }
 
 // poll calls ok every 50 ms until it returns true, the gateway exits or ctx

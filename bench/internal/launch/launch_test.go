@@ -62,6 +62,10 @@ func helperFixture() int {
 func helperProxy() int {
 	term := make(chan os.Signal, 1)
 	signal.Notify(term, syscall.SIGTERM)
+	if os.Getenv("GOGC") != GatewayGOGC || os.Getenv("GOMAXPROCS") != GatewayGOMAXPROCS {
+		fmt.Fprintf(os.Stderr, "helper: GOGC=%q GOMAXPROCS=%q, want a gateway's\n", os.Getenv("GOGC"), os.Getenv("GOMAXPROCS"))
+		return 2
+	}
 	args := os.Args[1:]
 	if len(args) != 5 || args[0] != "proxy" || args[1] != "-listen" || args[2] != "127.0.0.1:0" || args[3] != "-upstream" {
 		fmt.Fprintf(os.Stderr, "helper: unexpected arguments %q\n", args)
@@ -176,6 +180,8 @@ func TestLaunchProxyProcess(t *testing.T) {
 	t.Cleanup(up.Close)
 
 	t.Setenv(helperEnv, "proxy")
+	t.Setenv("GOGC", "") // the helper checks it gets a gateway's runtime settings
+	t.Setenv("GOMAXPROCS", "")
 	p, url, err := StartProxy(t.Context(), "proxy", os.Args[0], up.URL+"/up/mcp")
 	if err != nil {
 		t.Fatalf("StartProxy: %v", err)

@@ -128,8 +128,8 @@ type Report struct {
 	Args   json.RawMessage `json:"args,omitempty"`
 	// GOGC is the gateway's GOGC when the driver started it.
 	GOGC string `json:"gateway_gogc,omitempty"`
-	// GOMAXPROCS is every cluster process's GOMAXPROCS when the driver
-	// started a cluster.
+	// GOMAXPROCS is every gateway process's GOMAXPROCS when the driver
+	// started them.
 	GOMAXPROCS string `json:"gateway_gomaxprocs,omitempty"`
 	// Topology is the cluster's shape when the driver started one.
 	Topology *report.Topology `json:"topology,omitempty"`
