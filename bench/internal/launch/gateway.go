@@ -48,12 +48,12 @@ type Upstream struct {
 // thread; with Go's default of one P per core, every handoff to an idle
 // runtime wakes a second thread (and sysmon retakes Ps stuck in system
 // calls), which costs 10-50 µs per wake-up on this machine class. With
-// one P, "switchyard dev" added ~300 µs less to a sequential call and
-// burned ~14% less CPU per call at 64 connections, at the same
-// throughput; a cluster's gateway CPU per call at 64 connections behind 4
-// workers fell 15-20% (docs/benchmarks.md, "One P per gateway process").
-// A deployment on a machine with cores to spare for the gateway should
-// keep Go's default.
+// one P, "switchyard dev" added ~200 µs less to a sequential call and
+// burned 7-31% less CPU per call, with throughput within the runs'
+// spread; a cluster's gateway CPU per call at 64 connections behind 4
+// workers fell 15-20% (docs/benchmarks.md, "One P for switchyard dev and
+// the bare proxy too" and "One P per cluster process"). A deployment on a
+// machine with cores to spare for the gateway should keep Go's default.
 const GatewayGOMAXPROCS = "1"
 
 // Runtime is the Go runtime settings in a gateway process's environment.
