@@ -172,6 +172,9 @@ func (r *Result) Markdown() string {
 	}
 	if r.Proxy != nil {
 		b.WriteString(" The proxy side goes through a minimal reverse proxy process (httputil.ReverseProxy) in front of the same upstream: the floor any gateway process adds on this machine.")
+		if r.GOGC != "" { // the driver started the gateway, and so the proxy
+			b.WriteString(" The driver started it with the gateway's GOGC and GOMAXPROCS.")
+		}
 	}
 	b.WriteString("\n")
 	if r.IdleRSS != nil {

@@ -586,6 +586,14 @@ func TestLatencyProxyOutput(t *testing.T) {
 			t.Errorf("Markdown lacks %q:\n%s", want, md)
 		}
 	}
+	const started = "started it with the gateway's GOGC and GOMAXPROCS"
+	if strings.Contains(md, started) {
+		t.Errorf("Markdown of a proxy the driver did not start says %q", started)
+	}
+	r.GOGC, r.GOMAXPROCS = "400", "1"
+	if md := r.Markdown(); !strings.Contains(md, started) {
+		t.Errorf("Markdown lacks %q:\n%s", started, md)
+	}
 	var text bytes.Buffer
 	if err := r.WriteText(&text); err != nil {
 		t.Fatal(err)

@@ -14,8 +14,8 @@ import (
 	"time"
 )
 
-// GatewayGOGC is put in the gateway's environment unless the driver's own
-// environment sets GOGC: in probes on this machine class, garbage
+// GatewayGOGC is put in the environment of every gateway process and of
+// the bare reverse proxy unless the driver's own environment sets GOGC: in probes on this machine class, garbage
 // collection dominated the tail (p99 4-5 ms) and GOGC=400 cut the stateful
 // HTTP p50 to about half. Production deployments are expected to tune it
 // the same way, so the gate measures that configuration.
@@ -39,15 +39,16 @@ type Upstream struct {
 // GatewayGOMAXPROCS is put in the environment of every gateway process
 // ("switchyard dev", each process of a cluster, and through the workers
 // their stdio upstreams) and of the bare reverse proxy, unless the
-// driver's own environment sets GOMAXPROCS. It is what a container limited
-// to one CPU gets by default.
+// driver's own environment sets GOMAXPROCS. A deployment has to set it
+// explicitly: a process pinned to one CPU gets one P, but Go rounds a
+// container's CPU limit below 2 up to 2 Ps.
 //
 // A gateway hands each call from goroutine to goroutine (the HTTP
 // connection, the NATS clients' readers, the server's reader and writer,
 // the worker). With one P a handoff is a goroutine switch on the same
 // thread; with Go's default of one P per core, every handoff to an idle
 // runtime wakes a second thread (and sysmon retakes Ps stuck in system
-// calls), which costs 10-50 µs per wake-up on this machine class. With
+// calls): a futex wake-up and a context switch each, on a VM. With
 // one P, "switchyard dev" added ~200 µs less to a sequential call and
 // burned 7-31% less CPU per call, with throughput within the runs'
 // spread; a cluster's gateway CPU per call at 64 connections behind 4
