@@ -57,12 +57,14 @@ func mergeMeta(raw []byte, add map[string]any) []byte {
 		return raw
 	}
 	var obj map[string]json.RawMessage
-	if err := json.Unmarshal(raw, &obj); err != nil {
+	if err := json.Unmarshal(raw, &obj); err != nil || obj == nil { // null decodes to a nil map
 		return raw
 	}
 	meta := map[string]json.RawMessage{}
 	if m, ok := obj["_meta"]; ok {
-		_ = json.Unmarshal(m, &meta)
+		if json.Unmarshal(m, &meta) != nil || meta == nil { // "_meta": null, or not an object
+			meta = map[string]json.RawMessage{}
+		}
 	}
 	for k, v := range add {
 		if _, ok := meta[k]; ok {

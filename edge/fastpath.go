@@ -289,22 +289,61 @@ const codeRequestCancelled = -32800
 var emptyParams = json.RawMessage("{}")
 
 // withServerInfo adds the edge's serverInfo to a 2026-era result's _meta
-// (SEP-2575), as the SDK does for its own results. A result known to have
-// no _meta, or without "_meta" anywhere in it, gets it spliced in after its
-// opening brace; other results are merged by decoding.
+// (SEP-2575) unless the result has one already (the upstream's), as the
+// SDK does for its own results (annotateServerInfo). The result's bytes are
+// kept: the member is spliced in after the opening brace of the result's
+// _meta object, or a _meta member after the result's own opening brace; a
+// _meta that is null or not an object is replaced. noMeta says the result
+// is known to have no _meta. A result that is not a valid JSON object is
+// returned as it is.
 func (s *Service) withServerInfo(raw []byte, noMeta bool) []byte {
-	body := bytes.TrimLeft(raw, " \t\r\n")
-	if len(body) == 0 || body[0] != '{' || !noMeta && bytes.Contains(raw, []byte(`"_meta"`)) {
-		return mergeMeta(raw, map[string]any{mcp.MetaKeyServerInfo: s.impl})
+	start := len(raw) - len(bytes.TrimLeft(raw, " \t\r\n"))
+	if start == len(raw) || raw[start] != '{' {
+		return raw
 	}
-	rest := bytes.TrimLeft(body[1:], " \t\r\n")
-	out := make([]byte, 0, len(raw)+len(s.serverInfoMeta)+1)
-	out = append(out, '{')
-	out = append(out, s.serverInfoMeta...)
+	if noMeta || !bytes.Contains(raw, []byte(`"_meta"`)) {
+		return spliceMember(raw, start+1, s.serverInfoMeta)
+	}
+	if !json.Valid(raw) {
+		return raw
+	}
+	var meta []byte
+	jsonscan.Members(raw[start:], func(key, val []byte) {
+		if jsonscan.KeyIs(key, "_meta") {
+			meta = val // the last one, as decoders keep
+		}
+	})
+	if meta == nil { // "_meta" only inside a member's value
+		return spliceMember(raw, start+1, s.serverInfoMeta)
+	}
+	at := cap(raw) - cap(meta) // meta's offset in raw: Members slices raw
+	member := s.serverInfoMeta[len(`"_meta":{`) : len(s.serverInfoMeta)-1]
+	if meta[0] != '{' {
+		out := make([]byte, 0, len(raw)+len(member)+2)
+		out = append(append(append(out, raw[:at]...), '{'), member...)
+		return append(append(out, '}'), raw[at+len(meta):]...)
+	}
+	has := false
+	jsonscan.Members(meta, func(key, _ []byte) {
+		has = has || jsonscan.KeyIs(key, mcp.MetaKeyServerInfo)
+	})
+	if has {
+		return raw
+	}
+	return spliceMember(raw, at+1, member)
+}
+
+// spliceMember returns raw with the object member (key and value) inserted
+// at i, just after an object's opening brace, with a comma when the object
+// has members.
+func spliceMember(raw []byte, i int, member []byte) []byte {
+	rest := bytes.TrimLeft(raw[i:], " \t\r\n")
+	out := make([]byte, 0, len(raw)+len(member)+1)
+	out = append(append(out, raw[:i]...), member...)
 	if len(rest) > 0 && rest[0] != '}' {
 		out = append(out, ',')
 	}
-	return append(out, rest...)
+	return append(out, raw[i:]...)
 }
 
 // writeResponse writes one JSON-RPC response (result or error) the way the

@@ -253,12 +253,46 @@ func TestWithServerInfo(t *testing.T) {
 		{`{"_meta":{"x":1},"a":2}`, false, `{"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"switchyard","version":"v"},"x":1},"a":2}`},
 		{`{"_meta":{"io.modelcontextprotocol/serverInfo":"mine"}}`, false, `{"_meta":{"io.modelcontextprotocol/serverInfo":"mine"}}`},
 		{`[1]`, false, `[1]`},
+		{`{"_meta":null,"a":1}`, false, `{"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"switchyard","version":"v"}},"a":1}`},
+		{`{"_meta":"s"}`, false, `{"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"switchyard","version":"v"}}}`},
+		{`{"_meta": { } }`, false, `{"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"switchyard","version":"v"}}}`},
+		{`{"content":[{"_meta":{"x":1}}]}`, false, `{"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"switchyard","version":"v"}},"content":[{"_meta":{"x":1}}]}`},
+		{`{"_meta":{"x":1},"_meta":{"y":2}}`, false, `{"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"switchyard","version":"v"},"y":2}}`},
+		{`{"\u005fmeta":{"io.modelcontextprotocol/serverInfo":"mine"},"_meta":{"x":1}}`, false, `{"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"switchyard","version":"v"},"x":1}}`},
 	}
 	for _, tc := range tests {
 		got := s.withServerInfo([]byte(tc.in), tc.noMeta)
 		var g, w any
 		if json.Unmarshal(got, &g) != nil || json.Unmarshal([]byte(tc.want), &w) != nil || !reflect.DeepEqual(g, w) {
 			t.Errorf("withServerInfo(%s) = %s, want %s", tc.in, got, tc.want)
+		}
+	}
+	// The upstream's bytes are kept as they are (no re-encoding: key order,
+	// spacing and characters encoding/json would escape).
+	in := `{"z":"<&>", "_meta" : {"x":"\u00e9"} ,"a":[1, 2]}`
+	want := `{"z":"<&>", "_meta" : {"io.modelcontextprotocol/serverInfo":{"name":"switchyard","version":"v"},"x":"\u00e9"} ,"a":[1, 2]}`
+	if got := s.withServerInfo([]byte(in), false); string(got) != want {
+		t.Errorf("withServerInfo(%s) = %s, want %s", in, got, want)
+	}
+	// Invalid JSON is returned as it is, and does not panic.
+	for _, in := range []string{`{"_meta":`, `{"_meta":{"x"}}`, `{"_meta" 1}`} {
+		if got := s.withServerInfo([]byte(in), false); string(got) != in {
+			t.Errorf("withServerInfo(%s) = %s, want it unchanged", in, got)
+		}
+	}
+}
+
+func TestMergeMetaNull(t *testing.T) {
+	add := map[string]any{"k": 1}
+	for in, want := range map[string]string{
+		`{"_meta":null,"a":1}`: `{"_meta":{"k":1},"a":1}`,
+		`{"_meta":"s"}`:        `{"_meta":{"k":1}}`,
+		`null`:                 `null`,
+	} {
+		got := mergeMeta([]byte(in), add)
+		var g, w any
+		if json.Unmarshal(got, &g) != nil || json.Unmarshal([]byte(want), &w) != nil || !reflect.DeepEqual(g, w) {
+			t.Errorf("mergeMeta(%s) = %s, want %s", in, got, want)
 		}
 	}
 }
