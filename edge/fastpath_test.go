@@ -439,3 +439,30 @@ func TestPrecheckLeavesTransportErrorsToSDK(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkWithServerInfo: a 2026-era tools/call result as the go-sdk
+// upstream sends it (its own serverInfo in _meta), small and 64 KiB, through
+// the in-place splice (op=splice) and through mergeMeta's decode and
+// re-encode, which the splice replaced (op=decode-merge).
+func BenchmarkWithServerInfo(b *testing.B) {
+	s := &Service{impl: &mcp.Implementation{Name: "switchyard", Version: "v"}}
+	s.serverInfoMeta = []byte(`"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"switchyard","version":"v"}}`)
+	for _, size := range []int{16, 64 << 10} {
+		text := strings.Repeat("x", size)
+		raw := []byte(`{"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"fixture","version":"v0.1.0"}},"content":[{"type":"text","text":"` + text + `"}],"resultType":"complete"}`)
+		b.Run(fmt.Sprintf("text=%d/op=splice", size), func(b *testing.B) {
+			b.SetBytes(int64(len(raw)))
+			b.ReportAllocs()
+			for b.Loop() {
+				s.withServerInfo(raw, false)
+			}
+		})
+		b.Run(fmt.Sprintf("text=%d/op=decode-merge", size), func(b *testing.B) {
+			b.SetBytes(int64(len(raw)))
+			b.ReportAllocs()
+			for b.Loop() {
+				mergeMeta(raw, map[string]any{mcp.MetaKeyServerInfo: s.impl})
+			}
+		})
+	}
+}
