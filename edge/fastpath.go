@@ -294,14 +294,17 @@ var emptyParams = json.RawMessage("{}")
 // kept: the member is spliced in after the opening brace of the result's
 // _meta object, or a _meta member after the result's own opening brace; a
 // _meta that is null or not an object is replaced. noMeta says the result
-// is known to have no _meta. A result that is not a valid JSON object is
-// returned as it is.
+// is known to have no _meta. A result that is not a JSON object is returned
+// as it is; one that starts like an object but is not valid JSON may come
+// back with the member spliced in, no more valid than it was: only a result
+// that may have a _meta is checked with json.Valid, a full scan that costs
+// more than the splice (a result without _meta must not pay it).
 func (s *Service) withServerInfo(raw []byte, noMeta bool) []byte {
 	start := len(raw) - len(bytes.TrimLeft(raw, " \t\r\n"))
 	if start == len(raw) || raw[start] != '{' {
 		return raw
 	}
-	if noMeta || !bytes.Contains(raw, []byte(`"_meta"`)) {
+	if noMeta || !mayHaveMeta(raw) {
 		return spliceMember(raw, start+1, s.serverInfoMeta)
 	}
 	if !json.Valid(raw) {
@@ -331,6 +334,30 @@ func (s *Service) withServerInfo(raw []byte, noMeta bool) []byte {
 		return raw
 	}
 	return spliceMember(raw, at+1, member)
+}
+
+// mayHaveMeta reports whether raw may have a member named _meta. Besides
+// "_meta" as written, that is a key with any of its characters escaped
+// ("\u005fmeta"): spliced in after the opening brace, the edge's _meta would
+// come before the upstream's, and decoders keep the last, so the result
+// would go out without the edge's serverInfo (and with the upstream's _meta
+// null when it was). Those escapes are \u005f, \u006d, \u0065, \u0074 and
+// \u0061, all \u005x-\u007x; encoders do not escape letters, so results
+// rarely have one.
+func mayHaveMeta(raw []byte) bool {
+	if bytes.Contains(raw, []byte(`"_meta"`)) {
+		return true
+	}
+	for i := 0; ; {
+		j := bytes.Index(raw[i:], []byte(`\u00`))
+		if j < 0 {
+			return false
+		}
+		i += j + len(`\u00`)
+		if i < len(raw) && raw[i] >= '5' && raw[i] <= '7' {
+			return true
+		}
+	}
 }
 
 // spliceMember returns raw with the object member (key and value) inserted

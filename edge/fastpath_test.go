@@ -259,6 +259,12 @@ func TestWithServerInfo(t *testing.T) {
 		{`{"content":[{"_meta":{"x":1}}]}`, false, `{"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"switchyard","version":"v"}},"content":[{"_meta":{"x":1}}]}`},
 		{`{"_meta":{"x":1},"_meta":{"y":2}}`, false, `{"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"switchyard","version":"v"},"y":2}}`},
 		{`{"\u005fmeta":{"io.modelcontextprotocol/serverInfo":"mine"},"_meta":{"x":1}}`, false, `{"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"switchyard","version":"v"},"x":1}}`},
+		// An escaped _meta key and no "_meta" as written: the edge's
+		// serverInfo goes into the upstream's _meta, not into a _meta
+		// spliced before it (decoders keep the last).
+		{`{"\u005fmeta":{"x":1}}`, false, `{"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"switchyard","version":"v"},"x":1}}`},
+		{`{"_m\u0065t\u0061":null,"a":"\u00e9"}`, false, `{"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"switchyard","version":"v"}},"a":"é"}`},
+		{`{"\u005Fme\u0074a":{"x":1}}`, false, `{"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"switchyard","version":"v"},"x":1}}`},
 	}
 	for _, tc := range tests {
 		got := s.withServerInfo([]byte(tc.in), tc.noMeta)
@@ -465,4 +471,92 @@ func BenchmarkWithServerInfo(b *testing.B) {
 			}
 		})
 	}
+}
+
+// FuzzWithServerInfo checks the in-place splice against encoding/json. The
+// result comes from an upstream and is untrusted: on a valid JSON object
+// the output is valid JSON that decodes to the input's members, each
+// unchanged but _meta, which holds the upstream's serverInfo when it had
+// one, else the edge's, next to the upstream's other _meta keys. A result
+// that is not an object comes back unchanged, and one that starts like an
+// object but is not valid JSON comes back unchanged or spliced but still
+// invalid (withServerInfo does not pay json.Valid when it finds no _meta:
+// the splice must never make bad bytes look good, nor good ones bad). The
+// input is never written to, including when it is a sub-slice of a larger
+// buffer with spare capacity (NATS message data), where the offset
+// arithmetic on capacities could go wrong. A traced call merges by decoding
+// instead (mergeMeta): its result must decode the same.
+func FuzzWithServerInfo(f *testing.F) {
+	for _, s := range []string{
+		`{}`, ` { "a" : 1 } `, `{"_meta":{"x":1},"a":2}`, `{"_meta":{"io.modelcontextprotocol/serverInfo":"mine"}}`,
+		`{"_meta":null}`, `{"_meta":[1]}`, `{"_meta":"s"}`, `{"_meta":1.5e3}`, `{"_meta":true}`, `{"_meta": { } }`,
+		`{"content":[{"_meta":{"x":1}}]}`, `{"_meta":{"x":1},"_meta":{"y":2}}`, `{"a":"_meta"}`,
+		`{"\u005fmeta":{"io.modelcontextprotocol/serverInfo":"mine"},"_meta":{"x":1}}`,
+		`{"_meta":{"io.modelcontextprotocol\/serverInfo":null}}`, `{"_m\u0065ta":{"x":1}}`, `{"\u005fmeta":null}`,
+		"\t{\n\"_meta\"\r:\n{\n}\n,\"b\":[ ]\t}\n", `{"_meta":{"\u00e9":"\xff"},"k\xff":"\xfe"}`,
+		`[1]`, `null`, `"{}"`, `1`, ``, ` `, `{`, `{"a":`, `{"_meta":`, `{"_meta":{"x"}}`, `{"_meta" 1}`, `{}}`, `{} x`,
+	} {
+		f.Add([]byte(s), false)
+	}
+	f.Add([]byte(`{"a":1}`), true)
+	s := &Service{impl: &mcp.Implementation{Name: "switchyard", Version: "v"}}
+	s.serverInfoMeta = []byte(`"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"switchyard","version":"v"}}`)
+	edgeInfo := json.RawMessage(`{"name":"switchyard","version":"v"}`)
+	f.Fuzz(func(t *testing.T, in []byte, noMeta bool) {
+		var obj map[string]json.RawMessage
+		isObject := json.Valid(in) && json.Unmarshal(in, &obj) == nil && obj != nil
+		if _, ok := obj["_meta"]; noMeta && (!isObject || ok) {
+			return // noMeta is the caller's promise: a list page the router built
+		}
+		orig := bytes.Clone(in)
+		buf := append(append([]byte("xx"), in...), `,"_meta":{}}`...)
+		for _, raw := range [][]byte{in, buf[2 : 2+len(in)], buf[2 : 2+len(in) : 2+len(in)]} {
+			out := s.withServerInfo(raw, noMeta)
+			if !bytes.Equal(raw, orig) || !bytes.Equal(buf[2:2+len(in)], orig) {
+				t.Fatalf("withServerInfo(%q) wrote to its input", orig)
+			}
+			if !isObject {
+				body := bytes.TrimLeft(orig, " \t\r\n")
+				if !bytes.Equal(out, orig) && (len(body) == 0 || body[0] != '{' || json.Valid(out)) {
+					t.Fatalf("withServerInfo(%q) = %q, want it unchanged", orig, out)
+				}
+				continue
+			}
+			var got map[string]json.RawMessage
+			if !json.Valid(out) || json.Unmarshal(out, &got) != nil || got == nil {
+				t.Fatalf("withServerInfo(%q) = %q, not a JSON object", orig, out)
+			}
+			if len(got) != len(obj)+1 && len(got) != len(obj) {
+				t.Fatalf("withServerInfo(%q) = %q: members changed", orig, out)
+			}
+			for k, v := range obj {
+				if k != "_meta" && !bytes.Equal(got[k], v) {
+					t.Fatalf("withServerInfo(%q) = %q: member %q is %q, want %q", orig, out, k, got[k], v)
+				}
+			}
+			want := map[string]json.RawMessage{}
+			if json.Unmarshal(obj["_meta"], &want) != nil || want == nil {
+				want = map[string]json.RawMessage{} // absent, null or not an object: replaced
+			}
+			if _, ok := want[mcp.MetaKeyServerInfo]; !ok {
+				want[mcp.MetaKeyServerInfo] = edgeInfo
+			}
+			var meta map[string]json.RawMessage
+			if json.Unmarshal(got["_meta"], &meta) != nil || !reflect.DeepEqual(meta, want) {
+				t.Fatalf("withServerInfo(%q) = %q: _meta %q, want %q", orig, out, meta, want)
+			}
+		}
+		merged := mergeMeta(orig, map[string]any{mcp.MetaKeyServerInfo: s.impl})
+		if !isObject {
+			if !bytes.Equal(merged, orig) {
+				t.Fatalf("mergeMeta(%q) = %q, want it unchanged", orig, merged)
+			}
+			return
+		}
+		spliced := s.withServerInfo(orig, noMeta)
+		var m, w any
+		if json.Unmarshal(merged, &m) != nil || json.Unmarshal(spliced, &w) != nil || !reflect.DeepEqual(m, w) {
+			t.Fatalf("mergeMeta(%q) = %q, withServerInfo %q", orig, merged, spliced)
+		}
+	})
 }
