@@ -75,6 +75,7 @@ fuzz:
 	cd internal && $(GO) test -run '^$$' -fuzz '^FuzzTenantResolve$$' -fuzztime 50000x ./tenant
 	cd internal && $(GO) test -run '^$$' -fuzz '^FuzzJWTVerify$$' -fuzztime 20000x ./jwtauth
 	cd edge && $(GO) test -run '^$$' -fuzz '^FuzzParseBody$$' -fuzztime 50000x .
+	cd edge && $(GO) test -run '^$$' -fuzz '^FuzzWithServerInfo$$' -fuzztime 50000x .
 	cd upstream-worker && $(GO) test -run '^$$' -fuzz '^FuzzLineReader$$' -fuzztime 50000x ./internal/upstream
 
 ## bench: the latency gate (tools/call direct, through a bare reverse proxy

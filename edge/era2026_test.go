@@ -1,6 +1,7 @@
 package edge
 
 import (
+	"encoding/json"
 	"net/http"
 	"strings"
 	"testing"
@@ -33,6 +34,17 @@ func TestEdgeUpgrade2026(t *testing.T) {
 // TestEdgeParamHeadersReachRouter: a 2026-07-28 tools/call passes its
 // Mcp-Param-* headers to the router, and the router's header-mismatch
 // error (-32020) is HTTP 400 (SEP-2243).
+// TestEdgeUpgrade2026Invalid: a result that is not valid JSON (bytes from
+// the bus are not trusted) does not panic the upgrade; it goes out no more
+// valid than it came.
+func TestEdgeUpgrade2026Invalid(t *testing.T) {
+	for _, in := range []string{`{`, `{"a":`, `{"_meta":{"x":1}`, `{x}`} {
+		if out := upgrade2026([]byte(in), "tools/call"); json.Valid(out) {
+			t.Errorf("upgrade2026(%s) = %s, valid JSON", in, out)
+		}
+	}
+}
+
 func TestEdgeParamHeadersReachRouter(t *testing.T) {
 	var nc *nats.Conn
 	var got nats.Header

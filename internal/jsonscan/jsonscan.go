@@ -4,10 +4,12 @@
 // zero-allocation path for JSON-RPC envelopes (the edge's request check,
 // the worker's params and responses).
 //
-// Every function expects valid JSON: check it with json.Valid first. On
-// duplicate keys fn sees each member, in order (encoding/json keeps the
-// last); keys match exactly (encoding/json also matches struct fields
-// case-insensitively).
+// Every function expects valid JSON: check it with json.Valid first where
+// the answer matters. On other input Members never panics (bytes from the
+// bus are not trusted): it stops and reports false at what it cannot read,
+// having called fn for the members before it. On duplicate keys fn sees
+// each member, in order (encoding/json keeps the last); keys match exactly
+// (encoding/json also matches struct fields case-insensitively).
 package jsonscan
 
 import (
@@ -18,7 +20,8 @@ import (
 
 // Members calls fn with the raw key (quoted, as written) and the raw
 // value of each member of the object data, in order. It reports false when
-// data is not an object.
+// data is not an object, or (for invalid JSON) ends inside one or has a
+// member that does not start with a string.
 func Members(data []byte, fn func(key, val []byte)) bool {
 	i := skipWS(data, 0)
 	if i >= len(data) || data[i] != '{' {
@@ -26,18 +29,25 @@ func Members(data []byte, fn func(key, val []byte)) bool {
 	}
 	i++
 	for {
-		i = skipWS(data, i)
+		if i = skipWS(data, i); i >= len(data) {
+			return false
+		}
 		switch data[i] {
 		case '}':
 			return true
 		case ',':
 			i = skipWS(data, i+1)
 		}
+		if i >= len(data) || data[i] != '"' {
+			return false
+		}
 		k := i
 		i = skipString(data, i)
 		key := data[k:i]
 		i = skipWS(data, i) + 1 // ':'
-		i = skipWS(data, i)
+		if i = skipWS(data, i); i >= len(data) {
+			return false
+		}
 		v := i
 		i = skipValue(data, i)
 		fn(key, data[v:i])

@@ -38,7 +38,18 @@ func TestKeyIs(t *testing.T) {
 	}
 }
 
-// FuzzMembers: on any valid JSON, Members never panics, reports an object
+// TestMembersInvalid: input that ends inside an object, or has a member
+// that does not start with a string, is reported as no object, without a
+// panic (these indexed past the end of the input before).
+func TestMembersInvalid(t *testing.T) {
+	for _, in := range []string{`{`, ` { `, `{"a":`, `{"a":1`, `{"a":1,`, `{"a"`, `{"a":{"x":1}`, `{x}`, `{,`, `{"a":1,}`} {
+		if Members([]byte(in), func(k, v []byte) {}) {
+			t.Errorf("Members(%s) = true, want false", in)
+		}
+	}
+}
+
+// FuzzMembers: on any input Members never panics; on valid JSON it reports an object
 // exactly when encoding/json decodes one, and yields the members it sees
 // (the last of duplicate keys wins there).
 func FuzzMembers(f *testing.F) {
@@ -51,6 +62,14 @@ func FuzzMembers(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		if !json.Valid(data) {
+			// Invalid input: no panic, and every member handed out lies
+			// within data.
+			Members(data, func(k, v []byte) {
+				if len(k) < 2 || k[0] != '"' || k[len(k)-1] != '"' {
+					t.Fatalf("key %q is not a quoted string", k)
+				}
+				_, _ = KeyIs(k, "_meta"), Unquote(k)
+			})
 			return
 		}
 		got := map[string][]byte{}
