@@ -15,12 +15,15 @@ ROLES := edge router upstream-worker tenancy-svc
 
 all: build
 
-## build: every executable into bin/
+## build: every executable into bin/, static (CGO_ENABLED=0) like the
+## container images: no libc mapped into each process, ~3 MiB less idle RSS
+## per process (docs/benchmarks.md), and the pure-Go DNS resolver
+BUILD_ENV := CGO_ENABLED=0
 build: upstreams
 	@mkdir -p $(BIN)
-	cd switchyard && $(GO) build -o $(BIN)/switchyard ./cmd/switchyard
-	cd bench && $(GO) build -o $(BIN)/bench ./cmd/bench
-	@for r in $(ROLES); do (cd $$r && $(GO) build -o $(BIN)/$$r ./cmd/$$r) || exit 1; done
+	cd switchyard && $(BUILD_ENV) $(GO) build -o $(BIN)/switchyard ./cmd/switchyard
+	cd bench && $(BUILD_ENV) $(GO) build -o $(BIN)/bench ./cmd/bench
+	@for r in $(ROLES); do (cd $$r && $(BUILD_ENV) $(GO) build -o $(BIN)/$$r ./cmd/$$r) || exit 1; done
 
 ## upstreams: the go-sdk conformance everything-server, from the pinned SDK module,
 ## and the tasks-extension fixture (testutil/cmd/tasks-server, rebuilt each time)
