@@ -433,6 +433,7 @@ func (s *Service) writeResponse(out *fastOut, protocol string, id json.RawMessag
 			_, _ = w.Write(result)
 		}
 		_, _ = io.WriteString(w, tail)
+		out.flush()
 		return
 	}
 	h := w.Header()
@@ -449,6 +450,10 @@ func (s *Service) writeResponse(out *fastOut, protocol string, id json.RawMessag
 		_, err = w.Write(result)
 	}
 	_, _ = io.WriteString(w, tail)
+	// Out now: the handler's deferred work (audit, metrics, log, span)
+	// must not hold the response, which net/http would send only once
+	// the handler returns.
+	out.flush()
 }
 
 func hasNewline(b []byte) bool {

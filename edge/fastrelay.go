@@ -52,15 +52,26 @@ const retryMs = "1000"
 // in a call's first 100 ms cannot be resumed.
 const primeDelay = 100 * time.Millisecond
 
-// open starts the SSE stream: the headers now; for a resumable stream, the
-// priming event after primeDelay or with the first message, whichever
-// comes first (see primeLocked).
-func (o *fastOut) open() {
+// arm starts a resumable stream's priming timer: if the call runs past
+// primeDelay with nothing written yet, the stream opens then, primed (see
+// primeLocked). The headers wait until something is written, so a call
+// answered sooner goes out whole, with its length (see last).
+func (o *fastOut) arm() {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	o.openLocked()
+	o.prime = time.AfterFunc(primeDelay, func() {
+		o.mu.Lock()
+		defer o.mu.Unlock()
+		if !o.closed {
+			o.openLocked()
+			o.primeLocked()
+			o.flush()
+		}
+	})
 }
 
+// openLocked starts the SSE stream: the headers, flushed at once unless
+// the stream is resumable (its writers flush after priming it).
 func (o *fastOut) openLocked() {
 	if o.started {
 		return
@@ -71,18 +82,9 @@ func (o *fastOut) openLocked() {
 	h.Set("Connection", "keep-alive")
 	o.w.WriteHeader(http.StatusOK)
 	o.started = true
-	if o.res != nil {
-		o.prime = time.AfterFunc(primeDelay, func() {
-			o.mu.Lock()
-			defer o.mu.Unlock()
-			if !o.closed {
-				o.primeLocked()
-				o.flush()
-			}
-		})
-		return
+	if o.res == nil {
+		o.flush()
 	}
-	o.flush()
 }
 
 // primeLocked makes the stream resumable from here on, once: the priming
@@ -153,18 +155,34 @@ func (o *fastOut) write(msg []byte, last bool) {
 }
 
 // last writes the response of a stream that was not primed (the common,
-// quick case) as it is, without copying the result, and reports true; it
-// reports false for a primed stream, whose events are stored.
+// quick case) as it is, without copying the result, flushes it, and
+// reports true; it reports false for a primed stream, whose events are
+// stored. A stream not yet opened is sent whole, with a Content-Length.
 func (o *fastOut) last(head, result []byte, tail string) bool {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if o.res != nil && o.res.primed {
 		return false
 	}
-	o.openLocked()
-	if !o.retried {
-		const ev = "event: message\n"
-		_, _ = io.WriteString(o.w, ev+"retry: "+retryMs+"\n")
+	const ev, retry = "event: message\n", "retry: " + retryMs + "\n"
+	announce := !o.retried
+	if !o.started {
+		// The whole response is known: it goes out with its length, in
+		// one write, with no chunked framing and no priming timer.
+		n := len(head) + len(result) + len(tail)
+		if announce {
+			n += len(retry)
+		}
+		h := o.w.Header()
+		h.Set("Cache-Control", "no-cache, no-transform")
+		h.Set("Content-Type", "text/event-stream")
+		h.Set("Connection", "keep-alive")
+		h.Set("Content-Length", strconv.Itoa(n))
+		o.w.WriteHeader(http.StatusOK)
+		o.started = true
+	}
+	if announce {
+		_, _ = io.WriteString(o.w, ev+retry)
 		head = head[len(ev):]
 		o.retried = true
 	}
@@ -172,6 +190,7 @@ func (o *fastOut) last(head, result []byte, tail string) bool {
 		_, _ = o.w.Write(result)
 	}
 	_, _ = io.WriteString(o.w, tail)
+	o.flush()
 	return true
 }
 
@@ -202,7 +221,7 @@ func (s *Service) fastRelay(ctx context.Context, v *view, fc *fastCall, out *fas
 	}
 	if !s.cfg.JSONResponse && fc.session != nil && fc.protocol >= "2025-11-25" {
 		out.res = &resumable{store: s.events, session: fc.session.id, stream: "sy" + bus.RandomToken(16)}
-		out.open() // the priming event goes out at once, before the call's wait
+		out.arm()
 	}
 	return func(m *nats.Msg) bool {
 		u, ok := parseUpMsg(m)
