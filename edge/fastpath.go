@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -95,18 +96,56 @@ func statelessCallOK(r *http.Request, m *probeMsg, p *probeParams, pv string) bo
 	if m.Method == "tools/call" && (p.Name == "" || r.Header.Get("Mcp-Name") != p.Name) {
 		return false
 	}
-	var metaVersion string
-	if json.Unmarshal(p.meta(mcp.MetaKeyProtocolVersion), &metaVersion) != nil || metaVersion != pv {
+	var version, caps, info []byte // the last of each, as decoders keep
+	jsonscan.Members(p.Meta, func(k, v []byte) {
+		switch {
+		case jsonscan.KeyIs(k, mcp.MetaKeyProtocolVersion):
+			version = v
+		case jsonscan.KeyIs(k, mcp.MetaKeyClientCapabilities):
+			caps = v
+		case jsonscan.KeyIs(k, mcp.MetaKeyClientInfo):
+			info = v
+		}
+	})
+	if !jsonStringIs(version, pv) {
 		return false
 	}
-	if caps := p.meta(mcp.MetaKeyClientCapabilities); len(caps) == 0 || caps[0] != '{' ||
-		json.Unmarshal(caps, &mcp.ClientCapabilities{}) != nil {
+	if len(caps) == 0 || caps[0] != '{' || !clientCapsOK.valid(caps) {
 		return false
 	}
-	if info := p.meta(mcp.MetaKeyClientInfo); info != nil && (info[0] != '{' || json.Unmarshal(info, &mcp.Implementation{}) != nil) {
+	if info != nil && (info[0] != '{' || !clientInfoOK.valid(info)) {
 		return false
 	}
 	return true
+}
+
+// The SDK decodes a 2026-era request's clientCapabilities and clientInfo
+// on every request; a client sends the same bytes each time.
+var (
+	clientCapsOK = newDecodeCache[mcp.ClientCapabilities]()
+	clientInfoOK = newDecodeCache[mcp.Implementation]()
+)
+
+// jsonStringIs reports whether raw is a JSON string whose value is s: the
+// plain quoted form is compared as bytes, any other (escapes) decoded.
+func jsonStringIs(raw []byte, s string) bool {
+	if len(raw) == len(s)+2 && raw[0] == '"' && raw[len(raw)-1] == '"' && string(raw[1:len(raw)-1]) == s && plainJSON(s) {
+		return true
+	}
+	var v string
+	return json.Unmarshal(raw, &v) == nil && v == s
+}
+
+// plainJSON reports whether s appears unescaped between a JSON string's
+// quotes and decodes to itself: valid UTF-8, with no quote, backslash or
+// control character.
+func plainJSON(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c == '"' || c == '\\' {
+			return false
+		}
+	}
+	return utf8.ValidString(s)
 }
 
 // runFast sends the call over the bus and writes its JSON-RPC response.

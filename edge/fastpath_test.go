@@ -80,6 +80,11 @@ func (g *rig) exchange(body string, hdr ...string) exchange {
 // meta2026 is the SEP-2575 _meta triple of a 2026-07-28 request.
 const meta2026 = `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"t","version":"1"}}`
 
+// call2026 is a 2026-07-28 tools/call of up__odd with the given _meta members.
+func call2026(meta string) string {
+	return `{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"up__odd","_meta":{` + meta + `}}}`
+}
+
 func hdr2026(method, name string) []string {
 	h := []string{"Mcp-Protocol-Version", "2026-07-28", "Mcp-Method", method}
 	if name != "" {
@@ -118,6 +123,13 @@ func TestFastPathMatchesSDK(t *testing.T) {
 		req{"2025 wrong host", `{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"up__odd"}}`, []string{"Host", "evil.example"}},
 		req{"2025 text/plain", `{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"up__odd"}}`, []string{"Content-Type", "text/plain"}},
 		req{"2025 unknown session, unknown method", `{"jsonrpc":"2.0","id":6,"method":"bogus/x"}`, []string{"Mcp-Session-Id", "nosuch"}},
+		req{"2026 capabilities of the wrong shape", call2026(`"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"roots":true}`), hdr2026("tools/call", "up__odd")},
+		req{"2026 capabilities not an object", call2026(`"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":[]`), hdr2026("tools/call", "up__odd")},
+		req{"2026 clientInfo of the wrong shape", call2026(`"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":5}`), hdr2026("tools/call", "up__odd")},
+		req{"2026 version escaped", call2026(`"io.modelcontextprotocol/protocolVersion":"2026-07-2\u0038","io.modelcontextprotocol/clientCapabilities":{}`), hdr2026("tools/call", "up__odd")},
+		req{"2026 version not the header's", call2026(`"io.modelcontextprotocol/protocolVersion":"2025-11-25","io.modelcontextprotocol/clientCapabilities":{}`), hdr2026("tools/call", "up__odd")},
+		req{"2026 version twice, the last right", call2026(`"io.modelcontextprotocol/protocolVersion":"x","io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}`), hdr2026("tools/call", "up__odd")},
+		req{"2026 capabilities twice, the last wrong", call2026(`"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientCapabilities":{"roots":true}`), hdr2026("tools/call", "up__odd")},
 		req{"2026 clientInfo null", `{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"up__odd","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":null}}}`, hdr2026("tools/call", "up__odd")},
 	)
 	for _, sse := range []bool{false, true} {
