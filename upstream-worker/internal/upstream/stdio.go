@@ -159,6 +159,11 @@ func (c *stdioConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 			c.queue = msgs[1:]
 			return msgs[0], nil
 		case <-c.readDone:
+			select {
+			case <-c.closed: // Close ended the reader: its error is the pipe's closing
+				return nil, io.EOF
+			default:
+			}
 			return nil, c.readErr
 		case <-c.closed:
 			return nil, io.EOF

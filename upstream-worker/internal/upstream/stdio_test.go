@@ -468,3 +468,18 @@ func FuzzLineReader(f *testing.F) {
 		t.Fatalf("more messages than input bytes in %q", in)
 	})
 }
+
+// TestStdioConnReadAfterCloseIsEOF: once Close has run, Read says io.EOF
+// even though the reader has also stopped, with the closed pipe's error
+// (both are ready; a select between them picked either).
+func TestStdioConnReadAfterCloseIsEOF(t *testing.T) {
+	for range 200 {
+		c := newStdioConn(nil, nil, 0, nil)
+		c.readErr = os.ErrClosed
+		close(c.readDone)
+		close(c.closed)
+		if _, err := c.Read(t.Context()); err != io.EOF {
+			t.Fatalf("Read after Close: %v, want io.EOF", err)
+		}
+	}
+}
