@@ -100,10 +100,11 @@ func runCommands(args string) [][]string {
 	return out
 }
 
-// goBuild reports whether words run `go build` or `go install`, and the
+// goBuild reports whether words run `go build` or `go install`, the
 // environment assignments written before it on the same command (inline
-// `CGO_ENABLED=0 go build` or `env CGO_ENABLED=0 go build`).
-func goBuild(words []string) (isBuild bool, inline map[string]string) {
+// `CGO_ENABLED=0 go build` or `env CGO_ENABLED=0 go build`), and the words
+// after `build`/`install` (flags and packages).
+func goBuild(words []string) (isBuild bool, inline map[string]string, args []string) {
 	inline = map[string]string{}
 	i := 0
 	if i < len(words) && words[i] == "env" {
@@ -114,9 +115,44 @@ func goBuild(words []string) (isBuild bool, inline map[string]string) {
 		inline[k] = strings.Trim(v, `"'`)
 	}
 	if i+1 < len(words) && (words[i] == "go" || strings.HasSuffix(words[i], "/go")) && (words[i+1] == "build" || words[i+1] == "install") {
-		return true, inline
+		return true, inline, words[i+2:]
 	}
-	return false, nil
+	return false, nil, nil
+}
+
+// buildTags returns the build tags of a go command: its -tags flag
+// (-tags=a,b or -tags a,b; the last one wins, as with the go command's
+// flags), else GOFLAGS's.
+func buildTags(args []string, goflags string) []string {
+	tags, set := tagsFlag(args)
+	if !set {
+		tags, _ = tagsFlag(strings.Fields(goflags))
+	}
+	return tags
+}
+
+// tagsFlag finds -tags (or --tags) in command-line words.
+func tagsFlag(words []string) (tags []string, set bool) {
+	for i := 0; i < len(words); i++ {
+		if !strings.HasPrefix(words[i], "-") {
+			continue
+		}
+		w := strings.TrimPrefix(strings.TrimPrefix(words[i], "-"), "-")
+		switch {
+		case strings.HasPrefix(w, "tags="):
+			tags, set = splitTags(strings.TrimPrefix(w, "tags=")), true
+		case w == "tags" && i+1 < len(words):
+			i++
+			tags, set = splitTags(words[i]), true
+		}
+	}
+	return tags, set
+}
+
+// splitTags splits a -tags value: comma-separated (or, in the old form,
+// space-separated) tags.
+func splitTags(v string) []string {
+	return strings.FieldsFunc(strings.Trim(v, `"'`), func(r rune) bool { return r == ',' || r == ' ' })
 }
 
 // checkDockerfile returns what is wrong with a Dockerfile's text for the
@@ -124,8 +160,9 @@ func goBuild(words []string) (isBuild bool, inline map[string]string) {
 // run time, no shell), and every `go build`/`go install` in a build stage
 // must run with CGO_ENABLED=0 (a static binary: scratch has no libc), set
 // by an ENV of that stage (or of a stage it is built FROM) or inline on the
-// command. It needs at least one Go build.
-func checkDockerfile(text string) []string {
+// command, and with each of the build tags in tags (its -tags flag, or
+// GOFLAGS's). It needs at least one Go build.
+func checkDockerfile(text string, tags ...string) []string {
 	var problems []string
 	type stage struct {
 		base string            // the FROM image (or earlier stage)
@@ -168,7 +205,7 @@ func checkDockerfile(text string) []string {
 			}
 			env := stages[len(stages)-1].env
 			for _, words := range runCommands(in.args) {
-				ok, inline := goBuild(words)
+				ok, inline, args := goBuild(words)
 				if !ok {
 					continue
 				}
@@ -180,6 +217,17 @@ func checkDockerfile(text string) []string {
 				if !set || cgo != "0" {
 					problems = append(problems, fmt.Sprintf("line %d: %q runs without CGO_ENABLED=0 (ENV or inline): not a static binary",
 						in.line, strings.Join(words, " ")))
+				}
+				goflags, set := inline["GOFLAGS"]
+				if !set {
+					goflags = env["GOFLAGS"]
+				}
+				have := buildTags(args, goflags)
+				for _, tag := range tags {
+					if !slices.Contains(have, tag) {
+						problems = append(problems, fmt.Sprintf("line %d: %q builds without the tag %s (-tags or GOFLAGS) that make build uses",
+							in.line, strings.Join(words, " "), tag))
+					}
 				}
 			}
 		}
@@ -209,9 +257,11 @@ func dockerfileText(t *testing.T) string {
 }
 
 // TestDockerfileStaticScratch checks the repository's Dockerfile: the image
-// every compose service runs is FROM scratch, with static Go binaries.
+// every compose service runs is FROM scratch, with static Go binaries built
+// with the build tags of `make build`.
 func TestDockerfileStaticScratch(t *testing.T) {
-	if problems := checkDockerfile(dockerfileText(t)); len(problems) > 0 {
+	tags := makeBuildTags(t)
+	if problems := checkDockerfile(dockerfileText(t), tags...); len(problems) > 0 {
 		t.Errorf("Dockerfile:\n  %s", strings.Join(problems, "\n  "))
 	}
 }
@@ -230,32 +280,41 @@ func TestDockerfileCheckRejects(t *testing.T) {
 	cases := []struct {
 		name string
 		text string
-		want string // "" means no problem
+		want string   // "" means no problem
+		tags []string // the build tags every build must have
 	}{
-		{"real Dockerfile", real, ""},
-		{"small static", static, ""},
-		{"inline", "FROM golang AS build\nRUN cd /src && CGO_ENABLED=0 go build -o /x .\nFROM scratch\n", ""},
-		{"inline with env", "FROM golang AS build\nRUN env CGO_ENABLED=0 GOOS=linux go install ./cmd/x\nFROM scratch\n", ""},
-		{"legacy ENV form", "FROM golang AS build\nENV CGO_ENABLED 0\nRUN go build .\nFROM scratch\n", ""},
-		{"inherited from a named stage", "FROM golang AS base\nENV CGO_ENABLED=0\nFROM base AS build\nRUN go build .\nFROM scratch\n", ""},
-		{"exec form", "FROM golang AS build\nENV CGO_ENABLED=0\nRUN [\"go\", \"build\", \".\"]\nFROM scratch\n", ""},
+		{"real Dockerfile", real, "", nil},
+		{"small static", static, "", nil},
+		{"inline", "FROM golang AS build\nRUN cd /src && CGO_ENABLED=0 go build -o /x .\nFROM scratch\n", "", nil},
+		{"inline with env", "FROM golang AS build\nRUN env CGO_ENABLED=0 GOOS=linux go install ./cmd/x\nFROM scratch\n", "", nil},
+		{"legacy ENV form", "FROM golang AS build\nENV CGO_ENABLED 0\nRUN go build .\nFROM scratch\n", "", nil},
+		{"inherited from a named stage", "FROM golang AS base\nENV CGO_ENABLED=0\nFROM base AS build\nRUN go build .\nFROM scratch\n", "", nil},
+		{"exec form", "FROM golang AS build\nENV CGO_ENABLED=0\nRUN [\"go\", \"build\", \".\"]\nFROM scratch\n", "", nil},
 
-		{"real, CGO_ENABLED dropped from ENV", mutate("ENV GOTOOLCHAIN=auto \\\n    CGO_ENABLED=0", "ENV GOTOOLCHAIN=auto"), "CGO_ENABLED=0"},
-		{"real, CGO_ENABLED=1", mutate("\\\n    CGO_ENABLED=0", "\\\n    CGO_ENABLED=1"), "CGO_ENABLED=0"},
-		{"real, final stage alpine", mutate("\nFROM scratch\n", "\nFROM alpine:3\n"), "not FROM scratch"},
-		{"real, final stage distroless", mutate("\nFROM scratch\n", "\nFROM gcr.io/distroless/static AS final\n"), "not FROM scratch"},
-		{"real, second build not static", mutate("cd /src/bench && go build", "cd /src/bench && CGO_ENABLED=1 go build"), "CGO_ENABLED=0"},
-		{"not inherited by a new base", "FROM golang AS base\nENV CGO_ENABLED=0\nFROM golang AS build\nRUN go build .\nFROM scratch\n", "CGO_ENABLED=0"},
-		{"ENV after the build", "FROM golang AS build\nRUN go build .\nENV CGO_ENABLED=0\nFROM scratch\n", "CGO_ENABLED=0"},
-		{"set for another command only", "FROM golang AS build\nRUN CGO_ENABLED=0 go vet . && go build .\nFROM scratch\n", "CGO_ENABLED=0"},
-		{"exec form, not static", "FROM golang AS build\nRUN [\"go\", \"build\", \".\"]\nFROM scratch\n", "CGO_ENABLED=0"},
-		{"unparsed build", "FROM golang AS build\nENV CGO_ENABLED=0\nRUN go build . && sh -c 'go build ./y'\nFROM scratch\n", "understood as commands"},
-		{"no build", "FROM golang AS build\nRUN true\nFROM scratch\n", "no go build"},
-		{"scratch only first", strings.Replace(static, "FROM scratch", "FROM debian", 1), "not FROM scratch"},
+		{"real, CGO_ENABLED dropped from ENV", mutate("ENV GOTOOLCHAIN=auto \\\n    CGO_ENABLED=0", "ENV GOTOOLCHAIN=auto"), "CGO_ENABLED=0", nil},
+		{"real, CGO_ENABLED=1", mutate("\\\n    CGO_ENABLED=0", "\\\n    CGO_ENABLED=1"), "CGO_ENABLED=0", nil},
+		{"real, final stage alpine", mutate("\nFROM scratch\n", "\nFROM alpine:3\n"), "not FROM scratch", nil},
+		{"real, final stage distroless", mutate("\nFROM scratch\n", "\nFROM gcr.io/distroless/static AS final\n"), "not FROM scratch", nil},
+		{"real, second build not static", mutate("cd /src/bench && go build", "cd /src/bench && CGO_ENABLED=1 go build"), "CGO_ENABLED=0", nil},
+		{"not inherited by a new base", "FROM golang AS base\nENV CGO_ENABLED=0\nFROM golang AS build\nRUN go build .\nFROM scratch\n", "CGO_ENABLED=0", nil},
+		{"ENV after the build", "FROM golang AS build\nRUN go build .\nENV CGO_ENABLED=0\nFROM scratch\n", "CGO_ENABLED=0", nil},
+		{"set for another command only", "FROM golang AS build\nRUN CGO_ENABLED=0 go vet . && go build .\nFROM scratch\n", "CGO_ENABLED=0", nil},
+		{"exec form, not static", "FROM golang AS build\nRUN [\"go\", \"build\", \".\"]\nFROM scratch\n", "CGO_ENABLED=0", nil},
+		{"unparsed build", "FROM golang AS build\nENV CGO_ENABLED=0\nRUN go build . && sh -c 'go build ./y'\nFROM scratch\n", "understood as commands", nil},
+		{"no build", "FROM golang AS build\nRUN true\nFROM scratch\n", "no go build", nil},
+		{"scratch only first", strings.Replace(static, "FROM scratch", "FROM debian", 1), "not FROM scratch", nil},
+
+		{"real, with make's tag", real, "", []string{"grpcnotrace"}},
+		{"real, a tag dropped", mutate("cd /src/bench && go build -trimpath -tags=grpcnotrace", "cd /src/bench && go build -trimpath"), "without the tag grpcnotrace", []string{"grpcnotrace"}},
+		{"real, another tag", mutate("cd /src/switchyard && go build -trimpath -tags=grpcnotrace", "cd /src/switchyard && go build -trimpath -tags=netgo"), "without the tag grpcnotrace", []string{"grpcnotrace"}},
+		{"tags flag, two words", "FROM golang AS build\nENV CGO_ENABLED=0\nRUN go build -tags a,grpcnotrace .\nFROM scratch\n", "", []string{"grpcnotrace"}},
+		{"tags from GOFLAGS", "FROM golang AS build\nENV CGO_ENABLED=0 GOFLAGS=-tags=grpcnotrace\nRUN go build .\nFROM scratch\n", "", []string{"grpcnotrace"}},
+		{"tags flag overrides GOFLAGS", "FROM golang AS build\nENV CGO_ENABLED=0 GOFLAGS=-tags=grpcnotrace\nRUN go build -tags=x .\nFROM scratch\n", "without the tag", []string{"grpcnotrace"}},
+		{"no tags", static, "without the tag grpcnotrace", []string{"grpcnotrace"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			problems := strings.Join(checkDockerfile(tc.text), "\n")
+			problems := strings.Join(checkDockerfile(tc.text, tc.tags...), "\n")
 			switch {
 			case tc.want == "" && problems != "":
 				t.Errorf("rejected:\n%s", problems)
