@@ -1,2 +1,2 @@
-// Package composecheck holds only tests: they load the repository's compose.yaml with the compose-spec loader and its inline config with Switchyard's own config loader.
+// Package composecheck holds only tests: they load the repository's compose.yaml with the compose-spec loader and its inline config with Switchyard's own config loader, check the Dockerfile the compose images are built from, and check how `make build` builds the gateway's binaries (build_test.go: with build tags that keep text/template, and with it the linker's dead-code elimination of methods, out of every binary).
 package composecheck
