@@ -134,9 +134,10 @@ bench-micro:
 	cd internal && $(GO) test -run '^$$' -bench . -benchmem ./taskid ./tenant ./policy ./apikey ./tenancy ./jwtauth ./limit
 	cd switchyard && $(GO) test -run '^$$' -bench BenchmarkCall -benchtime 2000x -benchmem ./integration/
 
-## loadtest: concurrency and federation sweep into results/sweep-<timestamp>/
+## loadtest: concurrency and federation sweep into results/sweep-<timestamp>/,
+## with the floor: the fixture through a bare reverse proxy (bench proxy)
 loadtest: build
-	$(BIN)/bench sweep -start-embedded -switchyard $(BIN)/switchyard -conns 8,64,256 -duration 10s -warmup 2s -rounds 5 -federation 1x1,5x20,20x50
+	$(BIN)/bench sweep -start-embedded -switchyard $(BIN)/switchyard -proxy -conns 8,64,256 -duration 10s -warmup 2s -rounds 5 -federation 1x1,5x20,20x50
 
 ## conformance: the official MCP conformance suite (pinned in conformance/)
 ## against the everything-server (r5: tasks-server in front of it, for the

@@ -154,6 +154,36 @@ func binaries(sy string) (self, switchyard string, err error) {
 	return self, sy, nil
 }
 
+// startProxy starts "bench proxy" (this binary, found as [binaries] does)
+// in front of upstream with the gateway's runtime settings, says so on
+// stderr and returns the process and its MCP endpoint. On error nothing is
+// left running.
+func startProxy(ctx context.Context, sy, upstream string) (*launch.Process, string, error) {
+	self, _, err := binaries(sy)
+	if err != nil {
+		return nil, "", err
+	}
+	p, url, err := launch.StartProxy(ctx, "proxy", self, upstream)
+	if err != nil {
+		return nil, "", err
+	}
+	fmt.Fprintf(os.Stderr, "started proxy %s (pid %d) in front of %s\n", url, p.PID(), upstream)
+	return p, url, nil
+}
+
+// checkProxyFlags checks the proxy flags "latency" and "sweep" share:
+// proxy (-proxy) needs the driver to start the gateway (starts), proxyURL
+// (-proxy-url) needs it not to.
+func checkProxyFlags(starts, proxy bool, proxyURL string) error {
+	switch {
+	case proxy && !starts:
+		return errors.New("-proxy needs -start-embedded or -start-cluster (with -gateway and -direct, pass a running proxy's -proxy-url)")
+	case proxyURL != "" && starts:
+		return errors.New("-proxy-url needs -gateway and -direct (with -start-embedded or -start-cluster, use -proxy)")
+	}
+	return nil
+}
+
 // launchOptions returns the options to start u fixtures with t extra tools
 // each behind a gateway, embedded or (with -start-cluster) a cluster
 // logging into logDir.

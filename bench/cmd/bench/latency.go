@@ -121,16 +121,11 @@ func (o *latencyOpts) start(ctx context.Context, cfg *latency.Config) (*started,
 // startProxy starts "bench proxy" (this binary) in front of upstream and
 // returns its MCP endpoint.
 func (s *started) startProxy(ctx context.Context, sy, upstream string) (string, error) {
-	self, _, err := binaries(sy)
-	if err != nil {
-		return "", err
-	}
-	p, url, err := launch.StartProxy(ctx, "proxy", self, upstream)
+	p, url, err := startProxy(ctx, sy, upstream)
 	if err != nil {
 		return "", err
 	}
 	s.proxy = p
-	fmt.Fprintf(os.Stderr, "started proxy %s (pid %d) in front of %s\n", url, p.PID(), upstream)
 	return url, nil
 }
 
@@ -176,14 +171,7 @@ func (o *latencyOpts) check(fs *flag.FlagSet) (json.RawMessage, error) {
 // checkProxy checks that -proxy comes with -start-* and -proxy-url
 // without.
 func (o *latencyOpts) checkProxy() error {
-	starts := o.endpoint.starts()
-	switch {
-	case o.proxy && !starts:
-		return errors.New("-proxy needs -start-embedded or -start-cluster (with -gateway and -direct, pass a running proxy's -proxy-url)")
-	case o.proxyURL != "" && starts:
-		return errors.New("-proxy-url needs -gateway and -direct (with -start-embedded or -start-cluster, use -proxy)")
-	}
-	return nil
+	return checkProxyFlags(o.endpoint.starts(), o.proxy, o.proxyURL)
 }
 
 // latencyReport prints r on stdout, writes its files into the directory

@@ -4,10 +4,17 @@
 // sequential requests for a fixed time, and reports throughput, latency
 // percentiles, errors, the gateway's throughput retention and, when the
 // driver knows their process ids, the CPU the gateway and the upstreams
-// spent per request. With rounds, each pair of stages is measured in
-// alternating slices over sessions kept open, and retention is the median
-// of the per-round ratios, so that drifting host load weighs on both
-// sides alike.
+// spent per request. With rounds, the stages of a connection count are
+// measured in alternating slices over sessions kept open, and retention is
+// the median of the per-round ratios, so that drifting host load weighs on
+// every side alike.
+//
+// An optional third side, proxy, measures the direct upstream through a
+// bare reverse proxy process ("bench proxy"), between the direct and the
+// gateway stage: what a minimal proxy process keeps of direct throughput
+// and the CPU it spends per request, the floor any gateway pays on the
+// machine. Its retention is against direct too; its CPU is reported as
+// [StageResult.ProxyCPUPerCall].
 //
 // A federation sweep measures tools/list through a gateway in front of
 // several upstreams (shapes "UxT": U upstreams with T extra tools each),

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -12,37 +13,45 @@ import (
 	"github.com/switchyard-mcp/switchyard/bench/internal/svgplot"
 )
 
-// Comparison pairs the direct and gateway stages of one method, shape and
-// connection count; either may be nil if it was not measured.
+// Comparison gathers the direct, proxy and gateway stages of one method,
+// shape and connection count; each may be nil if it was not measured
+// (Proxy is nil without a proxy side).
 type Comparison struct {
-	Conns           int
-	Direct, Gateway *StageResult
+	Conns                  int
+	Direct, Proxy, Gateway *StageResult
 }
 
 // Retention returns gateway req/s divided by direct req/s, or 0 when either
 // is missing or direct measured nothing. Measured in interleaved rounds,
-// it is the median of the per-round ratios instead: a round's two slices
-// ran under the same host load, the whole stages did not.
-func (c Comparison) Retention() float64 {
-	if c.Direct == nil || c.Gateway == nil {
+// it is the median of the per-round ratios instead: a round's slices ran
+// under the same host load, the whole stages did not.
+func (c Comparison) Retention() float64 { return c.retention(c.Gateway) }
+
+// ProxyRetention is [Comparison.Retention] for the proxy side: proxy
+// req/s over direct req/s.
+func (c Comparison) ProxyRetention() float64 { return c.retention(c.Proxy) }
+
+// retention returns side's req/s over direct's (see Retention).
+func (c Comparison) retention(side *StageResult) float64 {
+	if c.Direct == nil || side == nil {
 		return 0
 	}
-	if len(c.Gateway.RoundRetention) > 0 {
-		return c.Gateway.Retention
+	if len(side.RoundRetention) > 0 {
+		return side.Retention
 	}
 	if c.Direct.ReqPerSec == 0 {
 		return 0
 	}
-	return c.Gateway.ReqPerSec / c.Direct.ReqPerSec
+	return side.ReqPerSec / c.Direct.ReqPerSec
 }
 
-// retentionCell formats c's retention, with the per-round range when
-// measured in rounds: "0.66 (0.61–0.70)".
-func (c Comparison) retentionCell() string {
-	if c.Direct != nil && c.Gateway != nil && len(c.Gateway.RoundRetention) > 0 {
-		return fmtRetention(c.Gateway.Retention, c.Gateway.RetentionMin, c.Gateway.RetentionMax)
+// retentionCell formats side's retention against direct, with the
+// per-round range when measured in rounds: "0.66 (0.61–0.70)".
+func (c Comparison) retentionCell(side *StageResult) string {
+	if c.Direct != nil && side != nil && len(side.RoundRetention) > 0 {
+		return fmtRetention(side.Retention, side.RetentionMin, side.RetentionMax)
 	}
-	return fmt.Sprintf("%.2f", c.Retention())
+	return fmt.Sprintf("%.2f", c.retention(side))
 }
 
 // fmtRetention formats a median retention and its range.
@@ -56,6 +65,11 @@ type Group struct {
 	Method string
 	Shape  string
 	Rows   []Comparison
+}
+
+// HasProxy reports whether any of g's comparisons has a proxy stage.
+func (g Group) HasProxy() bool {
+	return slices.ContainsFunc(g.Rows, func(c Comparison) bool { return c.Proxy != nil })
 }
 
 // Slug names the group's files: "tools_call", "tools_list",
@@ -91,9 +105,12 @@ func (r *Report) Groups() []Group {
 			g.Rows = append(g.Rows, Comparison{Conns: st.Conns})
 		}
 		c := &g.Rows[len(g.Rows)-1]
-		if st.Side == SideGateway {
+		switch st.Side {
+		case SideGateway:
 			c.Gateway = st
-		} else {
+		case SideProxy:
+			c.Proxy = st
+		default:
 			c.Direct = st
 		}
 	}
@@ -101,7 +118,8 @@ func (r *Report) Groups() []Group {
 }
 
 // Markdown returns the report as a Markdown document: a header, then per
-// group a table and links to its plots (as written by [Report.Plots]).
+// group a table, the proxy's table when the group has a proxy side, and
+// links to its plots (as written by [Report.Plots]).
 func (r *Report) Markdown() string {
 	var b strings.Builder
 	b.WriteString("# Switchyard concurrency sweep\n\n")
@@ -117,13 +135,21 @@ func (r *Report) Markdown() string {
 	if r.GOMAXPROCS != "" {
 		fmt.Fprintf(&b, " GOMAXPROCS=%s in every gateway process.", r.GOMAXPROCS)
 	}
-	b.WriteString(" CPU columns are µs of process CPU time per request (d = direct stage, g = gateway stage).\n")
+	b.WriteString(" CPU columns are µs of process CPU time per request (d = direct stage, g = gateway stage).")
+	if r.hasProxy() {
+		b.WriteString(r.proxyNote())
+	}
+	b.WriteString("\n")
 	for _, g := range r.Groups() {
 		fmt.Fprintf(&b, "\n## %s\n\n", g.Title())
 		if g.Shape != "" {
 			b.WriteString("Direct lists one of the upstreams, for reference; the gateway lists all of them.\n\n")
 		}
 		b.WriteString(groupTable(g).String())
+		if g.HasProxy() {
+			b.WriteString("\n### The floor: a bare reverse proxy (`bench proxy`)\n\n")
+			b.WriteString(proxyTable(g).String())
+		}
 		b.WriteString(firstErrors(g))
 		fmt.Fprintf(&b, "\n![%s latency](%s-latency.svg)\n![%s throughput](%s-throughput.svg)\n", g.Title(), g.Slug(), g.Title(), g.Slug())
 	}
@@ -139,8 +165,35 @@ func (r *Report) timing() string {
 	return fmt.Sprintf("per stage %v warmup + %v measured", r.Warmup, r.Duration)
 }
 
-// order describes how the direct and gateway stages were run.
+// hasProxy reports whether r has proxy stages.
+func (r *Report) hasProxy() bool {
+	return slices.ContainsFunc(r.Stages, func(st StageResult) bool { return st.Side == SideProxy })
+}
+
+// proxyNote describes the proxy side, for the header.
+func (r *Report) proxyNote() string {
+	s := " The proxy side calls the direct upstream through `bench proxy`, a bare reverse proxy (httputil.ReverseProxy) in its own process"
+	if r.GOGC != "" { // the driver started the gateway, and so the proxy
+		s += ", started with the gateway's GOGC and GOMAXPROCS"
+	}
+	s += ": what a minimal proxy process keeps of direct throughput and the CPU it spends per request, the floor any gateway pays on this machine; " +
+		"its CPU column is the proxy process's."
+	if slices.ContainsFunc(r.Stages, func(st StageResult) bool { return st.Shape != "" }) {
+		s += " The federation shapes have no proxy side (their gateway lists all upstreams' tools)."
+	}
+	return s
+}
+
+// order describes how the stages were run.
 func (r *Report) order() string {
+	if r.hasProxy() {
+		if r.Rounds > 1 {
+			return fmt.Sprintf("direct, proxy and gateway interleaved in %d rounds (a direct slice, a proxy slice, then a gateway slice, each after its own warmup; "+
+				"each side's sessions stay open, idle while the others run); retention is the median of the "+
+				"per-round ratios to the direct slice of the same round (gateway/direct, proxy/direct), their range in brackets", r.Rounds)
+		}
+		return "direct, proxy and gateway stages run one after the other"
+	}
 	if r.Rounds > 1 {
 		return fmt.Sprintf("direct and gateway interleaved in %d rounds (a direct slice, then a gateway slice, each after its own warmup; "+
 			"each side's sessions stay open, idle while the other side runs); retention is the median of the "+
@@ -158,7 +211,7 @@ func groupTable(g Group) *mdtable.Table {
 	for _, c := range g.Rows {
 		d, gw := orEmpty(c.Direct), orEmpty(c.Gateway)
 		t.AddRow(strconv.Itoa(c.Conns),
-			fmt.Sprintf("%.0f", d.ReqPerSec), fmt.Sprintf("%.0f", gw.ReqPerSec), c.retentionCell(),
+			fmt.Sprintf("%.0f", d.ReqPerSec), fmt.Sprintf("%.0f", gw.ReqPerSec), c.retentionCell(c.Gateway),
 			us(d.Latency.P50), us(d.Latency.P99), us(gw.Latency.P50), us(gw.Latency.P99),
 			fmt.Sprintf("%d/%d", d.Errors, gw.Errors),
 			cpu(gw.GatewayCPUPerCall),
@@ -168,11 +221,36 @@ func groupTable(g Group) *mdtable.Table {
 	return t
 }
 
+// proxyTable is g's proxy side: what the proxy keeps of direct
+// throughput, its latency and CPU, and the gateway's CPU above it.
+func proxyTable(g Group) *mdtable.Table {
+	t := &mdtable.Table{
+		Header: []string{"conns", "proxy req/s", "proxy retention", "proxy p50 µs", "proxy p99 µs", "errors",
+			"proxy CPU", "gw CPU over proxy"},
+		Right: []bool{true, true, true, true, true, true, true, true},
+	}
+	for _, c := range g.Rows {
+		p := orEmpty(c.Proxy)
+		t.AddRow(strconv.Itoa(c.Conns),
+			fmt.Sprintf("%.0f", p.ReqPerSec), c.retentionCell(c.Proxy), us(p.Latency.P50), us(p.Latency.P99),
+			strconv.Itoa(p.Errors), cpu(p.ProxyCPUPerCall), cpuOver(orEmpty(c.Gateway).GatewayCPUPerCall, p.ProxyCPUPerCall))
+	}
+	return t
+}
+
+// cpuOver formats a minus b, signed ("+120"), or "-" if either is unknown.
+func cpuOver(a, b *float64) string {
+	if a == nil || b == nil {
+		return "-"
+	}
+	return fmt.Sprintf("%+.0f", *a-*b)
+}
+
 // firstErrors lists the first error of each stage that had errors.
 func firstErrors(g Group) string {
 	var b strings.Builder
 	for _, c := range g.Rows {
-		for _, st := range []*StageResult{c.Direct, c.Gateway} {
+		for _, st := range []*StageResult{c.Direct, c.Proxy, c.Gateway} {
 			if st != nil && st.FirstError != "" {
 				fmt.Fprintf(&b, "- %s c=%d: %d errors, first: `%s`\n", st.Side, st.Conns, st.Errors, st.FirstError)
 			}
@@ -230,7 +308,8 @@ type Plot struct {
 
 // Plots returns two charts per group: p50 and p99 latency against
 // connections, and req/s against connections, direct vs through the
-// gateway, both on a log-scale x axis.
+// gateway (and through the proxy when the group has a proxy side), both
+// on a log-scale x axis.
 func (r *Report) Plots() []Plot {
 	var plots []Plot
 	for _, g := range r.Groups() {
@@ -238,19 +317,22 @@ func (r *Report) Plots() []Plot {
 		for _, c := range g.Rows {
 			conns = append(conns, float64(c.Conns))
 		}
+		sides := []string{SideDirect, SideGateway}
+		if g.HasProxy() {
+			sides = []string{SideDirect, SideProxy, SideGateway}
+		}
 		x := svgplot.Axis{Label: "connections", Log: true, Ticks: conns}
 		lat := &svgplot.Chart{
 			Title: g.Title() + ": latency", X: x,
 			Y: svgplot.Axis{Label: "latency", Log: true, Format: fmtMicros},
-			Series: []svgplot.Series{
-				series(g, SideDirect, "p50", p50), series(g, SideDirect, "p99", p99),
-				series(g, SideGateway, "p50", p50), series(g, SideGateway, "p99", p99),
-			},
 		}
 		thr := &svgplot.Chart{
 			Title: g.Title() + ": throughput", X: x,
-			Y:      svgplot.Axis{Label: "requests per second"},
-			Series: []svgplot.Series{series(g, SideDirect, "", rps), series(g, SideGateway, "", rps)},
+			Y: svgplot.Axis{Label: "requests per second"},
+		}
+		for _, side := range sides {
+			lat.Series = append(lat.Series, series(g, side, "p50", p50), series(g, side, "p99", p99))
+			thr.Series = append(thr.Series, series(g, side, "", rps))
 		}
 		plots = append(plots, Plot{g.Slug() + "-latency.svg", lat}, Plot{g.Slug() + "-throughput.svg", thr})
 	}
@@ -263,18 +345,29 @@ func rps(s *StageResult) float64 { return s.ReqPerSec }
 
 func micros(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }
 
+// sideColor returns the plots' colour of side.
+func sideColor(side string) string {
+	switch side {
+	case SideGateway:
+		return "#ff7f0e"
+	case SideProxy:
+		return "#2ca02c"
+	}
+	return "#1f77b4"
+}
+
 // series builds the line "<side> <stat>" of a group: value of that side's
 // stage at each connection count where it had successful requests. Direct
-// is blue, gateway orange; p99 lines are dashed.
+// is blue, the proxy green, the gateway orange; p99 lines are dashed.
 func series(g Group, side, stat string, value func(*StageResult) float64) svgplot.Series {
-	s := svgplot.Series{Name: strings.TrimSpace(side + " " + stat), Color: "#1f77b4", Dashed: stat == "p99"}
-	if side == SideGateway {
-		s.Color = "#ff7f0e"
-	}
+	s := svgplot.Series{Name: strings.TrimSpace(side + " " + stat), Color: sideColor(side), Dashed: stat == "p99"}
 	for _, c := range g.Rows {
 		st := c.Direct
-		if side == SideGateway {
+		switch side {
+		case SideGateway:
 			st = c.Gateway
+		case SideProxy:
+			st = c.Proxy
 		}
 		if st != nil && st.Requests > 0 {
 			s.Points = append(s.Points, svgplot.Point{X: float64(c.Conns), Y: value(st)})

@@ -13,25 +13,27 @@ import (
 // counted) and the pause between slices weigh on the rate.
 const minSlice = 100 * time.Millisecond
 
-// interleave measures direct stage d and gateway stage g in rounds
-// alternating slices of d.Duration/rounds each (direct, gateway, direct,
-// ...), so that both sides see the host's load drift alike. Each side
-// dials its sessions once and keeps them open (idle while the other side
-// runs); each slice is preceded by the side's warmup (discarded).
-func interleave(ctx context.Context, d, g Stage, rounds int, procs Procs, progress io.Writer) ([2]StageResult, error) {
-	var out [2]StageResult
-	slice := d.Duration / time.Duration(rounds)
+// interleave measures stages sts, the direct stage first (then, say,
+// the proxy and the gateway stage), in rounds of one slice of
+// sts[0].Duration/rounds per stage, in the order given (direct, proxy,
+// gateway, direct, ...), so that every side sees the host's load drift
+// alike. Each side dials its sessions once and keeps them open (idle while
+// the other sides run); each slice is preceded by the side's warmup
+// (discarded). The results are in the order of sts, each stage after the
+// first with its per-round retention against the first.
+func interleave(ctx context.Context, sts []Stage, rounds int, procs Procs, progress io.Writer) ([]StageResult, error) {
+	slice := sts[0].Duration / time.Duration(rounds)
 	var rs []*runner
 	defer func() {
 		for _, r := range rs {
 			r.close()
 		}
 	}()
-	for _, st := range []Stage{d, g} {
+	for _, st := range sts {
 		st.Duration = slice * time.Duration(rounds)
 		r, err := openRunner(ctx, st)
 		if err != nil {
-			return out, err
+			return nil, err
 		}
 		rs = append(rs, r)
 	}
@@ -47,11 +49,12 @@ func interleave(ctx context.Context, d, g Stage, rounds int, procs Procs, progre
 			label := stageLabel(r.st, fmt.Sprintf("round %d/%d", round+1, rounds))
 			w, err := r.window(ctx, warmup, slice, label, procs, progress)
 			if err != nil {
-				return out, err
+				return nil, err
 			}
 			wins[i] = append(wins[i], w)
 		}
 	}
+	out := make([]StageResult, len(rs))
 	for i, r := range rs {
 		out[i] = r.result(wins[i])
 		out[i].Rounds = rounds
@@ -59,23 +62,25 @@ func interleave(ctx context.Context, d, g Stage, rounds int, procs Procs, progre
 			out[i].RoundRequests = append(out[i].RoundRequests, w.requests)
 		}
 	}
-	setRetention(&out[1], out[0].RoundRequests)
+	for i := 1; i < len(out); i++ {
+		setRetention(&out[i], out[0].RoundRequests)
+	}
 	return out, nil
 }
 
-// setRetention sets gateway stage gw's per-round retention against the
-// direct slices' request counts (the slices are equally long, so the
-// ratio of counts is that of rates; 0 when direct counted none), and
-// their median and extremes.
-func setRetention(gw *StageResult, direct []int) {
-	gw.RoundRetention = make([]float64, len(direct))
+// setRetention sets stage res's per-round retention against the direct
+// slices' request counts (the slices are equally long, so the ratio of
+// counts is that of rates; 0 when direct counted none), and their median
+// and extremes.
+func setRetention(res *StageResult, direct []int) {
+	res.RoundRetention = make([]float64, len(direct))
 	for i, n := range direct {
 		if n > 0 {
-			gw.RoundRetention[i] = float64(gw.RoundRequests[i]) / float64(n)
+			res.RoundRetention[i] = float64(res.RoundRequests[i]) / float64(n)
 		}
 	}
-	gw.Retention = median(gw.RoundRetention)
-	gw.RetentionMin, gw.RetentionMax = slices.Min(gw.RoundRetention), slices.Max(gw.RoundRetention)
+	res.Retention = median(res.RoundRetention)
+	res.RetentionMin, res.RetentionMax = slices.Min(res.RoundRetention), slices.Max(res.RoundRetention)
 }
 
 // median returns the median of vs (the mean of the middle two for an even

@@ -22,9 +22,11 @@ const (
 	MethodList = "tools/list"
 )
 
-// Sides of a comparison.
+// Sides of a comparison. The proxy side is optional: the direct upstream
+// through a bare reverse proxy process, the floor any gateway pays.
 const (
 	SideDirect  = "direct"
+	SideProxy   = "proxy"
 	SideGateway = "gateway"
 )
 
@@ -73,11 +75,14 @@ func (st *Stage) ConnURL(i int) string {
 }
 
 // Procs are the process ids whose CPU time a stage reports, each group
-// summed; empty means unknown.
+// summed; empty means unknown. Gateway is read on gateway stages only,
+// Proxy on proxy stages only, Upstreams on every stage.
 type Procs struct {
 	// Gateway is every gateway process (all of a cluster's, NATS
 	// included).
-	Gateway   []int
+	Gateway []int
+	// Proxy is the bare reverse proxy's process.
+	Proxy     []int
 	Upstreams []int
 }
 
@@ -104,19 +109,24 @@ type StageResult struct {
 	ReqPerSec float64       `json:"req_per_sec"`
 	Latency   stats.Summary `json:"latency"`
 
+	// GatewayCPUPerCall is the gateway processes' CPU, set on gateway
+	// stages only; ProxyCPUPerCall the proxy process's, on proxy stages
+	// only.
 	GatewayCPUPerCall  *float64 `json:"gw_cpu_us_per_call,omitempty"`
+	ProxyCPUPerCall    *float64 `json:"proxy_cpu_us_per_call,omitempty"`
 	UpstreamCPUPerCall *float64 `json:"upstream_cpu_us_per_call,omitempty"`
 	DriverCPUPerCall   *float64 `json:"driver_cpu_us_per_call,omitempty"`
 
 	// Rounds, when above 1, is the number of slices this side's measured
-	// time was cut into, alternating with the other side's (absent means
+	// time was cut into, alternating with the other sides' (absent means
 	// one stage after the other); RoundRequests are the successful
 	// requests of each slice, in order. The fields above cover all slices.
 	Rounds        int   `json:"rounds,omitempty"`
 	RoundRequests []int `json:"round_requests,omitempty"`
-	// On the gateway stage of interleaved rounds: RoundRetention[i] is its
-	// slice i's req/s over that of the direct slice just before it,
-	// Retention their median, RetentionMin and RetentionMax the extremes.
+	// On a gateway or proxy stage of interleaved rounds: RoundRetention[i]
+	// is its slice i's req/s over that of the direct slice of the same
+	// round, Retention their median, RetentionMin and RetentionMax the
+	// extremes.
 	RoundRetention []float64 `json:"round_retention,omitempty"`
 	Retention      float64   `json:"retention,omitempty"`
 	RetentionMin   float64   `json:"retention_min,omitempty"`

@@ -29,10 +29,12 @@ type Endpoint struct {
 // set reports whether e names an endpoint.
 func (e Endpoint) set() bool { return e.URL != "" || len(e.URLs) > 0 }
 
-// Env is a pair of endpoints to compare and the processes behind them.
+// Env is the endpoints to compare and the processes behind them: Direct
+// and Gateway, and optionally Proxy, the direct upstream through a bare
+// reverse proxy (unset: no proxy side).
 type Env struct {
-	Direct, Gateway Endpoint
-	Procs           Procs
+	Direct, Proxy, Gateway Endpoint
+	Procs                  Procs
 }
 
 // Shape is a federation shape: Upstreams fixture upstreams with Tools extra
@@ -81,12 +83,24 @@ func ParseConns(s string) ([]int, error) {
 // with a function that stops it.
 type Launcher func(ctx context.Context, s Shape) (Env, func() error, error)
 
+// ProxyStarter starts a bare reverse proxy in front of the MCP endpoint
+// upstream and returns the proxy's MCP endpoint, its process ids (for its
+// CPU; nil if unknown) and a function that stops it. On error nothing is
+// left running.
+type ProxyStarter func(ctx context.Context, upstream string) (url string, pids []int, stop func() error, err error)
+
 // Config configures [Run].
 type Config struct {
 	// Env is measured with every method in Methods. If its gateway URL is
 	// empty, Run starts it with Launch(Shape{1, 0}) and stops it before
-	// the federation shapes.
+	// the federation shapes. Its proxy side, if any, is measured with
+	// Methods only: a federation shape's gateway lists other tools than
+	// its direct upstream, and so would a proxy in front of it.
 	Env Env
+	// StartProxy, when not nil and Env has no proxy side, starts a proxy
+	// in front of Env's direct upstream (the one Launch started) for the
+	// methods' stages, and Run stops it after them.
+	StartProxy ProxyStarter
 	// Methods are MethodCall and/or MethodList.
 	Methods []string
 	// Shapes are federation shapes, each measured with tools/list in an
@@ -97,10 +111,11 @@ type Config struct {
 	Conns []int
 	// Warmup and Duration are per stage.
 	Warmup, Duration time.Duration
-	// Rounds is 1 to measure each direct stage, then its gateway stage;
-	// above 1, each pair of stages is measured in Rounds interleaved
-	// rounds (see [StageResult.Rounds]) of Duration/Rounds per side, each
-	// slice preceded by the warmup, and retention is the median of the
+	// Rounds is 1 to measure each direct stage, then its proxy stage (if
+	// any), then its gateway stage; above 1, the stages of a connection
+	// count are measured in Rounds interleaved rounds (see
+	// [StageResult.Rounds]) of Duration/Rounds per side, each slice
+	// preceded by the warmup, and retention is the median of the
 	// per-round ratios. Slices shorter than 100ms are refused.
 	Rounds int
 	// Args are tools/call's arguments, a JSON object; nil means {}.
@@ -137,9 +152,9 @@ type Report struct {
 }
 
 // Run measures every method, then every federation shape, at each
-// connection count: a direct stage, then a gateway stage (or the two in
-// interleaved rounds). On error it returns the stages measured so far with
-// the error.
+// connection count: a direct stage, then a proxy stage when there is a
+// proxy side, then a gateway stage (or these in interleaved rounds). On
+// error it returns the stages measured so far with the error.
 func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
@@ -197,7 +212,8 @@ func (cfg *Config) validateRounds() error {
 	return nil
 }
 
-// methods measures every method in Env, starting it first if needed.
+// methods measures every method in Env, starting it (and the proxy)
+// first if needed.
 func (cfg *Config) methods(ctx context.Context, r *Report) (err error) {
 	if len(cfg.Methods) == 0 {
 		return nil
@@ -210,12 +226,33 @@ func (cfg *Config) methods(ctx context.Context, r *Report) (err error) {
 		}
 		defer func() { err = errors.Join(err, stop()) }()
 	}
+	if cfg.StartProxy != nil && !env.Proxy.set() {
+		stop, perr := cfg.startProxy(ctx, &env)
+		if perr != nil {
+			return perr
+		}
+		// Deferred after the environment's stop, so run before it: the
+		// proxy stops first, while its upstream is still up.
+		defer func() { err = errors.Join(err, stop()) }()
+	}
 	for _, m := range cfg.Methods {
-		if err := cfg.pairs(ctx, r, env, m, ""); err != nil {
+		if err := cfg.compare(ctx, r, env, m, ""); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// startProxy starts the proxy in front of env's direct upstream, adds it
+// to env as its proxy side and returns the function that stops it.
+func (cfg *Config) startProxy(ctx context.Context, env *Env) (func() error, error) {
+	url, pids, stop, err := cfg.StartProxy(ctx, env.Direct.URL)
+	if err != nil {
+		return nil, fmt.Errorf("sweep: start proxy: %w", err)
+	}
+	env.Proxy = Endpoint{URL: url, Tool: env.Direct.Tool} // the proxy passes names through
+	env.Procs.Proxy = pids
+	return stop, nil
 }
 
 // federation starts shape s, measures tools/list in it and stops it.
@@ -225,21 +262,25 @@ func (cfg *Config) federation(ctx context.Context, r *Report, s Shape) (err erro
 		return fmt.Errorf("sweep: start federation %s: %w", s, err)
 	}
 	defer func() { err = errors.Join(err, stop()) }()
-	return cfg.pairs(ctx, r, env, MethodList, s.String())
+	env.Proxy, env.Procs.Proxy = Endpoint{}, nil // see Config.Env
+	return cfg.compare(ctx, r, env, MethodList, s.String())
 }
 
-// pairs measures a direct and a gateway stage of method at each
-// connection count, one after the other or in interleaved rounds,
-// appending the results to r.
-func (cfg *Config) pairs(ctx context.Context, r *Report, env Env, method, shape string) error {
+// compare measures a direct, a proxy (when env has one) and a gateway
+// stage of method at each connection count, one after the other or in
+// interleaved rounds, appending the results to r.
+func (cfg *Config) compare(ctx context.Context, r *Report, env Env, method, shape string) error {
 	for _, n := range cfg.Conns {
-		d := cfg.stage(env.Direct, SideDirect, method, shape, n)
-		g := cfg.stage(env.Gateway, SideGateway, method, shape, n)
+		sts := []Stage{cfg.stage(env.Direct, SideDirect, method, shape, n)}
+		if env.Proxy.set() {
+			sts = append(sts, cfg.stage(env.Proxy, SideProxy, method, shape, n))
+		}
+		sts = append(sts, cfg.stage(env.Gateway, SideGateway, method, shape, n))
 		run := cfg.sequential
 		if cfg.Rounds > 1 {
 			run = cfg.interleaved
 		}
-		if err := run(ctx, r, d, g, env.Procs); err != nil {
+		if err := run(ctx, r, sts, env.Procs); err != nil {
 			return err
 		}
 	}
@@ -258,10 +299,11 @@ func (cfg *Config) stage(ep Endpoint, side, method, shape string, conns int) Sta
 	return st
 }
 
-// sequential runs stage d, then stage g, each with its own sessions,
-// appending each result to r (and printing its summary) as it ends.
-func (cfg *Config) sequential(ctx context.Context, r *Report, d, g Stage, procs Procs) error {
-	for _, st := range []Stage{d, g} {
+// sequential runs stages sts one after the other, each with its own
+// sessions, appending each result to r (and printing its summary) as it
+// ends.
+func (cfg *Config) sequential(ctx context.Context, r *Report, sts []Stage, procs Procs) error {
+	for _, st := range sts {
 		res, err := RunStage(ctx, st, procs, cfg.Progress)
 		if err != nil {
 			return err
@@ -271,15 +313,16 @@ func (cfg *Config) sequential(ctx context.Context, r *Report, d, g Stage, procs 
 	return nil
 }
 
-// interleaved runs stages d and g in cfg.Rounds interleaved rounds,
-// appending both results to r once all rounds have run.
-func (cfg *Config) interleaved(ctx context.Context, r *Report, d, g Stage, procs Procs) error {
-	res, err := interleave(ctx, d, g, cfg.Rounds, procs, cfg.Progress)
+// interleaved runs stages sts (direct first) in cfg.Rounds interleaved
+// rounds, appending every result to r once all rounds have run.
+func (cfg *Config) interleaved(ctx context.Context, r *Report, sts []Stage, procs Procs) error {
+	res, err := interleave(ctx, sts, cfg.Rounds, procs, cfg.Progress)
 	if err != nil {
 		return err
 	}
-	cfg.add(r, res[0])
-	cfg.add(r, res[1])
+	for _, s := range res {
+		cfg.add(r, s)
+	}
 	return nil
 }
 
@@ -297,6 +340,9 @@ func (res *StageResult) Line() string {
 		fmtMicros(float64(res.Latency.P50.Microseconds())), fmtMicros(float64(res.Latency.P99.Microseconds())), res.Errors)
 	if v := res.GatewayCPUPerCall; v != nil {
 		s += fmt.Sprintf("  gw CPU %.0fµs/req", *v)
+	}
+	if v := res.ProxyCPUPerCall; v != nil {
+		s += fmt.Sprintf("  proxy CPU %.0fµs/req", *v)
 	}
 	if v := res.UpstreamCPUPerCall; v != nil {
 		s += fmt.Sprintf("  upstream CPU %.0fµs/req", *v)

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"encoding/xml"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -19,6 +20,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/switchyard-mcp/switchyard/bench/fixture"
+	"github.com/switchyard-mcp/switchyard/bench/internal/proxy"
 	"github.com/switchyard-mcp/switchyard/bench/internal/session"
 	"github.com/switchyard-mcp/switchyard/bench/internal/sweep"
 )
@@ -174,11 +176,12 @@ func checkStage(t *testing.T, st sweep.StageResult) {
 	if st.DriverCPUPerCall == nil {
 		t.Errorf("%s: no driver CPU", name)
 	}
-	// This process stands in for both the gateway and the upstream of the
-	// plain sweep; the federation launcher reports no processes.
+	// This process stands in for the gateway, the proxy and the upstream
+	// of the plain sweep; the federation launcher reports no processes.
 	wantCPU := st.Shape == ""
-	if (st.UpstreamCPUPerCall != nil) != wantCPU || (st.GatewayCPUPerCall != nil) != (wantCPU && st.Side == sweep.SideGateway) {
-		t.Errorf("%s: gateway CPU %v, upstream CPU %v", name, st.GatewayCPUPerCall, st.UpstreamCPUPerCall)
+	if (st.UpstreamCPUPerCall != nil) != wantCPU || (st.GatewayCPUPerCall != nil) != (wantCPU && st.Side == sweep.SideGateway) ||
+		(st.ProxyCPUPerCall != nil) != (wantCPU && st.Side == sweep.SideProxy) {
+		t.Errorf("%s: gateway CPU %v, proxy CPU %v, upstream CPU %v", name, st.GatewayCPUPerCall, st.ProxyCPUPerCall, st.UpstreamCPUPerCall)
 	}
 }
 
@@ -449,5 +452,187 @@ func TestSweepConfigRounds(t *testing.T) {
 				t.Errorf("Run = %v, want error %q", err, tc.wantErr)
 			}
 		})
+	}
+}
+
+// serveProxy serves a bare reverse proxy in front of the MCP endpoint
+// upstream and returns the proxy's MCP endpoint.
+func serveProxy(t *testing.T, upstream string) string {
+	t.Helper()
+	u, err := proxy.ParseUpstream(upstream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(proxy.New(u, nil))
+	t.Cleanup(srv.Close)
+	return proxy.Endpoint(srv.Listener.Addr().String(), u)
+}
+
+// TestSweepRunRoundsProxy measures one comparison with a proxy side in 3
+// interleaved rounds and checks that the three sides alternated in order
+// over sessions opened once, and that the proxy's and the gateway's
+// per-round retentions are each against the direct slice of the same
+// round.
+func TestSweepRunRoundsProxy(t *testing.T) {
+	const rounds, conns = 3, 2
+	l := &callLog{inits: map[string]int{}}
+	direct := serveWrapped(t, fixture.Options{}, l.wrap(sweep.SideDirect))
+	// The proxy has an upstream of its own, so that its calls are told
+	// apart from the direct side's.
+	prox := serveProxy(t, serveWrapped(t, fixture.Options{}, l.wrap(sweep.SideProxy)))
+	gateway := serveWrapped(t, fixture.Options{ExtraTools: 1}, l.wrap(sweep.SideGateway))
+	pid := []int{os.Getpid()}
+	r, err := sweep.Run(t.Context(), sweep.Config{
+		Env: sweep.Env{
+			Direct:  sweep.Endpoint{URL: direct, Tool: "echo"},
+			Proxy:   sweep.Endpoint{URL: prox, Tool: "echo"},
+			Gateway: sweep.Endpoint{URL: gateway, Tool: fixture.ExtraToolName(1)},
+			Procs:   sweep.Procs{Gateway: pid, Proxy: pid, Upstreams: pid},
+		},
+		Methods: []string{sweep.MethodCall}, Conns: []int{conns},
+		Warmup: 20 * time.Millisecond, Duration: rounds * 500 * time.Millisecond, Rounds: rounds,
+		Protocol: session.Protocol2025, Mode: "test",
+	})
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	var sides []string
+	for _, st := range r.Stages {
+		sides = append(sides, st.Side)
+	}
+	if want := []string{sweep.SideDirect, sweep.SideProxy, sweep.SideGateway}; !slices.Equal(sides, want) {
+		t.Fatalf("stages of sides %v, want %v", sides, want)
+	}
+	d, p, g := r.Stages[0], r.Stages[1], r.Stages[2]
+	for _, st := range r.Stages {
+		checkStage(t, st)
+		checkSlices(t, st, rounds)
+	}
+	if p.Tool != "echo" || p.URL != prox {
+		t.Errorf("proxy stage calls %q at %s, want echo at %s", p.Tool, p.URL, prox)
+	}
+	want := slices.Repeat([]string{sweep.SideDirect, sweep.SideProxy, sweep.SideGateway}, rounds)
+	if got := l.runs(); !slices.Equal(got, want) {
+		t.Errorf("calls arrived in runs %v, want %v", got, want)
+	}
+	for _, side := range []string{sweep.SideDirect, sweep.SideProxy, sweep.SideGateway} {
+		if l.inits[side] != conns {
+			t.Errorf("sessions opened %v, want %d per side", l.inits, conns)
+		}
+	}
+	checkRoundRetention(t, d, g, rounds)
+	checkRoundRetention(t, d, p, rounds)
+	c := r.Groups()[0].Rows[0]
+	if c.Retention() != g.Retention || c.ProxyRetention() != p.Retention {
+		t.Errorf("Comparison retentions %v and %v, want the medians %v (gateway) and %v (proxy)", c.Retention(), c.ProxyRetention(), g.Retention, p.Retention)
+	}
+	md := r.Markdown()
+	for _, want := range []string{
+		"direct, proxy and gateway interleaved in 3 rounds",
+		"### The floor: a bare reverse proxy (`bench proxy`)",
+		fmt.Sprintf("| %.2f (%.2f–%.2f) |", p.Retention, p.RetentionMin, p.RetentionMax),
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("Markdown lacks %q:\n%s", want, md)
+		}
+	}
+}
+
+// TestSweepRunStartProxy starts the methods' environment with a proxy in
+// front of its direct upstream and checks that the proxy is started once,
+// in front of that upstream, measured with the direct side's tool and
+// stopped before its environment, and that the federation shapes have no
+// proxy side even when their launcher names one.
+func TestSweepRunStartProxy(t *testing.T) {
+	var events []string // the launcher's and the proxy's, in order
+	direct := serveFixture(t, fixture.Options{})
+	gateway := serveFixture(t, fixture.Options{ExtraTools: 1})
+	pid := []int{os.Getpid()}
+	var proxyURL string
+	cfg := sweep.Config{
+		Methods: []string{sweep.MethodCall, sweep.MethodList},
+		Shapes:  []sweep.Shape{{Upstreams: 2, Tools: 3}},
+		Launch: func(ctx context.Context, s sweep.Shape) (sweep.Env, func() error, error) {
+			events = append(events, "launch "+s.String())
+			stop := func() error { events = append(events, "stop "+s.String()); return nil }
+			if s.Tools > 0 {
+				u := serveFixture(t, fixture.Options{ExtraTools: s.Tools})
+				// A proxy side the sweep must not measure: nothing listens.
+				return sweep.Env{
+					Direct: sweep.Endpoint{URL: u}, Gateway: sweep.Endpoint{URL: u},
+					Proxy: sweep.Endpoint{URL: "http://127.0.0.1:1/mcp", Tool: "echo"},
+				}, stop, nil
+			}
+			return sweep.Env{
+				Direct:  sweep.Endpoint{URL: direct, Tool: "echo"},
+				Gateway: sweep.Endpoint{URL: gateway, Tool: fixture.ExtraToolName(1)},
+				Procs:   sweep.Procs{Gateway: pid, Upstreams: pid},
+			}, stop, nil
+		},
+		StartProxy: func(ctx context.Context, upstream string) (string, []int, func() error, error) {
+			events = append(events, "proxy in front of "+upstream)
+			proxyURL = serveProxy(t, upstream)
+			return proxyURL, pid, func() error { events = append(events, "stop proxy"); return nil }, nil
+		},
+		Conns: []int{2}, Warmup: 20 * time.Millisecond, Duration: 500 * time.Millisecond, Rounds: 1,
+		Args: json.RawMessage(`{"text":"hi"}`), Protocol: session.Protocol2025, Mode: "test",
+	}
+	r, err := sweep.Run(t.Context(), cfg)
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	wantEvents := []string{"launch 1x0", "proxy in front of " + direct, "stop proxy", "stop 1x0", "launch 2x3", "stop 2x3"}
+	if !slices.Equal(events, wantEvents) {
+		t.Errorf("events %q, want %q", events, wantEvents)
+	}
+	var got []string
+	for _, st := range r.Stages {
+		checkStage(t, st)
+		got = append(got, st.Method+" "+st.Shape+" "+st.Side)
+		if st.Side == sweep.SideProxy && (st.URL != proxyURL || st.Method == sweep.MethodCall && st.Tool != "echo") {
+			t.Errorf("proxy stage %s at %s calls %q, want %s and the direct side's tool echo", st.Method, st.URL, st.Tool, proxyURL)
+		}
+	}
+	want := []string{
+		"tools/call  direct", "tools/call  proxy", "tools/call  gateway",
+		"tools/list  direct", "tools/list  proxy", "tools/list  gateway",
+		"tools/list 2x3 direct", "tools/list 2x3 gateway",
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("stages %q, want %q", got, want)
+	}
+	js, err := json.Marshal(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := bytes.Count(js, []byte(`"side":"proxy"`)); n != 2 {
+		t.Errorf("JSON has %d proxy stages, want 2", n)
+	}
+	if n := bytes.Count(js, []byte(`"proxy_cpu_us_per_call":`)); n != 2 {
+		t.Errorf("JSON has %d proxy CPU figures, want 2", n)
+	}
+}
+
+// TestSweepRunStartProxyFails: when the proxy cannot start, Run measures
+// nothing and stops the environment it started.
+func TestSweepRunStartProxyFails(t *testing.T) {
+	stopped := 0
+	u := serveFixture(t, fixture.Options{})
+	r, err := sweep.Run(t.Context(), sweep.Config{
+		Methods: []string{sweep.MethodCall},
+		Launch: func(ctx context.Context, s sweep.Shape) (sweep.Env, func() error, error) {
+			return sweep.Env{Direct: sweep.Endpoint{URL: u, Tool: "echo"}, Gateway: sweep.Endpoint{URL: u, Tool: "echo"}},
+				func() error { stopped++; return nil }, nil
+		},
+		StartProxy: func(ctx context.Context, upstream string) (string, []int, func() error, error) {
+			return "", nil, nil, errors.New("no such binary")
+		},
+		Conns: []int{1}, Duration: time.Second, Rounds: 1, Protocol: session.Protocol2025,
+	})
+	if err == nil || !strings.Contains(err.Error(), "sweep: start proxy: no such binary") {
+		t.Errorf("Run = %v, want the proxy's start error", err)
+	}
+	if r == nil || len(r.Stages) != 0 || stopped != 1 {
+		t.Errorf("report %v, environment stopped %d times; want no stages and one stop", r, stopped)
 	}
 }

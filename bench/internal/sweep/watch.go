@@ -17,9 +17,11 @@ const progressWidth = 96
 // for before it shows a rate.
 const minRateWindow = 200 * time.Millisecond
 
-// The processes a stage's CPU window reads.
+// The processes a stage's CPU window reads: procMiddle is what sits
+// between the driver and the upstreams on the stage's side (the gateway
+// processes, the proxy process, nothing for direct).
 const (
-	procGateway = iota
+	procMiddle = iota
 	procUpstreams
 	procDriver
 	numProcs
@@ -46,11 +48,14 @@ type span struct {
 // watch starts a goroutine that reads CPU times when the measured window
 // opens (sp.from) and closes (sp.until) and writes a progress line to
 // progress (if not nil) twice a second meanwhile. Gateway processes are
-// read only for the gateway side.
+// read only for the gateway side, the proxy only for the proxy side.
 func watch(ctx context.Context, side string, procs Procs, sp span, c *counters, progress io.Writer) *cpuWindow {
 	w := &cpuWindow{done: make(chan struct{})}
-	if side == SideGateway {
-		w.pids[procGateway] = procs.Gateway
+	switch side {
+	case SideGateway:
+		w.pids[procMiddle] = procs.Gateway
+	case SideProxy:
+		w.pids[procMiddle] = procs.Proxy
 	}
 	w.pids[procUpstreams] = procs.Upstreams
 	w.pids[procDriver] = []int{0}
@@ -125,7 +130,11 @@ func applyCPU(res *StageResult, ws []*cpuWindow) {
 		v := float64(sum) / float64(time.Microsecond) / float64(res.Requests)
 		return &v
 	}
-	res.GatewayCPUPerCall = per(procGateway)
+	if res.Side == SideProxy {
+		res.ProxyCPUPerCall = per(procMiddle)
+	} else {
+		res.GatewayCPUPerCall = per(procMiddle)
+	}
 	res.UpstreamCPUPerCall = per(procUpstreams)
 	res.DriverCPUPerCall = per(procDriver)
 }
