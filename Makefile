@@ -11,7 +11,7 @@ MODULES := proto internal testutil edge router upstream-worker tenancy-svc bench
 TEST_FLAGS ?= -race -count=1 -shuffle=on -timeout 25m
 ROLES := edge router upstream-worker tenancy-svc
 
-.PHONY: all build dev test vet fmt-check lint fuzz bench bench-gate bench-hops bench-micro loadtest loadtest-cluster loadtest-scale compose-bench tidy check-mods upstreams clean conformance conformance-direct conformance-install
+.PHONY: all build dev test vet fmt-check lint fuzz bench bench-gate bench-hops bench-micro bench-bus loadtest loadtest-cluster loadtest-scale compose-bench tidy check-mods upstreams clean conformance conformance-direct conformance-install
 
 all: build
 
@@ -133,6 +133,13 @@ bench-micro:
 	@for m in proto router; do (cd $$m && $(GO) test -run '^$$' -bench . -benchmem ./...); done
 	cd internal && $(GO) test -run '^$$' -bench . -benchmem ./taskid ./tenant ./policy ./apikey ./tenancy ./jwtauth ./limit
 	cd switchyard && $(GO) test -run '^$$' -bench BenchmarkCall -benchtime 2000x -benchmem ./integration/
+
+## bench-bus: the floor of the one NATS request-reply a call makes,
+## embedded (in-process server and connections) then multi-process
+## (switchyard nats and a responder over TCP loopback); not a gate
+bench-bus: build
+	$(BIN)/bench bus -mode inproc -out results
+	$(BIN)/bench bus -mode tcp -switchyard $(BIN)/switchyard -out results
 
 ## loadtest: concurrency and federation sweep into results/sweep-<timestamp>/,
 ## with the floor: the fixture through a bare reverse proxy (bench proxy)

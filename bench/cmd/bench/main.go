@@ -7,6 +7,7 @@
 //	bench proxy [flags]     a minimal reverse proxy to one upstream (the latency floor)
 //	bench sweep [flags]     concurrency and federation sweep, with tables and plots
 //	bench scale [flags]     horizontal scaling: throughput vs upstream-workers in cluster mode
+//	bench bus [flags]       the floor of the NATS round trip a call makes, embedded or over TCP
 //	bench probe -url URL    exit 0 if an HTTP or NATS server answers at URL (container health checks)
 //
 // Run "bench <command> -h" for a command's flags.
@@ -25,6 +26,7 @@ commands:
   proxy     a minimal HTTP reverse proxy to one upstream MCP endpoint (latency -proxy)
   sweep     throughput and latency vs connections, direct and through the gateway
   scale     throughput vs upstream-workers (1, 2, 4) of a multi-process gateway
+  bus       sequential NATS request-replies to an echo responder, in-process or over TCP (the bus floor)
   probe     exit 0 if an HTTP (status < 500) or NATS server answers at -url (health checks)
 `
 
@@ -44,6 +46,8 @@ func main() {
 		os.Exit(runSweep(args))
 	case "scale":
 		os.Exit(runScale(args))
+	case "bus":
+		os.Exit(runBus(args))
 	case "probe":
 		os.Exit(runProbe(args))
 	case "-h", "-help", "--help", "help":
