@@ -136,10 +136,12 @@ bench-micro:
 
 ## bench-bus: the floor of the one NATS request-reply a call makes,
 ## embedded (in-process server and connections) then multi-process
-## (switchyard nats and a responder over TCP loopback); not a gate
+## (switchyard nats and a responder over TCP loopback); not a gate. Each
+## mode twice: without headers (-stamps=false, as an untraced call: the
+## floor docs/benchmarks.md quotes), then with one-way stamps (the hops)
 bench-bus: build
-	$(BIN)/bench bus -mode inproc -out results
-	$(BIN)/bench bus -mode tcp -switchyard $(BIN)/switchyard -out results
+	@set -e; for s in false true; do $(BIN)/bench bus -mode inproc -stamps=$$s -out results; done
+	@set -e; for s in false true; do $(BIN)/bench bus -mode tcp -switchyard $(BIN)/switchyard -stamps=$$s -out results; done
 
 ## loadtest: concurrency and federation sweep into results/sweep-<timestamp>/,
 ## with the floor: the fixture through a bare reverse proxy (bench proxy)
