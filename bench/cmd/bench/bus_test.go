@@ -105,7 +105,7 @@ func checkBusOutput(t *testing.T, stdout, dir, mode string, n, gapMicros, payloa
 			t.Errorf("BENCH_RESULT %s=%q, want %q", k, f[k], want)
 		}
 	}
-	for _, k := range []string{"rtt_p50_us", "rtt_p99_us", "hop1_p50_us", "hop2_p50_us", "responder_p50_us"} {
+	for _, k := range []string{"pause_p50_us", "rtt_p50_us", "rtt_p99_us", "hop1_p50_us", "hop2_p50_us", "responder_p50_us"} {
 		if v, err := strconv.ParseFloat(f[k], 64); err != nil || v < 0 {
 			t.Errorf("BENCH_RESULT %s=%q, want a number of µs", k, f[k])
 		}

@@ -76,7 +76,10 @@ type Config struct {
 	// Gap is the pause after every request, before the next one; 0 sends
 	// them back to back. Between a gateway's sequential calls its bus
 	// processes sit idle while the upstream works, and a hop that starts
-	// from idle costs more than a hot one.
+	// from idle costs more than a hot one. It is a minimum: a Go timer in
+	// an otherwise idle process sleeps in epoll_wait, whose timeout is in
+	// whole milliseconds, so a gap under 1ms pauses about 1ms (see
+	// [Result.Pause]).
 	Gap time.Duration
 	// Timeout bounds each request; 0 means [DefaultTimeout].
 	Timeout time.Duration
@@ -139,6 +142,10 @@ type Result struct {
 	Gap          time.Duration `json:"gap_ns"`
 	Timeout      time.Duration `json:"timeout_ns"`
 	Subject      string        `json:"subject"`
+	// Pause summarizes the pauses after the measured requests as they
+	// were, from arming the timer until it fired; Gap is only what was
+	// asked for (see [Config.Gap]). Empty when Gap is 0.
+	Pause stats.Summary `json:"pause"`
 	// NATSURL is the server's URL in ModeTCP; empty in ModeInproc.
 	NATSURL string `json:"nats_url,omitempty"`
 	// GOMAXPROCS is the requester's (this process's) GOMAXPROCS during the
@@ -259,11 +266,15 @@ func Run(ctx context.Context, cfg Config) (_ *Result, err error) {
 			return nil, fmt.Errorf("busfloor: interrupted after %d requests: %w", i+1, err)
 		}
 		if cfg.Gap > 0 {
+			from := time.Now()
 			pause.Reset(cfg.Gap)
 			select {
 			case <-pause.C:
 			case <-ctx.Done():
 				return nil, fmt.Errorf("busfloor: interrupted after %d requests: %w", i+1, ctx.Err())
+			}
+			if i >= cfg.Warmup {
+				m.pauses = append(m.pauses, time.Since(from))
 			}
 		}
 	}
@@ -328,6 +339,7 @@ type meter struct {
 	log     io.Writer
 
 	rtt, reqHop, turn, replyHop []time.Duration
+	pauses                      []time.Duration // after the measured requests
 	errs, warmErrs, printed     int
 }
 
@@ -338,6 +350,9 @@ func newMeter(nc *nats.Conn, cfg Config) (*meter, error) {
 		timeout: cfg.Timeout, stamps: cfg.Stamps, log: cfg.Log,
 		rtt: make([]time.Duration, 0, n), reqHop: make([]time.Duration, 0, n),
 		turn: make([]time.Duration, 0, n), replyHop: make([]time.Duration, 0, n),
+	}
+	if cfg.Gap > 0 {
+		m.pauses = make([]time.Duration, 0, n)
 	}
 	if m.log == nil {
 		m.log = io.Discard
@@ -453,6 +468,7 @@ func (m *meter) fill(r *Result) {
 	r.Samples = append([]time.Duration(nil), m.rtt...)
 	r.RTT = stats.Summarize(m.rtt)
 	r.RequestHop, r.Responder, r.ReplyHop = stats.Summarize(m.reqHop), stats.Summarize(m.turn), stats.Summarize(m.replyHop)
+	r.Pause = stats.Summarize(m.pauses)
 	r.Errors, r.WarmupErrors = m.errs, m.warmErrs
 }
 

@@ -110,6 +110,11 @@ func TestBusfloorInproc(t *testing.T) {
 	if r.Subject != Subject || r.NATSURL != "" || r.PayloadBytes != 400 || r.Gap != 20*time.Microsecond || r.Timeout != DefaultTimeout {
 		t.Errorf("subject %q, url %q, payload %d, gap %v, timeout %v", r.Subject, r.NATSURL, r.PayloadBytes, r.Gap, r.Timeout)
 	}
+	// A timer never fires early; that it fires late (about 1ms for this
+	// 20µs gap in an idle process) is what Pause is there to say.
+	if r.Pause.N != 60 || r.Pause.Min < r.Gap {
+		t.Errorf("pause summary %+v, want the 60 measured pauses, each at least the %v gap", r.Pause, r.Gap)
+	}
 	if err := r.Check(); err != nil {
 		t.Errorf("Check: %v", err)
 	}
@@ -132,8 +137,8 @@ func TestBusfloorTCP(t *testing.T) {
 		t.Fatalf("Run: %v", err)
 	}
 	checkRun(t, r, "bus-tcp", 40)
-	if r.NATSURL != ns.ClientURL() || r.Subject != "test.bus.echo" {
-		t.Errorf("url %q, subject %q", r.NATSURL, r.Subject)
+	if r.NATSURL != ns.ClientURL() || r.Subject != "test.bus.echo" || r.Pause.N != 0 {
+		t.Errorf("url %q, subject %q, %d pauses without a gap", r.NATSURL, r.Subject, r.Pause.N)
 	}
 }
 
@@ -292,7 +297,7 @@ func TestBusfloorConfigValidate(t *testing.T) {
 // result with known numbers.
 func TestBusfloorReport(t *testing.T) {
 	r := &Result{
-		Mode: "bus-tcp", N: 2000, Warmup: 200, PayloadBytes: 400, Gap: 300 * time.Microsecond, Subject: Subject,
+		Mode: "bus-tcp", N: 2000, Warmup: 200, PayloadBytes: 400, Gap: 300 * time.Microsecond, Pause: summary(2000, 1084210*time.Nanosecond, 0), Subject: Subject,
 		NATSURL: "nats://127.0.0.1:4999", GOMAXPROCS: 1, Stamps: true,
 		Start: time.Date(2026, 12, 1, 5, 0, 0, 0, time.UTC),
 		RTT:   summary(2000, 41234*time.Nanosecond, 98765*time.Nanosecond), RequestHop: summary(2000, 20500*time.Nanosecond, 0),
@@ -300,7 +305,7 @@ func TestBusfloorReport(t *testing.T) {
 		Errors:    3,
 		Processes: []Process{{Name: "nats", PID: 11, GOGC: "400", GOMAXPROCS: "1"}, {Name: "responder", PID: 12, GOGC: "400", GOMAXPROCS: "1"}},
 	}
-	want := "BENCH_RESULT mode=bus-tcp n=2000 gap_us=300 payload=400 rtt_p50_us=41.2 rtt_p99_us=98.8 hop1_p50_us=20.5 hop2_p50_us=19.9 gomaxprocs=1 responder_p50_us=0.7 errors=3 stamps=true"
+	want := "BENCH_RESULT mode=bus-tcp n=2000 gap_us=300 pause_p50_us=1084.2 payload=400 rtt_p50_us=41.2 rtt_p99_us=98.8 hop1_p50_us=20.5 hop2_p50_us=19.9 gomaxprocs=1 responder_p50_us=0.7 errors=3 stamps=true"
 	if got := r.BenchLine(); got != want {
 		t.Errorf("BenchLine =\n%s\nwant\n%s", got, want)
 	}
@@ -308,13 +313,13 @@ func TestBusfloorReport(t *testing.T) {
 	if err := r.WriteText(&b); err != nil {
 		t.Fatal(err)
 	}
-	for _, s := range []string{"mode=bus-tcp n=2000", "p50     41.2µs", "p99     98.8µs", "errors 3", "request hop  p50     20.5µs", "reply hop    p50     19.9µs", "started responder (pid 12, GOGC=400 GOMAXPROCS=1)"} {
+	for _, s := range []string{"mode=bus-tcp n=2000", "gap=300µs (pause p50 1084.2µs)", "p50     41.2µs", "p99     98.8µs", "errors 3", "request hop  p50     20.5µs", "reply hop    p50     19.9µs", "started responder (pid 12, GOGC=400 GOMAXPROCS=1)"} {
 		if !strings.Contains(b.String(), s) {
 			t.Errorf("text lacks %q:\n%s", s, b.String())
 		}
 	}
 	md := r.Markdown()
-	for _, s := range []string{"## Bus round trip: mode=bus-tcp", "| round trip ", "| request hop ", "| reply hop ", " 41.2 |", " 20.5 |", "nats://127.0.0.1:4999", "responder: pid 12, GOGC=400, GOMAXPROCS=1.", "Requester GOMAXPROCS=1, GOGC=unset (100)."} {
+	for _, s := range []string{"## Bus round trip: mode=bus-tcp", "a 300µs pause asked for after each (pause p50 1084.2µs)", "| round trip ", "| request hop ", "| reply hop ", " 41.2 |", " 20.5 |", "nats://127.0.0.1:4999", "responder: pid 12, GOGC=400, GOMAXPROCS=1.", "Requester GOMAXPROCS=1, GOGC=unset (100)."} {
 		if !strings.Contains(md, s) {
 			t.Errorf("Markdown lacks %q:\n%s", s, md)
 		}

@@ -13,16 +13,18 @@ import (
 
 // BenchLine returns the one-line machine-readable summary:
 //
-//	BENCH_RESULT mode=bus-inproc|bus-tcp n=N gap_us=G payload=B rtt_p50_us=.. rtt_p99_us=.. hop1_p50_us=.. hop2_p50_us=.. gomaxprocs=P responder_p50_us=.. errors=E stamps=true|false
+//	BENCH_RESULT mode=bus-inproc|bus-tcp n=N gap_us=G pause_p50_us=.. payload=B rtt_p50_us=.. rtt_p99_us=.. hop1_p50_us=.. hop2_p50_us=.. gomaxprocs=P responder_p50_us=.. errors=E stamps=true|false
 //
 // hop1 is the request hop (requester → responder), hop2 the reply hop
 // (responder → requester), responder the responder's turnaround between
 // them; all three are 0.0 with stamps=false (not measured). Latencies are
-// microseconds with one decimal (a bus hop is a few µs), gap_us whole
-// microseconds, payload bytes, gomaxprocs the requester's.
+// microseconds with one decimal (a bus hop is a few µs), gap_us the pause
+// asked for in whole microseconds, pause_p50_us the median pause as it
+// was (about 1ms for any shorter gap, see [Config.Gap]; 0.0 without a
+// gap), payload bytes, gomaxprocs the requester's.
 func (r *Result) BenchLine() string {
-	return fmt.Sprintf("BENCH_RESULT mode=%s n=%d gap_us=%d payload=%d rtt_p50_us=%s rtt_p99_us=%s hop1_p50_us=%s hop2_p50_us=%s gomaxprocs=%d responder_p50_us=%s errors=%d stamps=%t",
-		r.Mode, r.N, r.Gap.Microseconds(), r.PayloadBytes,
+	return fmt.Sprintf("BENCH_RESULT mode=%s n=%d gap_us=%d pause_p50_us=%s payload=%d rtt_p50_us=%s rtt_p99_us=%s hop1_p50_us=%s hop2_p50_us=%s gomaxprocs=%d responder_p50_us=%s errors=%d stamps=%t",
+		r.Mode, r.N, r.Gap.Microseconds(), us1(r.Pause.P50), r.PayloadBytes,
 		us1(r.RTT.P50), us1(r.RTT.P99), us1(r.RequestHop.P50), us1(r.ReplyHop.P50),
 		r.GOMAXPROCS, us1(r.Responder.P50), r.Errors, r.Stamps)
 }
@@ -31,8 +33,8 @@ func (r *Result) BenchLine() string {
 // percentiles, then the medians of its parts, in microseconds.
 func (r *Result) WriteText(w io.Writer) error {
 	var b strings.Builder
-	fmt.Fprintf(&b, "bus: mode=%s n=%d warmup=%d payload=%dB gap=%v gomaxprocs=%d gogc=%s (%.1fs)\n",
-		r.Mode, r.N, r.Warmup, r.PayloadBytes, r.Gap, r.GOMAXPROCS, gogcText(r.GOGC), r.Elapsed.Seconds())
+	fmt.Fprintf(&b, "bus: mode=%s n=%d warmup=%d payload=%dB gap=%v%s gomaxprocs=%d gogc=%s (%.1fs)\n",
+		r.Mode, r.N, r.Warmup, r.PayloadBytes, r.Gap, r.pauseText(), r.GOMAXPROCS, gogcText(r.GOGC), r.Elapsed.Seconds())
 	m := r.RTT
 	fmt.Fprintf(&b, "  round trip   p50 %8sµs  p90 %8sµs  p99 %8sµs  max %8sµs  errors %d (warmup %d)\n",
 		us1(m.P50), us1(m.P90), us1(m.P99), us1(m.Max), r.Errors, r.WarmupErrors)
@@ -83,8 +85,8 @@ func (r *Result) Markdown() string {
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "## Bus round trip: mode=%s\n\n", r.Mode)
-	fmt.Fprintf(&b, "%s, n=%d sequential request-replies after %d warmup, %d-byte payload echoed, %v pause after each, %d errors (%d in warmup).\n\n",
-		r.Start.UTC().Format(time.RFC3339), r.N, r.Warmup, r.PayloadBytes, r.Gap, r.Errors, r.WarmupErrors)
+	fmt.Fprintf(&b, "%s, n=%d sequential request-replies after %d warmup, %d-byte payload echoed, a %v pause asked for after each%s, %d errors (%d in warmup).\n\n",
+		r.Start.UTC().Format(time.RFC3339), r.N, r.Warmup, r.PayloadBytes, r.Gap, r.pauseText(), r.Errors, r.WarmupErrors)
 	b.WriteString(t.String())
 	b.WriteString("\n")
 	switch r.Mode {
@@ -105,6 +107,16 @@ func (r *Result) Markdown() string {
 	}
 	fmt.Fprintf(&b, "\n\nHost: %s.\n", r.Host)
 	return b.String()
+}
+
+// pauseText gives the median pause as it was, " (pause p50 1084.2µs)",
+// or "" without pauses: a Go timer in an idle process sleeps about 1ms at
+// least, whatever the gap asked for.
+func (r *Result) pauseText() string {
+	if r.Pause.N == 0 {
+		return ""
+	}
+	return fmt.Sprintf(" (pause p50 %sµs)", us1(r.Pause.P50))
 }
 
 // gogcText says what an empty $GOGC means.
