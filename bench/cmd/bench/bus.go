@@ -54,7 +54,13 @@ func busFlags() (*flag.FlagSet, *busOpts) {
 	fs.IntVar(&o.payload, "payload", 400, "request payload `bytes`, echoed back (400: about a tools/call envelope)")
 	fs.DurationVar(&o.gap, "gap", 300*time.Microsecond, "pause after every request (a gateway's bus sits idle between sequential calls while the upstream works; 0: back to back); a minimum: Go's timers sleep about 1ms for any shorter one, and the result reports the pauses as they were")
 	fs.DurationVar(&o.timeout, "timeout", busfloor.DefaultTimeout, "timeout of each request")
-	fs.IntVar(&o.gomaxprocs, "gomaxprocs", 1, "GOMAXPROCS of this process during the requests, as the bench runs every gateway process (0: leave as is); its GOGC is the gateway's too ("+launch.GatewayGOGC+") unless $GOGC is set, and the processes -mode tcp starts get the gateway's runtime environment")
+	// As the processes the driver starts: the gateway's GOMAXPROCS unless
+	// $GOMAXPROCS is set, which the runtime has applied already.
+	procs, _ := strconv.Atoi(launch.GatewayGOMAXPROCS)
+	if os.Getenv("GOMAXPROCS") != "" {
+		procs = 0
+	}
+	fs.IntVar(&o.gomaxprocs, "gomaxprocs", procs, "GOMAXPROCS of this process during the requests, as the bench runs every gateway process ("+launch.GatewayGOMAXPROCS+" unless $GOMAXPROCS is set; 0: leave as is); its GOGC is the gateway's too ("+launch.GatewayGOGC+") unless $GOGC is set, and the processes -mode tcp starts get the gateway's runtime environment")
 	fs.BoolVar(&o.stamps, "stamps", true, "put one-way time stamps in headers to split the round trip into its hops (false: no headers, as an untraced call; the headers cost something themselves)")
 	fs.StringVar(&o.out, "out", "results", "directory for the JSON and Markdown results")
 	fs.StringVar(&o.switchyard, "switchyard", "", "switchyard binary for -mode tcp (default: switchyard next to this binary)")

@@ -59,6 +59,34 @@ func TestBusCommandUsage(t *testing.T) {
 	}
 }
 
+// TestBusCommandGOMAXPROCS: the requester gets the gateway's GOMAXPROCS
+// unless $GOMAXPROCS is set, as the processes -mode tcp starts do (with
+// GOMAXPROCS=2 the server and the responder ran with 2 Ps and the
+// requester with 1); -gomaxprocs wins over both.
+func TestBusCommandGOMAXPROCS(t *testing.T) {
+	for _, tc := range []struct {
+		name, env string
+		args      []string
+		want      int
+	}{
+		{"unset", "", nil, 1},
+		{"from the environment", "2", nil, 0},
+		{"flag over the default", "", []string{"-gomaxprocs", "3"}, 3},
+		{"flag over the environment", "2", []string{"-gomaxprocs", "1"}, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Setenv("GOMAXPROCS", tc.env)
+			fs, o := busFlags()
+			if err := fs.Parse(tc.args); err != nil {
+				t.Fatal(err)
+			}
+			if got := o.config("").GOMAXPROCS; got != tc.want {
+				t.Errorf("$GOMAXPROCS=%q, args %q: config GOMAXPROCS %d, want %d", tc.env, tc.args, got, tc.want)
+			}
+		})
+	}
+}
+
 // benchFields parses the BENCH_RESULT line of out into its key=value
 // fields.
 func benchFields(t *testing.T, out string) map[string]string {
@@ -135,6 +163,7 @@ func checkBusOutput(t *testing.T, stdout, dir, mode string, n, gapMicros, payloa
 // requests and checks what it prints and writes.
 func TestBusCommandInproc(t *testing.T) {
 	t.Setenv("GOGC", "")
+	t.Setenv("GOMAXPROCS", "")
 	dir := t.TempDir()
 	var stdout, stderr bytes.Buffer
 	if code := busMain([]string{"-n", "40", "-warmup", "4", "-gap", "20us", "-payload", "256", "-out", dir}, &stdout, &stderr); code != 0 {
@@ -156,6 +185,7 @@ func TestBusCommandInproc(t *testing.T) {
 // and a GOGC from the environment is left as it is.
 func TestBusCommandNoStamps(t *testing.T) {
 	t.Setenv("GOGC", "150")
+	t.Setenv("GOMAXPROCS", "")
 	dir := t.TempDir()
 	var stdout, stderr bytes.Buffer
 	if code := busMain([]string{"-stamps=false", "-n", "20", "-warmup", "0", "-out", dir}, &stdout, &stderr); code != 0 {
