@@ -52,7 +52,7 @@ func busFlags() (*flag.FlagSet, *busOpts) {
 	fs.IntVar(&o.n, "n", 2000, "measured request-replies")
 	fs.IntVar(&o.warmup, "warmup", 200, "warmup request-replies, discarded")
 	fs.IntVar(&o.payload, "payload", 400, "request payload `bytes`, echoed back (400: about a tools/call envelope)")
-	fs.DurationVar(&o.gap, "gap", 300*time.Microsecond, "pause after every request (a gateway's bus sits idle between sequential calls while the upstream works; 0: back to back); a minimum: Go's timers sleep about 1ms for any shorter one, and the result reports the pauses as they were")
+	fs.DurationVar(&o.gap, "gap", 300*time.Microsecond, "pause after every request (a gateway's bus sits idle between sequential calls while the upstream works; 0: back to back); on Linux up to 2ms is slept in nanosleep (a Go timer in an idle process sleeps at least ~1ms), longer on a timer; the result reports the pauses as they were")
 	fs.DurationVar(&o.timeout, "timeout", busfloor.DefaultTimeout, "timeout of each request")
 	// As the processes the driver starts: the gateway's GOMAXPROCS unless
 	// $GOMAXPROCS is set, which the runtime has applied already.

@@ -76,10 +76,12 @@ type Config struct {
 	// Gap is the pause after every request, before the next one; 0 sends
 	// them back to back. Between a gateway's sequential calls its bus
 	// processes sit idle while the upstream works, and a hop that starts
-	// from idle costs more than a hot one. It is a minimum: a Go timer in
-	// an otherwise idle process sleeps in epoll_wait, whose timeout is in
-	// whole milliseconds, so a gap under 1ms pauses about 1ms (see
-	// [Result.Pause]).
+	// from idle costs more than a hot one. On Linux a gap up to 2ms is
+	// slept in nanosleep, so the pause is about Gap (a Go timer in an
+	// otherwise idle process waits in epoll_wait's whole milliseconds:
+	// ~1.1ms for 300µs); longer gaps, and every gap elsewhere, wait on a
+	// timer. It is a minimum either way: [Result.Pause] has the pauses as
+	// they were.
 	Gap time.Duration
 	// Timeout bounds each request; 0 means [DefaultTimeout].
 	Timeout time.Duration
@@ -267,11 +269,8 @@ func Run(ctx context.Context, cfg Config) (_ *Result, err error) {
 		}
 		if cfg.Gap > 0 {
 			from := time.Now()
-			pause.Reset(cfg.Gap)
-			select {
-			case <-pause.C:
-			case <-ctx.Done():
-				return nil, fmt.Errorf("busfloor: interrupted after %d requests: %w", i+1, ctx.Err())
+			if err := wait(ctx, cfg.Gap, pause); err != nil {
+				return nil, fmt.Errorf("busfloor: interrupted after %d requests: %w", i+1, err)
 			}
 			if i >= cfg.Warmup {
 				m.pauses = append(m.pauses, time.Since(from))
@@ -281,6 +280,29 @@ func Run(ctx context.Context, cfg Config) (_ *Result, err error) {
 	r.Elapsed = time.Since(r.Start)
 	m.fill(r)
 	return r, nil
+}
+
+// idleMax is the longest pause [wait] takes in the kernel, where ctx is
+// not seen until it ends; longer ones wait on a timer, whose
+// millisecond-grained wake-up no longer matters.
+const idleMax = 2 * time.Millisecond
+
+// wait pauses for d, with the process idle: up to idleMax in nanosleep
+// (see idle), past it on t (reset here) or until ctx ends. It returns
+// ctx's error if ctx has ended.
+func wait(ctx context.Context, d time.Duration, t *time.Timer) error {
+	if d <= idleMax {
+		idle(d)
+		return ctx.Err()
+	}
+	t.Reset(d)
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		t.Stop()
+		return ctx.Err()
+	}
 }
 
 // inproc is an embedded server with the responder's connection.
