@@ -7,6 +7,7 @@ require (
 	github.com/nats-io/nats-server/v2 v2.15.2
 	github.com/nats-io/nats.go v1.55.0
 	github.com/switchyard-mcp/switchyard/internal v0.0.0-00010101000000-000000000000
+	github.com/switchyard-mcp/switchyard/testutil v0.0.0-00010101000000-000000000000
 )
 
 require (

@@ -15,12 +15,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 
 	"github.com/switchyard-mcp/switchyard/bench/internal/busfloor"
 	"github.com/switchyard-mcp/switchyard/bench/internal/launch"
 	"github.com/switchyard-mcp/switchyard/internal/hop"
+	"github.com/switchyard-mcp/switchyard/testutil/natstest"
 )
 
 func TestBusCommandUsage(t *testing.T) {
@@ -266,18 +266,7 @@ func (w *announceWriter) String() string {
 // against a server on a random loopback port: it announces itself once
 // subscribed, echoes with stamps, and unsubscribes when its ctx ends.
 func TestBusResponderCommand(t *testing.T) {
-	ns, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: -1, NoLog: true, NoSigs: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	go ns.Start()
-	if !ns.ReadyForConnections(5 * time.Second) {
-		t.Fatal("server not ready within 5s")
-	}
-	t.Cleanup(func() {
-		ns.Shutdown()
-		ns.WaitForShutdown()
-	})
+	ns := natstest.Start(t)
 
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()

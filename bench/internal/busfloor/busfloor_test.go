@@ -11,32 +11,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 
 	"github.com/switchyard-mcp/switchyard/bench/internal/stats"
 	"github.com/switchyard-mcp/switchyard/internal/hop"
+	"github.com/switchyard-mcp/switchyard/testutil/natstest"
 )
-
-// tcpServer runs an embedded server on a random loopback port, shut down
-// by t.Cleanup.
-func tcpServer(t *testing.T) *server.Server {
-	t.Helper()
-	ns, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: -1, NoLog: true, NoSigs: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	go ns.Start()
-	if !ns.ReadyForConnections(5 * time.Second) {
-		ns.Shutdown()
-		t.Fatal("server not ready within 5s")
-	}
-	t.Cleanup(func() {
-		ns.Shutdown()
-		ns.WaitForShutdown()
-	})
-	return ns
-}
 
 func connect(t *testing.T, url string, opts ...nats.Option) *nats.Conn {
 	t.Helper()
@@ -124,7 +104,7 @@ func TestBusfloorInproc(t *testing.T) {
 // on a connection of its own, as "bench bus -mode tcp" does with the
 // processes it starts.
 func TestBusfloorTCP(t *testing.T) {
-	ns := tcpServer(t)
+	ns := natstest.Start(t)
 	rc := connect(t, ns.ClientURL())
 	if _, err := Respond(rc, "test.bus.echo"); err != nil {
 		t.Fatal(err)
@@ -146,7 +126,7 @@ func TestBusfloorTCP(t *testing.T) {
 // second, plain subscriber on the subject sees every one) and only the
 // round trip is measured.
 func TestBusfloorNoStamps(t *testing.T) {
-	ns := tcpServer(t)
+	ns := natstest.Start(t)
 	rc := connect(t, ns.ClientURL())
 	if _, err := Respond(rc, Subject); err != nil {
 		t.Fatal(err)
@@ -182,7 +162,7 @@ func TestBusfloorNoStamps(t *testing.T) {
 // TestBusfloorNoResponder: without a responder the first request fails
 // (NATS's no-responders status) and so does the run, at once.
 func TestBusfloorNoResponder(t *testing.T) {
-	ns := tcpServer(t)
+	ns := natstest.Start(t)
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
 	_, err := Run(ctx, Config{Mode: ModeTCP, NATSURL: ns.ClientURL(), N: 10, Timeout: 30 * time.Second})
@@ -211,7 +191,7 @@ func TestBusfloorInterrupted(t *testing.T) {
 // echoes the payload and, for a traced request only, returns the
 // request's stamps with worker_in and worker_out after them.
 func TestBusfloorRespond(t *testing.T) {
-	ns := tcpServer(t)
+	ns := natstest.Start(t)
 	rc := connect(t, ns.ClientURL())
 	sub, err := Respond(rc, "test.respond")
 	if err != nil {
