@@ -28,13 +28,57 @@ const (
 
 	// QueueRouter is the routers' queue group.
 	QueueRouter = "router"
+
+	// SubjTenancyAdmin is the prefix of tenancy-svc's admin endpoints
+	// (tenants and API keys; JSON request-reply): <prefix>.tenant.put, ...
+	SubjTenancyAdmin = Prefix + "tenancy.admin"
+	// SubjTenancyResolve is the prefix of tenancy-svc's resolve endpoints
+	// (API key, principal and access lookups).
+	SubjTenancyResolve = Prefix + "tenancy.resolve"
+	// SubjAudit is the first tokens of every audit event's subject
+	// (switchyard.v1.audit.<tenant>.<upstream>.<outcome>.<name bucket>),
+	// which the audit stream binds.
+	SubjAudit = Prefix + "audit"
+	// SubjBench is the prefix of the bench's own subjects (the bus floor's
+	// echo responder).
+	SubjBench = Prefix + "bench"
 )
 
-// KV bucket names.
+// KV bucket and stream names. Every bucket a role uses is named here, so
+// that the bus's permission table ([AccessTable]) covers them all.
 const (
+	// BucketUpstreams is the catalog: key <upstream>, value [UpstreamSpec].
+	// Written by tenancy-svc.
 	BucketUpstreams = "switchyard_upstreams"
-	BucketLists     = "switchyard_lists"
+	// BucketLists holds every upstream's lists: key [ListKey], value
+	// [ListSet]. Written by upstream-workers.
+	BucketLists = "switchyard_lists"
+	// BucketTenants holds the tenants (key: tenant name; msgpack
+	// internal/tenancy.Tenant). Written by tenancy-svc.
+	BucketTenants = "switchyard_tenants"
+	// BucketAPIKeys holds the API keys, hashes only (key: key id).
+	// Written by tenancy-svc.
+	BucketAPIKeys = "switchyard_apikeys"
+	// BucketTenancySeeded records what tenancy-svc seeded from its config
+	// file (key: tenant.<name> | apikey.<id>, and "seeded" once done).
+	BucketTenancySeeded = "switchyard_tenancy_seeded"
+	// BucketKeys holds the fleet's shared secrets: the task id sealing key
+	// (key "tasks") and the route grant MAC key (key "grants"). Created
+	// by tenancy-svc; read by the roles that seal or verify.
+	BucketKeys = "switchyard_keys"
+	// BucketEdges lists the live edges (key: edge id), for fleet-wide
+	// limit shares. Written and read by edges.
+	BucketEdges = "switchyard_edges"
+	// DefaultAuditStream is the audit trail's JetStream stream unless the
+	// config names another (audit.stream).
+	DefaultAuditStream = "SWITCHYARD_AUDIT"
 )
+
+// KVStream is the JetStream stream that holds KV bucket b: "KV_<b>".
+func KVStream(b string) string { return "KV_" + b }
+
+// Buckets is every KV bucket of a deployment.
+var Buckets = []string{BucketUpstreams, BucketLists, BucketTenants, BucketAPIKeys, BucketTenancySeeded, BucketKeys, BucketEdges}
 
 // ListKey is the key of an upstream's list of kind in [BucketLists]:
 // "<upstream>.<kind>".
@@ -208,6 +252,25 @@ func AppendPoolSubject(dst []byte, upstream, op string) ([]byte, error) {
 		return dst, ErrBadToken
 	}
 	return appendSubject(dst, "pool", upstream, op)
+}
+
+// AppendGrantSubject appends switchyard.v1.grant.<worker>.<op> to dst: a
+// call an edge sends a worker itself on a route grant ([RouteGrant]),
+// carrying the router's MAC of the grant ([HdrGrant]). Edges may publish
+// here and not on the worker subjects, so a worker runs what an edge sends
+// only with a grant a router made.
+func AppendGrantSubject(dst []byte, worker, op string) ([]byte, error) {
+	if op == "" {
+		return dst, ErrBadToken
+	}
+	return appendSubject(dst, "grant", worker, op)
+}
+
+// GrantSubjectAll is a worker's subscription to the calls edges send it on
+// route grants.
+func GrantSubjectAll(worker string) (string, error) {
+	b, err := appendSubject(nil, "grant", worker, "")
+	return string(b) + ".*", err
 }
 
 // WorkerSubjectAll is the pinned-call subscription of one worker.

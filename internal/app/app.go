@@ -37,8 +37,10 @@ type Role interface {
 // Flags are the command-line settings common to role commands. Flags win
 // over the environment, which wins over the file.
 type Flags struct {
-	Config      string
-	NATS        string
+	Config string
+	// NATS, NATSCreds, NATSCA, NATSCert and NATSKey override the config's
+	// nats section (config.NATSFile).
+	NATS, NATSCreds, NATSCA, NATSCert, NATSKey string
 	Listen      string
 	ID          string
 	LogFormat   string
@@ -57,7 +59,11 @@ func (f *Flags) Register(fs *flag.FlagSet) { f.RegisterFormat(fs, "json") }
 // format ("json" or "text"; SWITCHYARD_LOG_FORMAT overrides it).
 func (f *Flags) RegisterFormat(fs *flag.FlagSet, format string) {
 	fs.StringVar(&f.Config, "config", os.Getenv("SWITCHYARD_CONFIG"), "config file (YAML); env SWITCHYARD_CONFIG")
-	fs.StringVar(&f.NATS, "nats", "", "NATS server URL (default from config, else nats://127.0.0.1:4222); env SWITCHYARD_NATS")
+	fs.StringVar(&f.NATS, "nats", "", "NATS server URL, or several comma-separated (default from config, else nats://127.0.0.1:4222); env SWITCHYARD_NATS")
+	fs.StringVar(&f.NATSCreds, "nats-creds", "", "NATS user credentials file, or a directory of <identity>.creds (switchyard nats init); env SWITCHYARD_NATS_CREDS")
+	fs.StringVar(&f.NATSCA, "nats-ca", "", "CA (PEM) of the NATS server's certificate; requires TLS; env SWITCHYARD_NATS_CA")
+	fs.StringVar(&f.NATSCert, "nats-cert", "", "client certificate (PEM) for NATS, with --nats-key; env SWITCHYARD_NATS_CERT")
+	fs.StringVar(&f.NATSKey, "nats-key", "", "client certificate key (PEM) for NATS; env SWITCHYARD_NATS_KEY")
 	fs.StringVar(&f.Listen, "listen", "", "edge HTTP address (overrides config listen); env SWITCHYARD_LISTEN")
 	fs.StringVar(&f.ID, "id", "", "this process's id (a slug; overrides edge.id / worker.id)")
 	fs.StringVar(&f.LogFormat, "log-format", envOr("SWITCHYARD_LOG_FORMAT", format), "log format: json or text")
@@ -99,7 +105,19 @@ func (f *Flags) Load() (*config.File, error) {
 		return nil, err
 	}
 	if f.NATS != "" {
-		c.NATS = f.NATS
+		c.NATS.URL = f.NATS
+	}
+	if f.NATSCreds != "" {
+		c.NATS.Creds = f.NATSCreds
+	}
+	if f.NATSCA != "" {
+		c.NATS.CA = f.NATSCA
+	}
+	if f.NATSCert != "" {
+		c.NATS.Cert = f.NATSCert
+	}
+	if f.NATSKey != "" {
+		c.NATS.Key = f.NATSKey
 	}
 	if f.Listen != "" {
 		c.Listen = f.Listen
@@ -252,7 +270,7 @@ func run(name string, args []string, traced bool, build TracedBuilder) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	nc, err := Connect(cfg.NATS, name, log)
+	nc, err := ConnectAs(cfg.NATS, proto.Identity(name), log)
 	if err != nil {
 		log.Error("nats connect failed", "err", err)
 		return 1
@@ -336,23 +354,6 @@ func MountAudit(adm *admin.Server, cfg *config.File, nc *nats.Conn, log *slog.Lo
 	}
 	adm.Mount("/audit/", audit.NewHandler(srch, log))
 	return nil
-}
-
-// Connect dials NATS with reconnects forever, so a role survives a server
-// restart.
-func Connect(url, name string, log *slog.Logger) (*nats.Conn, error) {
-	return nats.Connect(url,
-		nats.Name("switchyard-"+name),
-		nats.MaxReconnects(-1),
-		nats.ReconnectWait(250*time.Millisecond),
-		nats.RetryOnFailedConnect(true),
-		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
-			if err != nil {
-				log.Warn("nats disconnected", "err", err)
-			}
-		}),
-		nats.ReconnectHandler(func(*nats.Conn) { log.Info("nats reconnected") }),
-	)
 }
 
 // PrintConfig writes the effective config as YAML, with the values of

@@ -50,9 +50,10 @@ func (d Duration) MarshalYAML() (any, error) { return time.Duration(d).String(),
 
 // File is the whole configuration file.
 type File struct {
-	// NATS is the server URL the roles connect to (multi-process mode).
-	// Default nats://127.0.0.1:4222; ignored by `switchyard dev`.
-	NATS string `yaml:"nats"`
+	// NATS is how the roles connect to NATS (multi-process mode): a URL,
+	// or a mapping with credentials and TLS files (see NATSFile). Default
+	// nats://127.0.0.1:4222; ignored by `switchyard dev`.
+	NATS NATSFile `yaml:"nats"`
 	// Listen is the edge's HTTP address. Default 127.0.0.1:8080.
 	Listen string `yaml:"listen"`
 	// PageSize is the number of items per page of merged lists. Default 100.
@@ -312,9 +313,7 @@ func Parse(data []byte, f *File) error {
 
 // applyEnv overrides settings from SWITCHYARD_* variables.
 func (f *File) applyEnv(getenv func(string) string) {
-	if v := getenv("SWITCHYARD_NATS"); v != "" {
-		f.NATS = v
-	}
+	f.NATS.applyEnv(getenv)
 	if v := getenv("SWITCHYARD_LISTEN"); v != "" {
 		f.Listen = v
 	}
@@ -408,8 +407,8 @@ func (f *File) fillDefaults() {
 	if f.Tenants == nil {
 		f.Tenants = DefaultTenants()
 	}
-	if f.NATS == "" {
-		f.NATS = DefaultNATS
+	if f.NATS.URL == "" {
+		f.NATS.URL = DefaultNATS
 	}
 	if f.Listen == "" {
 		f.Listen = DefaultListen
@@ -458,6 +457,7 @@ func (f *File) Validate() error {
 	if f.PageSize < 1 {
 		bad("page_size: must be at least 1, got %d", f.PageSize)
 	}
+	errs = append(errs, f.NATS.validate()...)
 	for _, c := range f.NameSeparator {
 		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
 			bad("name_separator: %q may use only [A-Za-z0-9_-]", f.NameSeparator)

@@ -19,6 +19,7 @@ var envVars = []string{
 	"SWITCHYARD_WORKER_ID", "SWITCHYARD_WORKER_UPSTREAMS", "SWITCHYARD_ADMIN",
 	"SWITCHYARD_TRACING_ENABLED", "SWITCHYARD_TRACING_ENDPOINT", "SWITCHYARD_TRACING_PROTOCOL",
 	"SWITCHYARD_TRACING_SAMPLE_RATIO", "SWITCHYARD_TRACING_HEADERS", "SWITCHYARD_AUDIT_ENABLED",
+	"SWITCHYARD_NATS_CREDS", "SWITCHYARD_NATS_CA", "SWITCHYARD_NATS_CERT", "SWITCHYARD_NATS_KEY",
 }
 
 // clearEnv blanks the SWITCHYARD_* variables (blank means unset to
@@ -60,7 +61,7 @@ func dur(d time.Duration) *Duration { v := Duration(d); return &v }
 func TestConfigLoadDefaults(t *testing.T) {
 	clearEnv(t)
 	defaults := File{
-		NATS:                DefaultNATS,
+		NATS:                NATSFile{URL: DefaultNATS},
 		Listen:              DefaultListen,
 		PageSize:            DefaultPageSize,
 		NameSeparator:       DefaultNameSeparator,
@@ -132,7 +133,7 @@ upstreams:
 `,
 			want: func() File {
 				return File{
-					NATS: "nats://bus:4222", Listen: "0.0.0.0:9000", PageSize: 7, NameSeparator: "--",
+					NATS: NATSFile{URL: "nats://bus:4222"}, Listen: "0.0.0.0:9000", PageSize: 7, NameSeparator: "--",
 					CallTimeout: Duration(5 * time.Second), SessionTimeout: dur(0),
 					MaxRequestBodyBytes: 1024, MaxResultBytes: 2048, JSONResponse: true,
 					Edge:   EdgeFile{ID: "edge-1"},
@@ -392,7 +393,7 @@ upstreams:
 		{
 			name: "none set keeps the file",
 			check: func(t *testing.T, f *File) {
-				if f.NATS != "nats://file:4222" || f.Listen != "127.0.0.1:1" || f.Edge.ID != "file-edge" || f.Worker.ID != "file-worker" {
+				if f.NATS.URL != "nats://file:4222" || f.Listen != "127.0.0.1:1" || f.Edge.ID != "file-edge" || f.Worker.ID != "file-worker" {
 					t.Errorf("file values lost: %+v", f)
 				}
 			},
@@ -407,7 +408,7 @@ upstreams:
 				"SWITCHYARD_WORKER_UPSTREAMS": "b,a",
 			},
 			check: func(t *testing.T, f *File) {
-				want := []string{f.NATS, f.Listen, f.Edge.ID, f.Worker.ID}
+				want := []string{f.NATS.URL, f.Listen, f.Edge.ID, f.Worker.ID}
 				if diff := cmp.Diff([]string{"nats://env:4222", "0.0.0.0:8081", "env-edge", "env-worker"}, want); diff != "" {
 					t.Errorf("overrides (-want +got):\n%s", diff)
 				}
@@ -455,8 +456,8 @@ func TestConfigEnvWithoutFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if f.NATS != "nats://only-env:4222" || f.Listen != DefaultListen {
-		t.Errorf("Load(\"\") = nats %q listen %q, want env nats and default listen", f.NATS, f.Listen)
+	if f.NATS.URL != "nats://only-env:4222" || f.Listen != DefaultListen {
+		t.Errorf("Load(\"\") = nats %q listen %q, want env nats and default listen", f.NATS.URL, f.Listen)
 	}
 }
 

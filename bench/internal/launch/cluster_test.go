@@ -54,8 +54,8 @@ upstreams:
 	if err := config.Parse([]byte(got), &f); err != nil {
 		t.Fatalf("config.Parse: %v", err)
 	}
-	if f.NATS != "nats://127.0.0.1:4711" || len(f.Upstreams) != 3 {
-		t.Fatalf("parsed nats %q, %d upstreams", f.NATS, len(f.Upstreams))
+	if f.NATS.URL != "nats://127.0.0.1:4711" || len(f.Upstreams) != 3 {
+		t.Fatalf("parsed nats %q, %d upstreams", f.NATS.URL, len(f.Upstreams))
 	}
 	for i, u := range ups {
 		p := f.Upstreams[i]

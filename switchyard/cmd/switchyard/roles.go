@@ -10,6 +10,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/switchyard-mcp/switchyard/internal/app"
+	"github.com/switchyard-mcp/switchyard/proto"
 	"github.com/switchyard-mcp/switchyard/switchyard/internal/roles"
 )
 
@@ -32,7 +33,7 @@ func runRoles(args []string) int {
 		return 2
 	}
 	set, err := roles.Build(names, cfg, func(role string) (*nats.Conn, error) {
-		return app.Connect(cfg.NATS, role, log)
+		return app.ConnectAs(cfg.NATS, proto.Identity(role), log)
 	}, log)
 	if err != nil {
 		log.Error("invalid configuration", "err", err)

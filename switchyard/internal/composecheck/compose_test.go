@@ -570,8 +570,8 @@ func TestComposeConfig(t *testing.T) {
 			if err != nil {
 				t.Fatalf("config as %s loads it: %v", name, err)
 			}
-			if c.NATS != natsURL {
-				t.Errorf("nats %q, want %q", c.NATS, natsURL)
+			if c.NATS.URL != natsURL {
+				t.Errorf("nats %q, want %q", c.NATS.URL, natsURL)
 			}
 			if name == "edge" && c.Listen != f.Listen {
 				t.Errorf("edge listens on %q, want %q", c.Listen, f.Listen)
