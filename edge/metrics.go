@@ -21,7 +21,7 @@ import (
 
 // MicroService is the name of every edge's NATS micro service (its
 // metadata "id" is the edge's id).
-const MicroService = "switchyard-edge"
+const MicroService = proto.ServiceEdge
 
 // record ends one request's metrics: its duration by method and outcome
 // (code 0: a result), the in-flight gauge, and the tenant's count when

@@ -37,7 +37,8 @@ type routeGrant struct {
 	upstream string
 	name     string
 	workers  []string
-	subjects []string // switchyard.v1.worker.<w>.tools_call, by workers' index
+	subjects []string // switchyard.v1.grant.<w>.tools_call, by workers' index
+	token    []byte   // the router's MAC (proto.RouteGrant.Token), sent with each call
 	expires  time.Time
 }
 
@@ -80,12 +81,12 @@ func (c *routeCache) put(key routeKey, gen uint64, data []byte, now time.Time) b
 		return false
 	}
 	var rg proto.RouteGrant
-	if proto.Unmarshal(data, &rg) != nil || rg.Upstream == "" || rg.Name == "" || len(rg.Workers) == 0 {
+	if proto.Unmarshal(data, &rg) != nil || rg.Upstream == "" || rg.Name == "" || len(rg.Workers) == 0 || len(rg.Token) == 0 {
 		return false
 	}
-	g := &routeGrant{upstream: rg.Upstream, name: rg.Name, workers: rg.Workers, subjects: make([]string, len(rg.Workers)), expires: now.Add(c.ttl)}
+	g := &routeGrant{upstream: rg.Upstream, name: rg.Name, workers: rg.Workers, subjects: make([]string, len(rg.Workers)), token: rg.Token, expires: now.Add(c.ttl)}
 	for i, w := range rg.Workers {
-		subj, err := proto.AppendWorkerSubject(nil, w, proto.OpToolsCall)
+		subj, err := proto.AppendGrantSubject(nil, w, proto.OpToolsCall)
 		if err != nil {
 			return false // not a worker id: a router would never send it
 		}
@@ -183,9 +184,9 @@ func (rt *callRoute) marshal(preq *proto.Request) ([]byte, error) {
 		return proto.Marshal(preq)
 	}
 	name := preq.Name
-	preq.Upstream, preq.Name = rt.grant.upstream, rt.grant.name
+	preq.Upstream, preq.Name, preq.Grant = rt.grant.upstream, rt.grant.name, rt.grant.token
 	data, err := proto.Marshal(preq)
-	preq.Upstream, preq.Name = "", name
+	preq.Upstream, preq.Name, preq.Grant = "", name, nil
 	return data, err
 }
 

@@ -41,18 +41,26 @@ func ValidIdentity(id Identity) bool { return slices.Contains(Identities, id) }
 // prefix: they are one trust domain.
 func (id Identity) InboxPrefix() string { return "_INBOX." + string(id) }
 
+// NATS micro service names ($SRV discovery) of the roles.
+const (
+	ServiceEdge    = "switchyard-edge"
+	ServiceRouter  = "switchyard-router"
+	ServiceWorker  = "switchyard-worker"
+	ServiceTenancy = "switchyard-tenancy"
+)
+
 // MicroService is the NATS micro service name ($SRV discovery) of the role
 // with identity id, "" for an identity that runs none.
 func (id Identity) MicroService() string {
 	switch id {
 	case IdentityEdge:
-		return "switchyard-edge"
+		return ServiceEdge
 	case IdentityRouter:
-		return "switchyard-router"
+		return ServiceRouter
 	case IdentityWorker:
-		return "switchyard-worker"
+		return ServiceWorker
 	case IdentityTenancy:
-		return "switchyard-tenancy"
+		return ServiceTenancy
 	}
 	return ""
 }
@@ -280,7 +288,7 @@ func AccessTable(p AccessParams) []Access {
 
 		// Streams.
 		{Resource: "streams", Verb: "create", Who: ids(IdentityTenancy, IdentityAdmin),
-			Pub: all("STREAM.CREATE.", "STREAM.INFO."), Why: "create every bucket and stream (tenancy-svc at start; switchyard nats provision)"},
+			Pub: append(all("STREAM.CREATE.", "STREAM.INFO."), jsAPI+"INFO"), Why: "create every bucket and stream (tenancy-svc at start; switchyard nats provision); account info, which KV creation reads"},
 		{Resource: "streams", Verb: "manage", Who: ids(IdentityAdmin),
 			Pub: manage, Why: "update, purge or delete a stream (switchyard nats provision --update)"},
 	}

@@ -30,6 +30,12 @@ type Request struct {
 	ID uint64 `msgpack:"i,omitempty"`
 	// DeadlineUnixMs is when the edge stops waiting (Unix milliseconds); 0 means none.
 	DeadlineUnixMs int64 `msgpack:"d,omitempty"`
+	// Grant is the route grant token ([RouteGrant.Token]) of a call an
+	// edge sends a worker itself (subject switchyard.v1.grant.<worker>.
+	// tools_call): the worker runs it only if the token's MAC grants
+	// Tenant, Upstream and Name and has not expired (internal/grant).
+	// Empty on every other message.
+	Grant []byte `msgpack:"g,omitempty"`
 }
 
 // Reply answers a [Request]: exactly one of Result (raw JSON result) and
@@ -86,7 +92,8 @@ type Heartbeat struct {
 // parameter headers and its upstream takes no client Authorization.
 //
 // The edge sends such a call as the router would have: Request.Upstream =
-// Upstream, Request.Name = Name, to switchyard.v1.worker.<w>.tools_call
+// Upstream, Request.Name = Name, Request.Grant = Token, to
+// switchyard.v1.grant.<w>.tools_call
 // where w is Workers[bus.Place(Workers, edge, session, Upstream, rr)]
 // (rendezvous by session, round-robin without one). A grant is void after
 // the edge's route cache TTL, when any router publishes on
@@ -96,6 +103,11 @@ type RouteGrant struct {
 	Upstream string   `msgpack:"u"`
 	Name     string   `msgpack:"n"` // the upstream's own name of the tool
 	Workers  []string `msgpack:"w"` // the live workers serving Upstream, in the router's order
+	// Token is the router's MAC of (tenant, Upstream, Name, expiry) with
+	// the fleet's grant key (internal/grant): the edge sends it in
+	// [Request.Grant], and workers refuse a granted call without a valid
+	// one, so an edge's credentials reach no tool a router did not grant.
+	Token []byte `msgpack:"k,omitempty"`
 }
 
 // HeartbeatMisses is how many heartbeat intervals may pass before a worker

@@ -259,9 +259,13 @@ func appendRequest(b []byte, r *Request) []byte {
 		n++
 		size += 2 + maxIntSize
 	}
+	if len(r.Grant) > 0 {
+		n++
+		size += 2 + binSize(len(r.Grant))
+	}
 	b = grow(b, size)
 
-	b = appendMapHeader(b, n) // n <= 13: one byte
+	b = appendMapHeader(b, n) // n <= 14: one byte
 	b = appendKeyStr(b, 'm', r.Method)
 	if r.Tenant != "" {
 		b = appendKeyStr(b, 't', r.Tenant)
@@ -298,6 +302,9 @@ func appendRequest(b []byte, r *Request) []byte {
 	}
 	if r.DeadlineUnixMs != 0 {
 		b = appendInt(append(b, mpFixStr|1, 'd'), r.DeadlineUnixMs)
+	}
+	if len(r.Grant) > 0 {
+		b = appendKeyBin(b, 'g', r.Grant)
 	}
 	return b
 }
@@ -763,6 +770,7 @@ const (
 	reqCaps
 	reqID
 	reqDeadline
+	reqGrant
 	reqNumFields
 )
 
@@ -771,6 +779,7 @@ var requestFields = [256]int8{
 	'm': 1 + reqMethod, 't': 1 + reqTenant, 'e': 1 + reqEdge, 's': 1 + reqSession,
 	'v': 1 + reqView, 'u': 1 + reqUpstream, 'n': 1 + reqName, 'p': 1 + reqProtocol,
 	'a': 1 + reqPrincipal, 'j': 1 + reqParams, 'c': 1 + reqCaps, 'i': 1 + reqID, 'd': 1 + reqDeadline,
+	'g': 1 + reqGrant,
 }
 
 // decodeRequest decodes data into r (r != nil). Fields absent from data
@@ -792,6 +801,7 @@ func decodeRequest(data []byte, r *Request, view bool) error {
 
 	var (
 		spans   [reqCaps + 1]span // the string fields, then Params and ClientCaps
+		grant   span
 		id, dl  uint64
 		present uint32 // bit per field
 	)
@@ -824,6 +834,8 @@ func decodeRequest(data []byte, r *Request, view bool) error {
 			spans[f].off, spans[f].n, err = d.strBin()
 		case f == reqID:
 			id, err = d.integer()
+		case f == reqGrant:
+			grant.off, grant.n, err = d.strBin()
 		default:
 			dl, err = d.integer()
 		}
@@ -845,6 +857,9 @@ func decodeRequest(data []byte, r *Request, view bool) error {
 	}
 	if present&(1<<reqDeadline) != 0 {
 		r.DeadlineUnixMs = int64(dl)
+	}
+	if present&(1<<reqGrant) != 0 {
+		r.Grant = copyBytes(data, grant, view)
 	}
 	return nil
 }

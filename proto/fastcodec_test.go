@@ -54,6 +54,7 @@ type refRequest struct {
 	ClientCaps     *string `msgpack:"c,omitempty"`
 	ID             uint64  `msgpack:"i,omitempty"`
 	DeadlineUnixMs int64   `msgpack:"d,omitempty"`
+	Grant          *string `msgpack:"g,omitempty"`
 }
 
 type refError struct {
@@ -86,7 +87,7 @@ func refUnmarshal(data []byte, v any) (any, error) {
 		err := reflectUnmarshal(data, &m)
 		return &Request{Method: m.Method, Tenant: m.Tenant, Edge: m.Edge, Session: m.Session, View: m.View,
 			Upstream: m.Upstream, Name: m.Name, Protocol: m.Protocol, Principal: m.Principal, Params: refBytes(m.Params),
-			ClientCaps: refBytes(m.ClientCaps), ID: m.ID, DeadlineUnixMs: m.DeadlineUnixMs}, err
+			ClientCaps: refBytes(m.ClientCaps), ID: m.ID, DeadlineUnixMs: m.DeadlineUnixMs, Grant: refBytes(m.Grant)}, err
 	case *Reply:
 		var m refReply
 		err := reflectUnmarshal(data, &m)
@@ -223,6 +224,9 @@ func randRequest(rng *rand.Rand) *Request {
 	}
 	if rng.IntN(4) > 0 {
 		r.DeadlineUnixMs = randInt(rng)
+	}
+	if rng.IntN(4) == 0 {
+		r.Grant = randPayload(rng)
 	}
 	return r
 }
@@ -575,6 +579,7 @@ func altRequest(w *altWriter, r *Request) {
 		w.bytes(r.ClientCaps)
 		w.integer(r.ID, false)
 		w.integer(uint64(r.DeadlineUnixMs), true)
+		w.bytes(r.Grant)
 		return
 	}
 	str := func(s string) func() { return func() { w.str(s) } }
@@ -597,6 +602,7 @@ func altRequest(w *altWriter, r *Request) {
 	add("c", len(r.ClientCaps) == 0, func() { w.bytes(r.ClientCaps) })
 	add("i", r.ID == 0, func() { w.integer(r.ID, false) })
 	add("d", r.DeadlineUnixMs == 0, func() { w.integer(uint64(r.DeadlineUnixMs), true) })
+	add("g", len(r.Grant) == 0, func() { w.bytes(r.Grant) })
 	w.writeMap(es, func(key string) func() {
 		switch key {
 		case "i", "d":
@@ -1015,6 +1021,9 @@ func sentRequest(r *Request) *Request {
 	}
 	if len(c.ClientCaps) == 0 {
 		c.ClientCaps = nil
+	}
+	if len(c.Grant) == 0 {
+		c.Grant = nil
 	}
 	return &c
 }

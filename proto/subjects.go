@@ -66,6 +66,10 @@ const (
 	// (key "tasks") and the route grant MAC key (key "grants"). Created
 	// by tenancy-svc; read by the roles that seal or verify.
 	BucketKeys = "switchyard_keys"
+	// KeyTasks is the task id sealing key in [BucketKeys].
+	KeyTasks = "tasks"
+	// KeyGrants is the route grant MAC key in [BucketKeys].
+	KeyGrants = "grants"
 	// BucketEdges lists the live edges (key: edge id), for fleet-wide
 	// limit shares. Written and read by edges.
 	BucketEdges = "switchyard_edges"

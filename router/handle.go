@@ -9,6 +9,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/switchyard-mcp/switchyard/internal/bus"
+	"github.com/switchyard-mcp/switchyard/internal/grant"
 	"github.com/switchyard-mcp/switchyard/internal/hop"
 	"github.com/switchyard-mcp/switchyard/internal/jsonscan"
 	"github.com/switchyard-mcp/switchyard/internal/paramhdr"
@@ -294,11 +295,17 @@ func (s *Service) forward(m *nats.Msg, sc *scope, req *proto.Request, worker str
 }
 
 // grantFor returns the encoded proto.RouteGrant of a routed tools/call
-// (req.Upstream and req.Name already the upstream's), or nil when it cannot
-// be built. Workers are listed as place sees them, live ones only.
+// (req.Upstream and req.Name already the upstream's), with its token for
+// req.Tenant, or nil when it cannot be built (no grant key yet, no live
+// worker). Workers are listed as place sees them, live ones only.
 func (s *Service) grantFor(req *proto.Request) []byte {
+	key := s.grantKey.Load()
+	if key == nil {
+		return nil
+	}
 	all := s.presence.View().ByUpstream[req.Upstream]
 	g := proto.RouteGrant{Upstream: req.Upstream, Name: req.Name, Workers: make([]string, 0, len(all))}
+	g.Token = key.Sign(make([]byte, 0, grant.TokenLen), req.Tenant, req.Upstream, req.Name, time.Now().Add(s.cfg.GrantValidity))
 	for _, w := range all {
 		if w.Upstreams[req.Upstream].Up {
 			g.Workers = append(g.Workers, w.ID)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/switchyard-mcp/switchyard/internal/admin"
 	"github.com/switchyard-mcp/switchyard/internal/bus"
+	"github.com/switchyard-mcp/switchyard/internal/grant"
 	"github.com/switchyard-mcp/switchyard/internal/config"
 	"github.com/switchyard-mcp/switchyard/internal/metrics"
 	"github.com/switchyard-mcp/switchyard/internal/tenancy"
@@ -55,7 +56,17 @@ type Config struct {
 	Metrics prometheus.Registerer
 	// Tracer makes the role's spans; nil: tracing off.
 	Tracer *trace.Provider
+	// GrantValidity is how long a route grant's token (its MAC: internal/
+	// grant) lets an edge call a worker directly: at least the edges'
+	// route cache TTL, plus slack for clocks that differ between hosts.
+	// A revoked grant is dropped by honest edges at once; this bounds
+	// what a stolen one buys. Default DefaultGrantValidity.
+	GrantValidity time.Duration
 }
+
+// DefaultGrantValidity is Config.GrantValidity's default: the edges'
+// default route cache TTL (1s) and 5s of clock skew.
+const DefaultGrantValidity = 6 * time.Second
 
 // Service is a running router. Create it with [New]; [Service.Run] once.
 type Service struct {
@@ -65,6 +76,9 @@ type Service struct {
 	presence *bus.Presence
 
 	fwdPrefix string // reply prefix of forwarded calls: <inbox>.f.<worker>.<edge reply>
+	// grantKey signs route grants (proto.KeyGrants); nil until Run has
+	// read it: no grants are made before.
+	grantKey atomic.Pointer[grant.Key]
 
 	tenancy tenancy.Source
 	watcher *tenancy.Watcher // nil when Config.Tenancy was given
@@ -109,6 +123,9 @@ func New(cfg Config, nc *nats.Conn, log *slog.Logger) (*Service, error) {
 	if cfg.Subscriptions == 0 {
 		cfg.Subscriptions = 2
 	}
+	if cfg.GrantValidity <= 0 {
+		cfg.GrantValidity = DefaultGrantValidity
+	}
 	if cfg.TenancyPoll == 0 {
 		cfg.TenancyPoll = 250 * time.Millisecond
 	}
@@ -140,7 +157,7 @@ func New(cfg Config, nc *nats.Conn, log *slog.Logger) (*Service, error) {
 		if err != nil {
 			return nil, fmt.Errorf("router: jetstream: %w", err)
 		}
-		w, err := tenancy.NewWatcher(js, tenancy.WatcherConfig{OnChange: func(*tenancy.Snapshot) { s.wake() }}, base)
+		w, err := tenancy.NewWatcher(js, tenancy.WatcherConfig{TenantsOnly: true, OnChange: func(*tenancy.Snapshot) { s.wake() }}, base)
 		if err != nil {
 			return nil, fmt.Errorf("router: tenancy: %w", err)
 		}
@@ -153,7 +170,7 @@ func New(cfg Config, nc *nats.Conn, log *slog.Logger) (*Service, error) {
 
 // MicroService is the name of every router's NATS micro service (its
 // metadata "id" is the router's id).
-const MicroService = "switchyard-router"
+const MicroService = proto.ServiceRouter
 
 // Checks reports the router's readiness check by check (internal/admin):
 // the NATS connection, its intake subscriptions, the upstream catalog and
@@ -239,6 +256,7 @@ func (s *Service) Run(ctx context.Context) error {
 		run(func() { _ = s.watcher.Run(ctx) })
 	}
 	run(func() { s.announcer(ctx) })
+	run(func() { s.loadGrantKey(ctx, js) })
 	s.log.Info("router running")
 	<-ctx.Done()
 	s.ready.Store(false)
@@ -250,6 +268,22 @@ func (s *Service) Run(ctx context.Context) error {
 	cancel()
 	wg.Wait()
 	return nil
+}
+
+// loadGrantKey reads the fleet's grant key, waiting until tenancy-svc has
+// provisioned it; until then the router makes no route grants.
+func (s *Service) loadGrantKey(ctx context.Context, js jetstream.JetStream) {
+	b, err := bus.Secret(ctx, js, proto.KeyGrants, s.log)
+	if err != nil {
+		return // ctx ended
+	}
+	k, err := grant.NewKey(b)
+	clear(b)
+	if err != nil {
+		s.log.Error("route grant key unusable: no route grants", proto.LogErr, err)
+		return
+	}
+	s.grantKey.Store(k)
 }
 
 func (s *Service) onUpstream(ev *bus.KVEvent, initial bool) {

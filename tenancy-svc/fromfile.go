@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/switchyard-mcp/switchyard/internal/config"
+	"github.com/switchyard-mcp/switchyard/internal/provision"
 	"github.com/switchyard-mcp/switchyard/proto"
 )
 
@@ -19,6 +20,8 @@ func FromFile(f *config.File) Config {
 	for _, u := range f.Upstreams {
 		c.Upstreams = append(c.Upstreams, u.Spec())
 	}
+	plan := provision.FromFile(f)
+	c.Provision = &plan
 	c.Tenants = f.Tenants
 	if c.Tenants == nil {
 		c.Tenants = config.DefaultTenants()

@@ -11,6 +11,7 @@ import (
 
 	"github.com/switchyard-mcp/switchyard/internal/apikey"
 	"github.com/switchyard-mcp/switchyard/internal/bus"
+	"github.com/switchyard-mcp/switchyard/internal/provision"
 	"github.com/switchyard-mcp/switchyard/internal/tenancy"
 	"github.com/switchyard-mcp/switchyard/proto"
 )
@@ -54,9 +55,27 @@ func openStores(ctx context.Context, js jetstream.JetStream) (*stores, error) {
 	return &st, nil
 }
 
+// logProvision logs what Ensure created (rare: a new deployment, or a
+// server that lost its store) and drift when it changes.
+func (s *Service) logProvision(r provision.Result) {
+	for _, c := range r.Created {
+		s.log.Info("provisioned", "what", c)
+	}
+	drift := strings.Join(r.Drift, ", ")
+	if drift != s.drift && drift != "" {
+		s.log.Warn("provision drift: exists with another configuration than the config file's; apply it with switchyard nats provision --update (admin identity)", "what", drift)
+	}
+	s.drift = drift
+}
+
 // seed makes the buckets match the configuration: the upstream catalog
 // entirely; tenants and API keys as far as the configuration owns them.
 func (s *Service) seed(ctx context.Context, js jetstream.JetStream) error {
+	res, err := provision.Ensure(ctx, js, *s.cfg.Provision, false)
+	s.logProvision(res)
+	if err != nil {
+		return fmt.Errorf("provision: %w", err)
+	}
 	if s.st == nil {
 		st, err := openStores(ctx, js)
 		if err != nil {

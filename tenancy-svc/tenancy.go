@@ -14,6 +14,7 @@ import (
 	"github.com/nats-io/nats.go/micro"
 
 	"github.com/switchyard-mcp/switchyard/internal/apikey"
+	"github.com/switchyard-mcp/switchyard/internal/provision"
 	"github.com/switchyard-mcp/switchyard/internal/tenancy"
 	"github.com/switchyard-mcp/switchyard/proto"
 )
@@ -39,6 +40,13 @@ type Config struct {
 	// build's (the main module's version or VCS revision), else
 	// 0.0.0-devel.
 	Version string
+	// Provision is what the service creates on the NATS server before
+	// seeding, and again on every reconcile (a server that lost its store
+	// gets it all back): the deployment's buckets, streams and shared
+	// secrets (internal/provision; no other role creates them). Nil:
+	// every bucket and secret, no audit stream (FromFile plans the audit
+	// stream when the audit trail is on).
+	Provision *provision.Plan
 }
 
 // Service is a running tenancy service.
@@ -54,7 +62,8 @@ type Service struct {
 
 	// Owned by the Run goroutine.
 	st     *stores
-	seeded bool // the first seed has completed
+	seeded bool   // the first seed has completed
+	drift  string // the provision drift last logged
 }
 
 // semver is the version syntax micro accepts (semver.org's suggested
@@ -110,6 +119,9 @@ func New(cfg Config, nc *nats.Conn, log *slog.Logger) (*Service, error) {
 	}
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Provision == nil {
+		cfg.Provision = &provision.Plan{KV: provision.Buckets(), Secrets: provision.Secrets()}
 	}
 	js, err := jetstream.New(nc) // no I/O
 	if err != nil {

@@ -11,6 +11,11 @@ require (
 )
 
 require (
+	github.com/vmihailenco/msgpack/v5 v5.4.1 // indirect
+	github.com/vmihailenco/tagparser/v2 v2.0.0 // indirect
+)
+
+require (
 	github.com/antithesishq/antithesis-sdk-go v0.8.0-default-no-op // indirect
 	github.com/decred/dcrd/dcrec/secp256k1/v4 v4.4.1 // indirect
 	github.com/goccy/go-json v0.11.2 // indirect
@@ -29,6 +34,8 @@ require (
 	github.com/nats-io/nuid v1.0.1 // indirect
 	github.com/segmentio/asm v1.2.1 // indirect
 	github.com/segmentio/encoding v0.5.4 // indirect
+	github.com/switchyard-mcp/switchyard/internal v0.0.0-00010101000000-000000000000
+	github.com/switchyard-mcp/switchyard/proto v0.0.0-00010101000000-000000000000
 	github.com/valyala/fastjson v1.6.10 // indirect
 	github.com/yosida95/uritemplate/v3 v3.0.2 // indirect
 	golang.org/x/crypto v0.58.0 // indirect
@@ -37,3 +44,7 @@ require (
 	golang.org/x/sys v0.49.0 // indirect
 	golang.org/x/time v0.16.0 // indirect
 )
+
+replace github.com/switchyard-mcp/switchyard/internal => ../internal
+
+replace github.com/switchyard-mcp/switchyard/proto => ../proto

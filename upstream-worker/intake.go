@@ -4,12 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/switchyard-mcp/switchyard/internal/bus"
+	"github.com/switchyard-mcp/switchyard/internal/grant"
 	"github.com/switchyard-mcp/switchyard/internal/hop"
 	"github.com/switchyard-mcp/switchyard/internal/trace"
 	"github.com/switchyard-mcp/switchyard/proto"
@@ -35,6 +38,7 @@ func (s *Service) subscribe() error {
 		// A queue group, so that if two processes were ever started with one
 		// id a call still runs once.
 		{s.wkSubj, "worker." + s.cfg.ID, func(m *nats.Msg) { s.onMsg(m, "") }},
+		{s.grSubj, "worker." + s.cfg.ID, s.onGranted},
 		{proto.SubjEvtPresence, "", func(*nats.Msg) { s.kickHeartbeat() }},
 		{proto.SubjEvtSessionClosedAll, "", s.onSessionClosed},
 	} {
@@ -79,6 +83,17 @@ func (s *Service) subscribePool(name string) (*nats.Subscription, error) {
 		return nil, err
 	}
 	return s.nc.QueueSubscribe(subj, proto.PoolQueue(name), func(m *nats.Msg) { s.onMsg(m, name) })
+}
+
+// loadGrantKey reads the fleet's route grant key, waiting until
+// tenancy-svc has provisioned it.
+func loadGrantKey(ctx context.Context, js jetstream.JetStream, log *slog.Logger) (*grant.Key, error) {
+	b, err := bus.Secret(ctx, js, proto.KeyGrants, log)
+	if err != nil {
+		return nil, err
+	}
+	defer clear(b)
+	return grant.NewKey(b)
 }
 
 func (s *Service) unsubscribe() {
@@ -151,6 +166,42 @@ func (s *Service) onRequest(m *nats.Msg, op, pool string) {
 		s.badEnvelope(m, err)
 		return
 	}
+	s.serve(m, op, pool, &req)
+}
+
+// onGranted is the NATS callback of the grant subject: a tools/call an
+// edge sends on a route grant. It runs the call only when the request's
+// token (proto.Request.Grant) is a router's MAC of its tenant, upstream
+// and tool that has not expired; otherwise it answers
+// proto.CodeNotDelivered (the call ran nowhere: an honest edge drops the
+// grant and places the call through a router). Edges may publish here
+// and not on the worker subject, so no edge credential reaches a tool no
+// router granted.
+func (s *Service) onGranted(m *nats.Msg) {
+	op := proto.LastToken(m.Subject)
+	if op != proto.OpToolsCall {
+		s.unknownOp(m, op)
+		return
+	}
+	var req proto.Request
+	if err := proto.Unmarshal(m.Data, &req); err != nil {
+		s.badEnvelope(m, err)
+		return
+	}
+	if err := s.grantKey.Verify(req.Grant, req.Tenant, req.Upstream, req.Name, time.Now()); err != nil {
+		if !errors.Is(err, grant.ErrExpired) {
+			s.log.Warn("route grant refused", proto.LogTenant, req.Tenant, proto.LogUpstream, req.Upstream, proto.LogErr, err)
+		}
+		s.respond(m, &proto.Reply{Error: proto.Errorf(proto.CodeNotDelivered, "worker %s: route grant refused (%v): place the call through a router", s.cfg.ID, err)})
+		return
+	}
+	s.serve(m, op, "", &req)
+}
+
+// serve runs a decoded request of op (pool: the upstream of a pool
+// subject, "" for the worker and grant subjects).
+func (s *Service) serve(m *nats.Msg, op, pool string, r *proto.Request) {
+	req := *r
 	if op != proto.OpToolsCall && op != proto.OpCatalog && !forwardedOp(op, &req) {
 		s.unknownOp(m, op)
 		return

@@ -1,6 +1,8 @@
 package worker
 
 import (
+	"github.com/switchyard-mcp/switchyard/proto"
+
 	"maps"
 	"slices"
 
@@ -12,7 +14,7 @@ import (
 
 // MicroService is the name of every worker's NATS micro service (its
 // metadata "id" is the worker's id).
-const MicroService = "switchyard-worker"
+const MicroService = proto.ServiceWorker
 
 // poolCollector reads the worker's upstream pool and queue at scrape time
 // (metrics.UpstreamUpDesc and the others), so the hot path pays nothing

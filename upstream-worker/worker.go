@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/switchyard-mcp/switchyard/internal/grant"
 	"github.com/switchyard-mcp/switchyard/internal/taskid"
 	"log/slog"
 	"net/http"
@@ -143,6 +144,7 @@ type Service struct {
 	serves map[string]bool
 	hbSubj string
 	wkSubj string
+	grSubj string // switchyard.v1.grant.<id>.*: calls edges send on route grants
 	sem    chan struct{} // one token per in-flight call
 	runner *runner       // runs the admitted calls
 	hbKick chan struct{} // cap 1: publish a heartbeat now
@@ -156,6 +158,9 @@ type Service struct {
 	// taskIDs is the fleet's task id codec (KV switchyard_keys), set by Run
 	// before the first upstream starts.
 	taskIDs *taskid.Codec
+	// grantKey verifies the tokens of calls sent on route grants
+	// (proto.KeyGrants), set by Run before it subscribes.
+	grantKey *grant.Key
 	// tune adjusts every upstream's options (tests shorten timings).
 	tune func(*upstream.Options)
 
@@ -198,6 +203,10 @@ func New(cfg Config, nc *nats.Conn, log *slog.Logger) (*Service, error) {
 	if err != nil {
 		return nil, err
 	}
+	gr, err := proto.GrantSubjectAll(cfg.ID)
+	if err != nil {
+		return nil, err
+	}
 	s := &Service{
 		cfg:    cfg,
 		nc:     nc,
@@ -205,6 +214,7 @@ func New(cfg Config, nc *nats.Conn, log *slog.Logger) (*Service, error) {
 		serves: map[string]bool{},
 		hbSubj: hb,
 		wkSubj: wk,
+		grSubj: gr,
 		sem:    make(chan struct{}, cfg.MaxInFlight),
 		runner: newRunner(min(cfg.MaxInFlight, runnerKeep)),
 		hbKick: make(chan struct{}, 1),
@@ -252,10 +262,16 @@ func (s *Service) Run(ctx context.Context) error {
 	defer s.killCalls()
 	actorsCtx, stopActors := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopActors()
-	kctx, kcancel := context.WithTimeout(ctx, 10*time.Second)
-	s.taskIDs, err = taskid.Shared(kctx, js)
-	kcancel()
+	// Waits for tenancy-svc to have provisioned the fleet's secrets (and
+	// with them every bucket): the worker is not ready until then.
+	s.taskIDs, err = taskid.Shared(ctx, js, s.log)
+	if err == nil {
+		s.grantKey, err = loadGrantKey(ctx, js, s.log)
+	}
 	if err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
 		return fmt.Errorf("worker: %w", err)
 	}
 	s.mgr = newManager(s, actorsCtx, toolstore.New(js))

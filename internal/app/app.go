@@ -303,7 +303,15 @@ func run(name string, args []string, traced bool, build TracedBuilder) int {
 	}
 	if adm != nil {
 		adm.AddRole(name, role)
-		if err := MountAudit(adm, cfg, nc, log); err != nil {
+		anc, err := ConnectAudit(cfg.NATS, log)
+		if err != nil {
+			log.Error("audit search failed", "err", err)
+			return 1
+		}
+		if anc != nil {
+			defer anc.Close()
+		}
+		if err := MountAudit(adm, cfg, anc, log); err != nil {
 			log.Error("audit search failed", "err", err)
 			return 1
 		}
@@ -341,11 +349,17 @@ func StartAdmin(ctx context.Context, addr string, reg *prometheus.Registry, log 
 }
 
 // MountAudit serves the audit search (docs/audit.md) at /audit/ on adm,
-// reading the audit stream over nc, when cfg's audit trail is on; it does
-// nothing otherwise. Every role's admin listener serves it, so an
-// operator can search from any process.
+// reading the audit stream over nc (a connection of the audit identity:
+// [ConnectAudit]), when cfg's audit trail is on; it does nothing
+// otherwise, and logs why when nc is nil (no audit credentials). Every
+// role's admin listener serves it, so an operator can search from any
+// process.
 func MountAudit(adm *admin.Server, cfg *config.File, nc *nats.Conn, log *slog.Logger) error {
 	if adm == nil || !cfg.Audit.On() {
+		return nil
+	}
+	if nc == nil {
+		log.Info("audit search not served: no audit identity credentials (nats.audit_creds, or a creds directory with audit.creds)")
 		return nil
 	}
 	srch, err := audit.NewSearcher(nc, cfg.Audit.StreamName())

@@ -56,7 +56,24 @@ func NATSOptions(n config.NATSFile, want proto.Identity, name string, log *slog.
 	if err != nil {
 		return nil, "", err
 	}
-	opts := []nats.Option{
+	opts := IdentityOptions(id, name, log)
+	if creds != "" {
+		opts = append(opts, nats.UserCredentials(creds))
+	}
+	if n.CA != "" {
+		opts = append(opts, nats.RootCAs(n.CA))
+	}
+	if n.Cert != "" {
+		opts = append(opts, nats.ClientCert(n.Cert, n.Key))
+	}
+	return opts, id, nil
+}
+
+// IdentityOptions are the options every connection of identity id gets:
+// its name, id's inbox prefix and an error handler that logs asynchronous
+// errors, permission violations at error level.
+func IdentityOptions(id proto.Identity, name string, log *slog.Logger) []nats.Option {
+	return []nats.Option{
 		nats.Name(name),
 		nats.CustomInboxPrefix(id.InboxPrefix()),
 		nats.ErrorHandler(func(_ *nats.Conn, sub *nats.Subscription, err error) {
@@ -71,22 +88,13 @@ func NATSOptions(n config.NATSFile, want proto.Identity, name string, log *slog.
 			log.Warn("nats async error", proto.LogSubject, subj, proto.LogErr, err)
 		}),
 	}
-	if creds != "" {
-		opts = append(opts, nats.UserCredentials(creds))
-	}
-	if n.CA != "" {
-		opts = append(opts, nats.RootCAs(n.CA))
-	}
-	if n.Cert != "" {
-		opts = append(opts, nats.ClientCert(n.Cert, n.Key))
-	}
-	return opts, id, nil
 }
 
-// ConnectAs dials the servers of n as identity want (see [NATSOptions])
-// with reconnects forever, so a role survives a server restart.
-func ConnectAs(n config.NATSFile, want proto.Identity, log *slog.Logger) (*nats.Conn, error) {
-	opts, _, err := NATSOptions(n, want, "switchyard-"+string(want), log)
+// ConnectAs dials the servers of n as identity want, or one of also as
+// the credentials say (see [NATSOptions]), with reconnects forever, so a
+// role survives a server restart.
+func ConnectAs(n config.NATSFile, want proto.Identity, log *slog.Logger, also ...proto.Identity) (*nats.Conn, error) {
+	opts, _, err := NATSOptions(n, want, "switchyard-"+string(want), log, also...)
 	if err != nil {
 		return nil, err
 	}
@@ -128,4 +136,27 @@ func ConnectAs(n config.NATSFile, want proto.Identity, log *slog.Logger) (*nats.
 		}),
 	)
 	return nats.Connect(n.URL, opts...)
+}
+
+// ConnectAudit returns a connection as the audit identity, for the admin
+// listener's /audit/ search: with n.AuditCreds, or <n.Creds>/audit.creds
+// when n.Creds is a directory, or n's own settings when it has no
+// credentials (an unauthenticated server). It returns nil and no error
+// when n has credentials but none for the audit identity: the search is
+// then not served (the role's own identity may not read the stream).
+func ConnectAudit(n config.NATSFile, log *slog.Logger) (*nats.Conn, error) {
+	switch {
+	case n.AuditCreds != "":
+		n.Creds = n.AuditCreds
+	case n.Creds == "":
+	default:
+		st, err := os.Stat(n.Creds)
+		if err != nil || !st.IsDir() {
+			return nil, nil
+		}
+		if _, err := os.Stat(filepath.Join(n.Creds, natsauth.CredsFile(proto.IdentityAudit))); err != nil {
+			return nil, nil
+		}
+	}
+	return ConnectAs(n, proto.IdentityAudit, log, proto.IdentityAdmin)
 }

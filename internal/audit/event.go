@@ -145,7 +145,7 @@ func Decode(data []byte, ev *Event) error {
 }
 
 // SubjectPrefix is the first tokens of every audit subject.
-const SubjectPrefix = "switchyard.v1.audit"
+const SubjectPrefix = proto.SubjAudit
 
 // SubjectAll matches every audit subject; the stream binds it.
 const SubjectAll = SubjectPrefix + ".>"

@@ -34,7 +34,8 @@ const (
 // Config configures a [Publisher]. The zero value is usable: defaults
 // everywhere, no arguments or results recorded.
 type Config struct {
-	// Stream is the stream the Publisher creates or updates in Run.
+	// Stream is the stream the Publisher publishes to (its name; the rest
+	// is what tenancy-svc provisions: internal/provision).
 	Stream StreamConfig
 	// Buffer is how many events Record queues for publishing; when it is
 	// full Record drops the event. 0 is DefaultBuffer; more than
@@ -417,13 +418,13 @@ func (p *Publisher) Published() uint64 { return p.Stats().Published }
 // Dropped is Stats().Dropped().
 func (p *Publisher) Dropped() uint64 { return p.Stats().Dropped() }
 
-// Run ensures the audit stream and publishes recorded events until ctx
-// ends or Close is called; then it stops accepting events, publishes
-// what is buffered and waits for the acks, within FlushTimeout, and
-// returns nil. Events left over count as DroppedClosed. If the stream
-// cannot be created (JetStream unavailable), Run keeps publishing
-// (events are dropped and counted) and retries in the background with
-// backoff. Call Run once.
+// Run checks that the audit stream exists and publishes recorded events
+// until ctx ends or Close is called; then it stops accepting events,
+// publishes what is buffered and waits for the acks, within FlushTimeout,
+// and returns nil. Events left over count as DroppedClosed. While the
+// stream does not exist (not provisioned yet, JetStream unavailable), Run
+// keeps publishing (events are dropped and counted) and checks again in
+// the background with backoff. Call Run once.
 func (p *Publisher) Run(ctx context.Context) error {
 	if !p.running.CompareAndSwap(false, true) {
 		return errors.New("audit: Run called twice")
@@ -564,14 +565,17 @@ func (p *Publisher) pokeEnsure() {
 	}
 }
 
-// ensureLoop creates or updates the stream at start, retries with
-// backoff until that succeeds, and again whenever a publish finds no
-// stream (deleted, or a server that lost its store).
+// ensureLoop checks that the stream exists at start, retrying with
+// backoff until it does, and again whenever a publish finds no stream
+// (deleted, or a server that lost its store). It never creates or changes
+// the stream: tenancy-svc provisions it (internal/provision), and only the
+// admin identity may change it; until it exists, events are dropped and
+// counted.
 func (p *Publisher) ensureLoop(ctx context.Context) {
 	backoff := 250 * time.Millisecond
 	for {
 		actx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		_, err := EnsureStream(actx, p.js, p.cfg.Stream)
+		_, err := p.js.Stream(actx, p.cfg.Stream.name())
 		cancel()
 		if err == nil {
 			backoff = 250 * time.Millisecond

@@ -7,10 +7,11 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/switchyard-mcp/switchyard/proto"
 )
 
 // DefaultStream is the audit stream's name.
-const DefaultStream = "SWITCHYARD_AUDIT"
+const DefaultStream = proto.DefaultAuditStream
 
 // Retention defaults: 30 days, 10 GiB, no message limit.
 const (

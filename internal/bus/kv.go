@@ -4,30 +4,73 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/switchyard-mcp/switchyard/proto"
 )
 
-// Bucket opens the KV bucket name, creating it (history 1, file storage)
-// if it does not exist yet. Any role may create it: the configuration is
-// the same everywhere, so whoever comes first wins and the rest open it.
+// ErrNotProvisioned wraps the error of a bucket or secret that does not
+// exist yet: tenancy-svc (or switchyard nats provision) creates them, no
+// other role does (docs/security.md).
+var ErrNotProvisioned = errors.New("not provisioned yet (tenancy-svc or switchyard nats provision creates it)")
+
+// Bucket opens the KV bucket name. It never creates it: a bucket that does
+// not exist yet is an error wrapping [ErrNotProvisioned] and
+// jetstream.ErrBucketNotFound.
 func Bucket(ctx context.Context, js jetstream.JetStream, name string) (jetstream.KeyValue, error) {
 	kv, err := js.KeyValue(ctx, name)
-	if err == nil {
-		return kv, nil
-	}
-	if !errors.Is(err, jetstream.ErrBucketNotFound) {
+	switch {
+	case errors.Is(err, jetstream.ErrBucketNotFound):
+		return nil, fmt.Errorf("bucket %s: %w: %w", name, ErrNotProvisioned, err)
+	case err != nil:
 		return nil, fmt.Errorf("open bucket %s: %w", name, err)
 	}
-	kv, err = js.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: name, History: 1})
-	if errors.Is(err, jetstream.ErrBucketExists) {
-		return js.KeyValue(ctx, name)
+	return kv, nil
+}
+
+// Secret returns the shared secret key of bucket proto.BucketKeys, waiting
+// (with backoff, up to 2 s between tries) until it exists or ctx ends;
+// the first miss is logged once at info, so an operator sees what the role
+// waits for. The returned slice is the caller's.
+func Secret(ctx context.Context, js jetstream.JetStream, key string, log *slog.Logger) ([]byte, error) {
+	backoff := 50 * time.Millisecond
+	logged := false
+	for {
+		v, err := secretOnce(ctx, js, key)
+		if err == nil {
+			return v, nil
+		}
+		if !logged && log != nil {
+			log.Info("waiting for a shared secret", "what", proto.BucketKeys+"/"+key, proto.LogErr, err)
+			logged = true
+		}
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("secret %s/%s: %w", proto.BucketKeys, key, err)
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, 2*time.Second)
+	}
+}
+
+func secretOnce(ctx context.Context, js jetstream.JetStream, key string) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	kv, err := Bucket(ctx, js, proto.BucketKeys)
+	if err != nil {
+		return nil, err
+	}
+	e, err := kv.Get(ctx, key)
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return nil, fmt.Errorf("%w: %w", ErrNotProvisioned, err)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("create bucket %s: %w", name, err)
+		return nil, err
 	}
-	return kv, nil
+	return e.Value(), nil
 }
 
 // KVEvent is one change seen by [Watch]: a put (Value set) or a delete.
@@ -37,7 +80,7 @@ type KVEvent struct {
 	Deleted bool
 }
 
-// Watch opens (or creates) bucket and calls fn with every current value,
+// Watch opens bucket (waiting until it is provisioned) and calls fn with every current value,
 // then with initial=true once the current values have been delivered, then
 // with every change, until ctx ends. fn runs on the calling goroutine. If
 // JetStream is unavailable it retries with backoff instead of failing, so a

@@ -21,7 +21,8 @@ import (
 //	  key: /etc/switchyard/nats/edge-key.pem
 //
 // Environment: SWITCHYARD_NATS, SWITCHYARD_NATS_CREDS, SWITCHYARD_NATS_CA,
-// SWITCHYARD_NATS_CERT, SWITCHYARD_NATS_KEY; flags --nats, --nats-creds,
+// SWITCHYARD_NATS_CERT, SWITCHYARD_NATS_KEY, SWITCHYARD_NATS_AUDIT_CREDS;
+// flags --nats, --nats-creds,
 // --nats-ca, --nats-cert, --nats-key. Files are read when connecting (and
 // again on each reconnect, so rotated credentials are picked up); their
 // contents are never printed. The URL is printed with any user
@@ -43,10 +44,16 @@ type NATSFile struct {
 	// server that verifies client certificates. Both or neither.
 	Cert string `yaml:"cert"`
 	Key  string `yaml:"key"`
+	// AuditCreds are the audit identity's credentials, with which the
+	// admin listener's /audit/ search reads the audit stream (only the
+	// audit and admin identities may). Empty: <Creds>/audit.creds when
+	// Creds is a directory; without credentials at all, the role's own
+	// connection (an unauthenticated server).
+	AuditCreds string `yaml:"audit_creds"`
 }
 
 // natsKeys are the keys of the mapping form.
-var natsKeys = map[string]bool{"url": true, "creds": true, "ca": true, "cert": true, "key": true}
+var natsKeys = map[string]bool{"url": true, "creds": true, "ca": true, "cert": true, "key": true, "audit_creds": true}
 
 // UnmarshalYAML takes a URL string or the mapping form, rejecting
 // unknown keys.
@@ -95,6 +102,7 @@ func (n *NATSFile) applyEnv(getenv func(string) string) {
 		{"SWITCHYARD_NATS_CA", &n.CA},
 		{"SWITCHYARD_NATS_CERT", &n.Cert},
 		{"SWITCHYARD_NATS_KEY", &n.Key},
+		{"SWITCHYARD_NATS_AUDIT_CREDS", &n.AuditCreds},
 	} {
 		if v := getenv(e.name); v != "" {
 			*e.to = v
@@ -124,7 +132,7 @@ func (n *NATSFile) validate() []error {
 	if (n.Cert == "") != (n.Key == "") {
 		errs = append(errs, errors.New("nats.cert and nats.key: set both or neither"))
 	}
-	for _, f := range []struct{ key, path string }{{"creds", n.Creds}, {"ca", n.CA}, {"cert", n.Cert}, {"key", n.Key}} {
+	for _, f := range []struct{ key, path string }{{"creds", n.Creds}, {"ca", n.CA}, {"cert", n.Cert}, {"key", n.Key}, {"audit_creds", n.AuditCreds}} {
 		if f.path == "" {
 			continue
 		}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/switchyard-mcp/switchyard/internal/bus"
 	"github.com/switchyard-mcp/switchyard/internal/stale"
 	"github.com/switchyard-mcp/switchyard/proto"
 )
@@ -20,7 +21,7 @@ import (
 // BucketEdges is the KV bucket of live edges: key the edge id, value
 // [Announcement] as JSON. It lives in memory; its TTL (a few heartbeats)
 // clears the keys of edges that stopped without deleting theirs.
-const BucketEdges = "switchyard_edges"
+const BucketEdges = proto.BucketEdges
 
 // Announcement is the value an edge puts under its id in [BucketEdges].
 type Announcement struct {
@@ -35,7 +36,9 @@ type FleetConfig struct {
 	// bucket. Required.
 	ID string
 	// Heartbeat is how often the edge puts its key, which also checks
-	// that the KV answers. Default 1s.
+	// that the KV answers. Default 1s; at most the bucket's TTL over
+	// proto.HeartbeatMisses (the bucket is provisioned for a 1s
+	// heartbeat: internal/provision.EdgeHeartbeat).
 	Heartbeat time.Duration
 	// OpTimeout bounds each JetStream request (open, put, delete).
 	// Default 2s.
@@ -297,31 +300,13 @@ func (f *Fleet) session(ctx context.Context, announced *bool) (synced bool, err 
 	}
 }
 
-// bucket opens the bucket, creating it if missing.
+// bucket opens the bucket; it never creates it (tenancy-svc provisions
+// it: internal/provision): a missing bucket is an error wrapping
+// bus.ErrNotProvisioned, retried like any other.
 func (f *Fleet) bucket(ctx context.Context) (jetstream.KeyValue, error) {
 	ctx, cancel := context.WithTimeout(ctx, f.cfg.OpTimeout)
 	defer cancel()
-	kv, err := f.js.KeyValue(ctx, BucketEdges)
-	if err == nil {
-		return kv, nil
-	}
-	if !errors.Is(err, jetstream.ErrBucketNotFound) {
-		return nil, fmt.Errorf("open bucket %s: %w", BucketEdges, err)
-	}
-	kv, err = f.js.CreateKeyValue(ctx, jetstream.KeyValueConfig{
-		Bucket:      BucketEdges,
-		Description: "switchyard: live edges, for fleet-wide limit shares",
-		History:     1,
-		TTL:         f.cfg.Heartbeat * proto.HeartbeatMisses,
-		Storage:     jetstream.MemoryStorage,
-	})
-	if errors.Is(err, jetstream.ErrBucketExists) {
-		kv, err = f.js.KeyValue(ctx, BucketEdges)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("create bucket %s: %w", BucketEdges, err)
-	}
-	return kv, nil
+	return bus.Bucket(ctx, f.js, BucketEdges)
 }
 
 func (f *Fleet) put(ctx context.Context, kv jetstream.KeyValue) error {

@@ -238,7 +238,7 @@ func ParseCreds(b []byte) (User, error) {
 		return User{}, errors.New("no user seed")
 	}
 	defer kp.Wipe()
-	seed, err := kp.Seed()
+	seed, err := seedOf(kp)
 	if err != nil {
 		return User{}, errors.New("no user seed")
 	}

@@ -36,6 +36,10 @@ import (
 	"github.com/switchyard-mcp/switchyard/proto"
 )
 
+// MaxControlLine is the server's max_control_line that auth.conf sets:
+// room for a CONNECT line with the largest identity's JWT.
+const MaxControlLine = 16 << 10
+
 // AccountName is the name of the application account every identity
 // belongs to.
 const AccountName = "SWITCHYARD"
@@ -86,7 +90,7 @@ func Generate(p proto.AccessParams) (*Material, error) {
 		return nil, err
 	}
 	defer okp.Wipe()
-	if m.OperatorSeed, err = okp.Seed(); err != nil {
+	if m.OperatorSeed, err = seedOf(okp); err != nil {
 		return nil, err
 	}
 	skp, err := nkeys.CreateAccount()
@@ -94,7 +98,7 @@ func Generate(p proto.AccessParams) (*Material, error) {
 		return nil, err
 	}
 	defer skp.Wipe()
-	if m.SystemSeed, err = skp.Seed(); err != nil {
+	if m.SystemSeed, err = seedOf(skp); err != nil {
 		return nil, err
 	}
 	spub, _ := skp.PublicKey()
@@ -103,7 +107,7 @@ func Generate(p proto.AccessParams) (*Material, error) {
 		return nil, err
 	}
 	defer akp.Wipe()
-	if m.AccountSeed, err = akp.Seed(); err != nil {
+	if m.AccountSeed, err = seedOf(akp); err != nil {
 		return nil, err
 	}
 	apub, _ := akp.PublicKey()
@@ -164,7 +168,7 @@ func (m *Material) issue(id proto.Identity) error {
 	}
 	defer ukp.Wipe()
 	upub, _ := ukp.PublicKey()
-	seed, err := ukp.Seed()
+	seed, err := seedOf(ukp)
 	if err != nil {
 		return err
 	}
@@ -222,6 +226,12 @@ func (m *Material) AccountPublicKey() (string, error) { return publicOf(m.Accoun
 // SystemPublicKey returns the system account's public key.
 func (m *Material) SystemPublicKey() (string, error) { return publicOf(m.SystemSeed) }
 
+// seedOf returns a copy of kp's seed: Wipe overwrites the key pair's own.
+func seedOf(kp nkeys.KeyPair) ([]byte, error) {
+	s, err := kp.Seed()
+	return append([]byte(nil), s...), err
+}
+
 func publicOf(seed []byte) (string, error) {
 	kp, err := nkeys.FromSeed(seed)
 	if err != nil {
@@ -257,10 +267,13 @@ func (m *Material) ServerConfig() (string, error) {
 # nats-server reloads it on SIGHUP.
 operator: %q
 system_account: %s
+# Clients present their user JWT (permissions included, up to ~5 KB) in
+# the CONNECT line: above the default limit of 4 KB.
+max_control_line: %d
 resolver: MEMORY
 resolver_preload: {
   %s: %q
   %s: %q
 }
-`, AccountName, ids, m.OperatorJWT, spub, spub, m.SystemJWT, apub, m.AccountJWT), nil
+`, AccountName, ids, m.OperatorJWT, spub, MaxControlLine, spub, m.SystemJWT, apub, m.AccountJWT), nil
 }

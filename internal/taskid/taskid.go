@@ -25,11 +25,14 @@ import (
 	"crypto/cipher"
 	"crypto/rand"
 	"encoding/base64"
-	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/switchyard-mcp/switchyard/internal/bus"
+	"github.com/switchyard-mcp/switchyard/proto"
 )
 
 // prefix starts every gateway task id; the "1" versions the format.
@@ -142,33 +145,20 @@ func Scope(tenant, edge, session, view string) string {
 // Bucket is the KV bucket of the fleet's shared keys; KeyTasks is the key
 // of the task id key in it.
 const (
-	Bucket   = "switchyard_keys"
-	KeyTasks = "tasks"
+	Bucket   = proto.BucketKeys
+	KeyTasks = proto.KeyTasks
 )
 
 // Shared returns the Codec of the fleet: the key stored in KV bucket
-// [Bucket] under [KeyTasks], created (random, [KeyLen] bytes) by the first
-// role to ask. Every worker of a deployment gets the same key, so an id one
-// minted opens on any other. Errors are JetStream's.
-func Shared(ctx context.Context, js jetstream.JetStream) (*Codec, error) {
-	kv, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: Bucket, History: 1,
-		Description: "Switchyard: keys shared by the fleet (task id sealing)"})
+// [Bucket] under [KeyTasks], waiting until tenancy-svc has created it (it
+// provisions the fleet's secrets; no other role may write the bucket).
+// Every worker of a deployment gets the same key, so an id one minted
+// opens on any other. It fails when ctx ends first, or for a stored key
+// that is not [KeyLen] bytes.
+func Shared(ctx context.Context, js jetstream.JetStream, log *slog.Logger) (*Codec, error) {
+	key, err := bus.Secret(ctx, js, KeyTasks, log)
 	if err != nil {
-		return nil, fmt.Errorf("taskid: bucket %s: %w", Bucket, err)
-	}
-	key := make([]byte, KeyLen)
-	if _, err := rand.Read(key); err != nil {
-		return nil, err
-	}
-	if _, err := kv.Create(ctx, KeyTasks, key); err != nil {
-		if !errors.Is(err, jetstream.ErrKeyExists) {
-			return nil, fmt.Errorf("taskid: create key: %w", err)
-		}
-		e, err := kv.Get(ctx, KeyTasks)
-		if err != nil {
-			return nil, fmt.Errorf("taskid: read key: %w", err)
-		}
-		key = e.Value()
+		return nil, fmt.Errorf("taskid: %w", err)
 	}
 	return New(key)
 }

@@ -26,10 +26,10 @@ import (
 )
 
 // AdminService is the micro service name of tenancy-svc's admin surface.
-const AdminService = "switchyard-tenancy"
+const AdminService = proto.ServiceTenancy
 
 // AdminGroup is the subject prefix of the admin endpoints.
-const AdminGroup = proto.Prefix + "tenancy.admin"
+const AdminGroup = proto.SubjTenancyAdmin
 
 // Admin endpoint subjects. Each takes the XRequest and answers the XReply
 // of the same name (tenant.get answers a [TenantInfo], key.revoke and

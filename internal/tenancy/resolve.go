@@ -22,7 +22,7 @@ import (
 )
 
 // ResolveGroup is the subject prefix of the resolve endpoints.
-const ResolveGroup = proto.Prefix + "tenancy.resolve"
+const ResolveGroup = proto.SubjTenancyResolve
 
 // Resolve endpoint subjects. Each takes the ResolveXRequest and answers
 // the ResolveXReply of the same name.

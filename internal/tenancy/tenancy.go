@@ -13,15 +13,16 @@ package tenancy
 import (
 	"github.com/switchyard-mcp/switchyard/internal/policy"
 	"github.com/switchyard-mcp/switchyard/internal/tenant"
+	"github.com/switchyard-mcp/switchyard/proto"
 )
 
 // KV buckets.
 const (
-	BucketTenants = "switchyard_tenants"
-	BucketAPIKeys = "switchyard_apikeys"
+	BucketTenants = proto.BucketTenants
+	BucketAPIKeys = proto.BucketAPIKeys
 	// BucketSeeded is tenancy-svc's provenance bucket (which entries the
 	// configuration seeded), and holds [KeySeeded].
-	BucketSeeded = "switchyard_tenancy_seeded"
+	BucketSeeded = proto.BucketTenancySeeded
 )
 
 // KeySeeded is the key tenancy-svc writes to [BucketSeeded] once it has

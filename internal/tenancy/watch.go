@@ -41,6 +41,10 @@ type WatcherConfig struct {
 	// published, on the Run goroutine, one call at a time. It must return
 	// quickly (hand the work to another goroutine): the watch waits for it.
 	OnChange func(*Snapshot)
+	// TenantsOnly watches [BucketTenants] alone: the snapshot resolves no
+	// API key. For a role that needs the tenants' policy but must not
+	// read the key records (the router: its NATS identity may not).
+	TenantsOnly bool
 }
 
 // Watcher keeps a [Snapshot] of the tenancy buckets ([BucketTenants],
@@ -240,24 +244,37 @@ func (w *Watcher) session(ctx context.Context, nc *nats.Conn, status <-chan nats
 		return false, err
 	}
 	defer w.stopWatch(tw)
-	kkv, kw, err := w.open(ctx, cancel, BucketAPIKeys)
-	if err != nil {
-		return false, err
+	var (
+		kkv      jetstream.KeyValue
+		kUpdates <-chan jetstream.KeyValueEntry // nil (never ready) when TenantsOnly
+	)
+	if !w.cfg.TenantsOnly {
+		var kw jetstream.KeyWatcher
+		if kkv, kw, err = w.open(ctx, cancel, BucketAPIKeys); err != nil {
+			return false, err
+		}
+		defer w.stopWatch(kw)
+		kUpdates = kw.Updates()
 	}
-	defer w.stopWatch(kw)
 
 	var (
-		prevT, prevK       = w.tenants, w.keys
-		tenants            = make(map[string]*tenantRec, len(prevT))
-		keys               = make(map[string]*keyRec, len(prevK))
-		tLoaded, kLoaded   bool
-		tDirty, kDirty     bool
-		lastBuild          time.Time
-		rebuild            = time.NewTimer(time.Hour)
-		armed              bool
-		probe              <-chan time.Time
-		tUpdates, kUpdates = tw.Updates(), kw.Updates()
+		prevT, prevK     = w.tenants, w.keys
+		tenants          = make(map[string]*tenantRec, len(prevT))
+		keys             = make(map[string]*keyRec, len(prevK))
+		tLoaded, kLoaded bool
+		tDirty, kDirty   bool
+		lastBuild        time.Time
+		rebuild          = time.NewTimer(time.Hour)
+		armed            bool
+		probe            <-chan time.Time
+		tUpdates         = tw.Updates()
+		probed           = []jetstream.KeyValue{tkv}
 	)
+	if w.cfg.TenantsOnly {
+		kLoaded = true
+	} else {
+		probed = append(probed, kkv)
+	}
 	rebuild.Stop()
 	defer rebuild.Stop()
 	// stalled catches a load that stops short of the current values (an
@@ -352,7 +369,7 @@ func (w *Watcher) session(ctx context.Context, nc *nats.Conn, status <-chan nats
 			if !nc.IsConnected() {
 				return synced, errDisconnected
 			}
-			if err := w.probe(ctx, tkv, kkv); err != nil {
+			if err := w.probe(ctx, probed...); err != nil {
 				return synced, err
 			}
 		}

@@ -19,6 +19,7 @@ import (
 
 	"github.com/switchyard-mcp/switchyard/internal/app"
 	"github.com/switchyard-mcp/switchyard/internal/audit"
+	"github.com/switchyard-mcp/switchyard/proto"
 	"github.com/switchyard-mcp/switchyard/testutil/bins"
 )
 
@@ -82,7 +83,7 @@ func TestIntegrationAudit(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { g.stop(); _ = wait() })
-	if err := g.set.AddTo(adm); err != nil {
+	if err := g.set.AddTo(adm, g.connect(t, proto.IdentityAudit)); err != nil {
 		t.Fatal(err)
 	}
 	mcpURL := g.url + "/mcp"
@@ -196,7 +197,7 @@ func TestIntegrationAudit(t *testing.T) {
 	// The CLI finds the same call.
 	sy := bins.Build(t, "switchyard", "github.com/switchyard-mcp/switchyard/switchyard/cmd/switchyard")
 	cli, err := exec.CommandContext(t.Context(), sy, "audit", "search", "--nats", g.ns.ClientURL(),
-		"--tenant", "acme", "--tool", "echo", "--json").Output()
+		"--creds", g.credsFile(t, proto.IdentityAudit), "--tenant", "acme", "--tool", "echo", "--json").Output()
 	var page struct{ Events []audit.Hit }
 	if err != nil || json.Unmarshal(cli, &page) != nil || len(page.Events) == 0 || page.Events[0].Seq != hit.Seq ||
 		!bytes.Contains(page.Events[0].Arguments, []byte(marker)) {
@@ -204,7 +205,7 @@ func TestIntegrationAudit(t *testing.T) {
 	}
 
 	// No secret anywhere in the stream.
-	raw := streamBytes(t, g.ns.ClientURL())
+	raw := streamBytes(t, g.connect(t, proto.IdentityAdmin))
 	for _, secret := range []string{alice, bob, "hunter2-secret", "globex-pw", jwt, "078-05-1120"} {
 		if bytes.Contains(raw, []byte(secret)) {
 			t.Errorf("the audit stream holds the secret %.12s...", secret)
@@ -225,12 +226,7 @@ func TestIntegrationAudit(t *testing.T) {
 }
 
 // streamBytes returns every stored audit message's data, concatenated.
-func streamBytes(t *testing.T, natsURL string) []byte {
-	nc, err := nats.Connect(natsURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
+func streamBytes(t *testing.T, nc *nats.Conn) []byte {
 	js, _ := jetstream.New(nc)
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()

@@ -14,10 +14,10 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/switchyard-mcp/switchyard/internal/audit"
+	"github.com/switchyard-mcp/switchyard/proto"
 )
 
 // BenchmarkCall is one sequential tools/call through every role of an
@@ -153,11 +153,7 @@ func BenchmarkAuditIngestServing(b *testing.B) {
 		&mcp.StreamableHTTPOptions{Stateless: true}))
 	b.Cleanup(up.Close)
 	g := startGateway(b, loadConfig(b, fmt.Sprintf("upstreams:\n  - name: mem\n    url: %s\n", up.URL)))
-	nc, err := nats.Connect("", nats.InProcessServer(g.ns))
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer nc.Close()
+	nc := g.connect(b, proto.IdentityEdge) // edges publish audit events
 	pub, err := audit.NewPublisher(nc, audit.Config{}, nil)
 	if err != nil {
 		b.Fatal(err)

@@ -17,15 +17,15 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 
 	"github.com/switchyard-mcp/switchyard/internal/config"
 	"github.com/switchyard-mcp/switchyard/internal/metrics"
 	"github.com/switchyard-mcp/switchyard/internal/trace"
+	"github.com/switchyard-mcp/switchyard/proto"
 	"github.com/switchyard-mcp/switchyard/switchyard/internal/roles"
 	"github.com/switchyard-mcp/switchyard/testutil/bins"
-	"github.com/switchyard-mcp/switchyard/testutil/natstest"
+	"github.com/switchyard-mcp/switchyard/testutil/natsauthtest"
 )
 
 const (
@@ -150,24 +150,50 @@ func startFixtureHTTP(t *testing.T, extra ...string) (string, *proc) {
 // gateway is Switchyard running in this process on an embedded NATS server.
 type gateway struct {
 	url  string
-	ns   *server.Server
+	ns   *natsauthtest.Server
 	set  *roles.Set
 	stop context.CancelFunc
 	done chan error
 }
 
+// connect returns an in-process connection to the gateway's NATS server
+// as identity id (a test that watches or writes the bus takes the
+// identity whose permissions allow it), closed by t.Cleanup.
+func (g *gateway) connect(t testing.TB, id proto.Identity) *nats.Conn {
+	t.Helper()
+	return g.ns.Connect(t, id)
+}
+
+// credsFile writes identity id's credentials into a file of the test's
+// and returns its path (for a CLI run as another process).
+func (g *gateway) credsFile(t testing.TB, id proto.Identity) string {
+	t.Helper()
+	b, err := g.ns.Material.Users[id].Creds()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := t.TempDir() + "/" + string(id) + ".creds"
+	if err := os.WriteFile(p, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
 // startGateway runs every role in this process on an embedded NATS
-// server; topts are added to each role's trace Provider (tests pass
-// trace.WithSpanProcessor to record spans).
+// server with authentication on: each role connects as its own identity
+// with the permission table's permissions, and the test fails at cleanup
+// if any connection saw a permission violation. topts are added to each
+// role's trace Provider (tests pass trace.WithSpanProcessor to record
+// spans).
 func startGateway(t testing.TB, cfg *config.File, topts ...trace.Option) *gateway {
 	t.Helper()
 	cfg.Listen = "127.0.0.1:0"
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	ns := natstest.Start(t)
-	set, err := roles.BuildWith(roles.Order, cfg, func(string) (*nats.Conn, error) {
-		return nats.Connect("", nats.InProcessServer(ns))
+	ns := natsauthtest.Start(t, proto.AccessParams{AuditStream: cfg.Audit.StreamName()})
+	set, err := roles.BuildWith(roles.Order, cfg, func(role string) (*nats.Conn, error) {
+		return nats.Connect("", ns.Options(proto.Identity(role))...)
 	}, nil, metrics.NewRegistry(), topts...)
 	if err != nil {
 		t.Fatal(err)

@@ -456,11 +456,7 @@ func TestIntegrationTenantIsolation(t *testing.T) {
 	})
 
 	t.Run("logging/setLevel reaches only the tenant's upstreams", func(t *testing.T) {
-		nc, err := nats.Connect("", nats.InProcessServer(g.ns))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer nc.Close()
+		nc := g.connect(t, proto.IdentityWorker) // workers may read the worker subjects
 		var mu sync.Mutex
 		seen := map[string][]string{} // tenant -> upstreams asked
 		sub, err := nc.Subscribe(proto.Prefix+"worker.*."+proto.OpLoggingSetLevel, func(m *nats.Msg) {
@@ -1054,22 +1050,22 @@ api_keys:
 		// Two slow calls hold the tenant's two slots; a go-sdk session
 		// cancels them (notifications/cancelled) at the end. They are in
 		// flight once a worker has them: watch the workers' subjects.
-		nc, err := nats.Connect("", nats.InProcessServer(g.ns))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer nc.Close()
+		// (Routed calls on the worker subjects, granted ones on the grant
+		// subjects; workers may read both.)
+		nc := g.connect(t, proto.IdentityWorker)
 		reached := make(chan string, 16)
-		sub, err := nc.Subscribe(proto.Prefix+"worker.*."+proto.OpToolsCall, func(m *nats.Msg) {
-			var req proto.Request
-			if proto.Unmarshal(m.Data, &req) == nil && req.Tenant == "capped" && req.Name == "slow" {
-				reached <- req.Name
+		for _, kind := range []string{"worker", "grant"} {
+			sub, err := nc.Subscribe(proto.Prefix+kind+".*."+proto.OpToolsCall, func(m *nats.Msg) {
+				var req proto.Request
+				if proto.Unmarshal(m.Data, &req) == nil && req.Tenant == "capped" && req.Name == "slow" {
+					reached <- req.Name
+				}
+			})
+			if err != nil {
+				t.Fatal(err)
 			}
-		})
-		if err != nil {
-			t.Fatal(err)
+			defer sub.Unsubscribe()
 		}
-		defer sub.Unsubscribe()
 		if err := nc.Flush(); err != nil {
 			t.Fatal(err)
 		}
@@ -1114,7 +1110,7 @@ api_keys:
 		default:
 		}
 		// Refused on a 2025-era session too.
-		_, err = cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "fixture__echo", Arguments: map[string]any{"text": "x"}})
+		_, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "fixture__echo", Arguments: map[string]any{"text": "x"}})
 		var je *jsonrpc.Error
 		if !errors.As(err, &je) || je.Code != int64(proto.CodeLimited) {
 			t.Fatalf("session call while 2 are in flight: %v", err)

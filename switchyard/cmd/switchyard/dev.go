@@ -2,9 +2,12 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"flag"
 	"fmt"
+	"net"
 	"os"
+	"path/filepath"
 	"os/signal"
 	"syscall"
 	"time"
@@ -12,16 +15,23 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/switchyard-mcp/switchyard/internal/app"
+	"github.com/switchyard-mcp/switchyard/internal/natsauth"
+	"github.com/switchyard-mcp/switchyard/proto"
 	"github.com/switchyard-mcp/switchyard/switchyard/internal/embedded"
 	"github.com/switchyard-mcp/switchyard/switchyard/internal/roles"
 )
 
 // runDev runs every role and an embedded NATS server in this process.
+// The server authenticates every connection, the roles' in-process ones
+// included, with the identities of the permission table (material made
+// at start, in memory); with --nats-listen the material is kept in a
+// directory (--nats-auth) whose creds other processes use, over TLS.
 func runDev(args []string) int {
 	fs := flag.NewFlagSet("dev", flag.ContinueOnError)
 	var f app.Flags
 	f.RegisterFormat(fs, "text")
-	natsAddr := fs.String("nats-listen", "", "also serve the embedded NATS on this TCP address (e.g. 127.0.0.1:4222) so separate workers can join")
+	natsAddr := fs.String("nats-listen", "", "also serve the embedded NATS on this TCP address (e.g. 127.0.0.1:4222), with credentials and TLS, so separate workers and the admin CLIs can join")
+	authDir := fs.String("nats-auth", "", "with --nats-listen: the directory of the NATS credentials (created with switchyard nats init's layout if missing, reused if present; default <tmp>/switchyard-dev-nats-<port>)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -35,15 +45,39 @@ func runDev(args []string) int {
 		return 1
 	}
 	defer os.RemoveAll(store)
-	ns, err := embedded.Start(embedded.Options{Addr: *natsAddr, StoreDir: store})
+	params := proto.AccessParams{AuditStream: cfg.Audit.StreamName()}
+	nopts := embedded.Options{Addr: *natsAddr, StoreDir: store}
+	var m *natsauth.Material
+	if *natsAddr == "" {
+		m, err = natsauth.Generate(params)
+	} else {
+		if *authDir == "" {
+			_, port, _ := net.SplitHostPort(*natsAddr)
+			*authDir = filepath.Join(os.TempDir(), "switchyard-dev-nats-"+port)
+		}
+		m, nopts.TLS, err = devAuthDir(*authDir, params)
+	}
+	if err == nil {
+		nopts.AuthConf, err = m.ServerConfig()
+	}
+	if err != nil {
+		log.Error("nats auth failed", "err", err)
+		return 1
+	}
+	ns, err := embedded.Start(nopts)
 	if err != nil {
 		log.Error("embedded nats failed", "err", err)
 		return 1
 	}
 	defer ns.Shutdown()
-	set, err := roles.Build(roles.Order, cfg, func(role string) (*nats.Conn, error) {
-		return nats.Connect("", nats.InProcessServer(ns), nats.Name("switchyard-dev-"+role))
-	}, log)
+	connect := func(role string) (*nats.Conn, error) {
+		id := proto.Identity(role)
+		u := m.Users[id]
+		opts := append(app.IdentityOptions(id, "switchyard-dev-"+role, log),
+			nats.InProcessServer(ns), nats.UserJWTAndSeed(u.JWT, string(u.Seed)))
+		return nats.Connect("", opts...)
+	}
+	set, err := roles.Build(roles.Order, cfg, connect, log)
 	if err != nil {
 		log.Error("invalid configuration", "err", err)
 		return 2
@@ -58,7 +92,13 @@ func runDev(args []string) int {
 	}
 	if adm != nil {
 		// One listener for every role: aggregated readiness.
-		if err := set.AddTo(adm); err != nil {
+		anc, err := connect(string(proto.IdentityAudit))
+		if err != nil {
+			log.Error("audit search failed", "err", err)
+			return 1
+		}
+		defer anc.Close()
+		if err := set.AddTo(adm, anc); err != nil {
 			log.Error("audit search failed", "err", err)
 			return 1
 		}
@@ -68,7 +108,7 @@ func runDev(args []string) int {
 	if adm != nil {
 		adminAddr = adm.Addr()
 	}
-	go announce(ctx, set, *natsAddr, adminAddr)
+	go announce(ctx, set, *natsAddr, *authDir, adminAddr)
 	if err := set.Run(ctx); err != nil {
 		log.Error("role failed", "err", err)
 		return 1
@@ -76,8 +116,34 @@ func runDev(args []string) int {
 	return 0
 }
 
+// devAuthDir returns the NATS auth material of dir, writing new material
+// (switchyard nats init's layout) when dir has none, and the listener's
+// TLS configuration from its server certificate.
+func devAuthDir(dir string, p proto.AccessParams) (*natsauth.Material, *tls.Config, error) {
+	m, err := natsauth.LoadDir(dir)
+	if err != nil {
+		if _, serr := os.Stat(filepath.Join(dir, natsauth.FileAuthConf)); serr == nil {
+			return nil, nil, err // there, but unreadable: do not overwrite it
+		}
+		if m, err = natsauth.Init(dir, natsauth.InitOptions{Params: p}); err != nil {
+			return nil, nil, err
+		}
+	}
+	cert, err := os.ReadFile(filepath.Join(dir, natsauth.FileServerCert))
+	if err != nil {
+		return nil, nil, err
+	}
+	key, err := os.ReadFile(filepath.Join(dir, natsauth.FileServerKey))
+	if err != nil {
+		return nil, nil, err
+	}
+	c, err := natsauth.ServerTLS(cert, key, nil)
+	clear(key)
+	return m, c, err
+}
+
 // announce prints how to connect once every role is ready.
-func announce(ctx context.Context, set *roles.Set, natsAddr, adminAddr string) {
+func announce(ctx context.Context, set *roles.Set, natsAddr, authDir, adminAddr string) {
 	t := time.NewTicker(50 * time.Millisecond)
 	defer t.Stop()
 	for !set.Ready() {
@@ -92,7 +158,11 @@ func announce(ctx context.Context, set *roles.Set, natsAddr, adminAddr string) {
 	fmt.Fprintf(os.Stderr, "  federated MCP endpoint:   http://%s/mcp\n", addr)
 	fmt.Fprintf(os.Stderr, "  one upstream, own names:  http://%s/mcp/<upstream>\n", addr)
 	if natsAddr != "" {
-		fmt.Fprintf(os.Stderr, "  NATS for extra workers:   nats://%s\n", natsAddr)
+		fmt.Fprintf(os.Stderr, "  NATS for extra workers:   tls://%s (credentials in %s)\n", natsAddr, authDir)
+		fmt.Fprintf(os.Stderr, "    admin CLIs:  SWITCHYARD_NATS=tls://%s SWITCHYARD_NATS_CREDS=%s SWITCHYARD_NATS_CA=%s bin/switchyard tenancy tenant list\n",
+			natsAddr, filepath.Join(authDir, natsauth.CredsFile(proto.IdentityAdmin)), filepath.Join(authDir, natsauth.FileCA))
+		fmt.Fprintf(os.Stderr, "    a worker:    bin/switchyard upstream-worker --nats tls://%s --nats-creds %s --nats-ca %s --config ...\n",
+			natsAddr, authDir, filepath.Join(authDir, natsauth.FileCA))
 	}
 	if adminAddr != "" {
 		fmt.Fprintf(os.Stderr, "  metrics and health:       http://%s/metrics, /readyz\n", adminAddr)

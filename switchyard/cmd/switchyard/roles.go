@@ -49,7 +49,15 @@ func runRoles(args []string) int {
 	}
 	if adm != nil {
 		// One listener for every role: aggregated readiness.
-		if err := set.AddTo(adm); err != nil {
+		anc, err := app.ConnectAudit(cfg.NATS, log)
+		if err != nil {
+			log.Error("audit search failed", "err", err)
+			return 1
+		}
+		if anc != nil {
+			defer anc.Close()
+		}
+		if err := set.AddTo(adm, anc); err != nil {
 			log.Error("audit search failed", "err", err)
 			return 1
 		}

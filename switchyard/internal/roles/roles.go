@@ -135,16 +135,14 @@ func BuildWith(names []string, f *config.File, connect func(role string) (*nats.
 }
 
 // AddTo adds every role of the set to an admin listener's readiness, and
-// mounts the audit search there (app.MountAudit, on the first role's
-// connection) when the audit trail is on.
-func (s *Set) AddTo(a *admin.Server) error {
+// mounts the audit search there (app.MountAudit) on auditConn, a
+// connection of the audit identity, when the audit trail is on (nil: not
+// served).
+func (s *Set) AddTo(a *admin.Server, auditConn *nats.Conn) error {
 	for n, r := range s.Roles {
 		a.AddRole(n, r)
 	}
-	if len(s.conns) == 0 {
-		return nil
-	}
-	return app.MountAudit(a, s.file, s.conns[0], s.log)
+	return app.MountAudit(a, s.file, auditConn, s.log)
 }
 
 // Run runs every role until ctx ends or one fails; it returns when all have

@@ -1,0 +1,210 @@
+// Package provision creates a deployment's KV buckets and streams, and the
+// fleet's shared secrets, in one place: tenancy-svc does it at start (and
+// on every reconcile, so a server that lost its store gets them back), and
+// `switchyard nats provision` as an init step. No other role creates or
+// changes a bucket or a stream: they open the existing ones and wait until
+// they exist (docs/security.md).
+//
+// Creating is idempotent: a bucket or stream that exists with the planned
+// configuration is left alone; one that exists with another (an older
+// config file, a hand-made change) is reported as drift and left alone
+// unless the plan is applied with update, which only the admin identity's
+// permissions allow (updating a stream can purge it).
+package provision
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/switchyard-mcp/switchyard/internal/audit"
+	"github.com/switchyard-mcp/switchyard/internal/config"
+	"github.com/switchyard-mcp/switchyard/proto"
+)
+
+// SecretBytes is the length of every shared secret in [proto.BucketKeys].
+const SecretBytes = 32
+
+// EdgeHeartbeat is how often an edge puts its key in [proto.BucketEdges];
+// the bucket's TTL is [proto.HeartbeatMisses] of them.
+const EdgeHeartbeat = time.Second
+
+// Plan is what a deployment needs on its NATS server.
+type Plan struct {
+	KV      []jetstream.KeyValueConfig
+	Streams []jetstream.StreamConfig
+	// Secrets are the keys of [proto.BucketKeys] to create (random,
+	// [SecretBytes] bytes) when absent.
+	Secrets []string
+}
+
+// Secrets returns the keys of every shared secret.
+func Secrets() []string { return []string{proto.KeyTasks, proto.KeyGrants} }
+
+// Buckets returns every KV bucket's configuration.
+func Buckets() []jetstream.KeyValueConfig {
+	kv := func(b, desc string) jetstream.KeyValueConfig {
+		return jetstream.KeyValueConfig{Bucket: b, History: 1, Description: desc}
+	}
+	return []jetstream.KeyValueConfig{
+		kv(proto.BucketUpstreams, "Switchyard: the upstream catalog (tenancy-svc)"),
+		kv(proto.BucketLists, "Switchyard: every upstream's lists (upstream-workers)"),
+		kv(proto.BucketTenants, "Switchyard: tenants and policy (tenancy-svc)"),
+		kv(proto.BucketAPIKeys, "Switchyard: API key records, hashes only (tenancy-svc)"),
+		kv(proto.BucketTenancySeeded, "Switchyard: what tenancy-svc seeded from its config"),
+		kv(proto.BucketKeys, "Switchyard: keys shared by the fleet (task id sealing, route grant MACs)"),
+		{
+			Bucket:      proto.BucketEdges,
+			Description: "switchyard: live edges, for fleet-wide limit shares",
+			History:     1,
+			TTL:         EdgeHeartbeat * proto.HeartbeatMisses,
+			Storage:     jetstream.MemoryStorage,
+		},
+	}
+}
+
+// FromFile returns the plan of a config file: every bucket, the secrets,
+// and the audit stream when the audit trail is on.
+func FromFile(f *config.File) Plan {
+	p := Plan{KV: Buckets(), Secrets: Secrets()}
+	if c := f.Audit.PublisherConfig(); c != nil {
+		p.Streams = append(p.Streams, c.Stream.JetStreamConfig())
+	}
+	return p
+}
+
+// Result says what [Ensure] found and did.
+type Result struct {
+	// Created are the buckets and streams it created.
+	Created []string
+	// Updated are those it changed (update mode only).
+	Updated []string
+	// Drift are those that exist with another configuration than planned
+	// and were left alone.
+	Drift []string
+}
+
+// Ensure creates what p plans and is missing; with update it also changes
+// existing buckets and streams that differ from the plan to it (which
+// needs the admin identity). It returns every problem joined; what
+// succeeded stays done.
+func Ensure(ctx context.Context, js jetstream.JetStream, p Plan, update bool) (Result, error) {
+	var r Result
+	var errs []error
+	for _, c := range p.KV {
+		what := "KV " + c.Bucket
+		st, err := js.Stream(ctx, proto.KVStream(c.Bucket))
+		switch {
+		case errors.Is(err, jetstream.ErrStreamNotFound):
+			if _, err := js.CreateKeyValue(ctx, c); err != nil && !errors.Is(err, jetstream.ErrBucketExists) {
+				errs = append(errs, fmt.Errorf("create bucket %s: %w", c.Bucket, err))
+				continue
+			}
+			r.Created = append(r.Created, what)
+		case err != nil:
+			errs = append(errs, fmt.Errorf("bucket %s: %w", c.Bucket, err))
+			continue
+		case kvDiffers(st.CachedInfo().Config, c) && update:
+			if _, err := js.UpdateKeyValue(ctx, c); err != nil {
+				errs = append(errs, fmt.Errorf("update bucket %s: %w", c.Bucket, err))
+				continue
+			}
+			r.Updated = append(r.Updated, what)
+		case kvDiffers(st.CachedInfo().Config, c):
+			r.Drift = append(r.Drift, what)
+		}
+	}
+	for _, c := range p.Streams {
+		what := "stream " + c.Name
+		st, err := js.Stream(ctx, c.Name)
+		switch {
+		case errors.Is(err, jetstream.ErrStreamNotFound):
+			if _, err := js.CreateStream(ctx, c); err != nil && !errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
+				errs = append(errs, fmt.Errorf("create stream %s: %w", c.Name, err))
+				continue
+			}
+			r.Created = append(r.Created, what)
+		case err != nil:
+			errs = append(errs, fmt.Errorf("stream %s: %w", c.Name, err))
+		case streamDiffers(st.CachedInfo().Config, c) && update:
+			if slices.Equal(c.Subjects, []string{audit.SubjectAll}) {
+				_, err = audit.EnsureStream(ctx, js, streamConfigOf(c))
+			} else {
+				_, err = js.UpdateStream(ctx, c)
+			}
+			if err != nil {
+				errs = append(errs, fmt.Errorf("update stream %s: %w", c.Name, err))
+				continue
+			}
+			r.Updated = append(r.Updated, what)
+		case streamDiffers(st.CachedInfo().Config, c):
+			r.Drift = append(r.Drift, what)
+		}
+	}
+	if len(p.Secrets) > 0 {
+		kv, err := js.KeyValue(ctx, proto.BucketKeys)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("open bucket %s: %w", proto.BucketKeys, err))
+		} else {
+			for _, k := range p.Secrets {
+				if err := ensureSecret(ctx, kv, k); err != nil {
+					errs = append(errs, err)
+				}
+			}
+		}
+	}
+	return r, errors.Join(errs...)
+}
+
+// kvDiffers reports whether a bucket's stream differs from c in what the
+// plan sets.
+func kvDiffers(have jetstream.StreamConfig, c jetstream.KeyValueConfig) bool {
+	hist := int64(max(c.History, 1))
+	return have.MaxMsgsPerSubject != hist || have.MaxAge != c.TTL || have.Storage != c.Storage ||
+		have.Description != c.Description
+}
+
+// streamDiffers reports whether a stream differs from c in what the plan
+// sets (persist mode aside: JetStream never changes it).
+func streamDiffers(have, c jetstream.StreamConfig) bool {
+	return !slices.Equal(have.Subjects, c.Subjects) || have.MaxAge != c.MaxAge || have.MaxBytes != c.MaxBytes ||
+		have.MaxMsgs != c.MaxMsgs || have.MaxMsgSize != c.MaxMsgSize || have.Replicas != c.Replicas ||
+		have.Storage != c.Storage || have.Retention != c.Retention || have.Discard != c.Discard ||
+		have.AllowDirect != c.AllowDirect || have.Description != c.Description
+}
+
+// streamConfigOf turns a planned audit stream back into the audit
+// package's shape, so that an update keeps its rules (persist mode).
+func streamConfigOf(c jetstream.StreamConfig) audit.StreamConfig {
+	return audit.StreamConfig{
+		Name: c.Name, MaxAge: nonZero(c.MaxAge), MaxBytes: c.MaxBytes, MaxMsgs: c.MaxMsgs,
+		Replicas: c.Replicas, AsyncWrites: c.PersistMode == jetstream.AsyncPersistMode,
+	}
+}
+
+// nonZero maps JetStream's "no age limit" (0) to the audit package's (-1).
+func nonZero(d time.Duration) time.Duration {
+	if d == 0 {
+		return -1
+	}
+	return d
+}
+
+// ensureSecret creates key k with random bytes unless it exists.
+func ensureSecret(ctx context.Context, kv jetstream.KeyValue, k string) error {
+	b := make([]byte, SecretBytes)
+	if _, err := rand.Read(b); err != nil {
+		return err
+	}
+	_, err := kv.Create(ctx, k, b)
+	clear(b)
+	if err != nil && !errors.Is(err, jetstream.ErrKeyExists) {
+		return fmt.Errorf("create secret %s/%s: %w", proto.BucketKeys, k, err)
+	}
+	return nil
+}
