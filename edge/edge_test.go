@@ -22,6 +22,7 @@ import (
 	"github.com/switchyard-mcp/switchyard/internal/tenancy"
 	"github.com/switchyard-mcp/switchyard/proto"
 	"github.com/switchyard-mcp/switchyard/testutil/natstest"
+	"github.com/switchyard-mcp/switchyard/testutil/provisiontest"
 )
 
 // rig is an edge on embedded NATS with a fake router the test scripts.
@@ -54,7 +55,7 @@ func newRigWith(t *testing.T, router nats.MsgHandler, o *rigOpts) *rig {
 	if o == nil {
 		o = &rigOpts{}
 	}
-	s := natstest.Start(t)
+	s := provisiontest.Start(t)
 	nc := natstest.Connect(t, s)
 	js, _ := jetstream.New(nc)
 	kv, err := bus.Bucket(t.Context(), js, proto.BucketUpstreams)

@@ -13,14 +13,15 @@ import (
 )
 
 // TestEdgeRouteGrant: once a router's placement note granted a tool's
-// route, the edge sends that tool's calls straight to the worker, as the
-// router would have (upstream and upstream's name filled, same session);
+// route, the edge sends that tool's calls straight to the worker on its
+// grant subject, as the router would have (upstream and upstream's name
+// filled, same session) with the router's token;
 // a list_changed event drops the grant (the client may just have been told
 // the tool is gone); a granted worker that is gone (no responders) costs
 // the client nothing: the call goes through a router.
 func TestEdgeRouteGrant(t *testing.T) {
 	var routed, served atomic.Int32
-	grant, _ := proto.Marshal(&proto.RouteGrant{Upstream: "up", Name: "echo", Workers: []string{"w-1"}})
+	grant, _ := proto.Marshal(&proto.RouteGrant{Upstream: "up", Name: "echo", Workers: []string{"w-1"}, Token: []byte("router-mac")})
 	var g *rig
 	g = newRig(t, func(m *nats.Msg) {
 		routed.Add(1)
@@ -30,9 +31,9 @@ func TestEdgeRouteGrant(t *testing.T) {
 	})
 	g.e.grants.ttl = time.Hour // no grant runs out during the test
 	var sessions []string
-	worker, err := g.nc.Subscribe("switchyard.v1.worker.w-1.tools_call", func(m *nats.Msg) {
+	worker, err := g.nc.Subscribe("switchyard.v1.grant.w-1.tools_call", func(m *nats.Msg) {
 		var req proto.Request
-		if err := proto.Unmarshal(m.Data, &req); err != nil || req.Upstream != "up" || req.Name != "echo" {
+		if err := proto.Unmarshal(m.Data, &req); err != nil || req.Upstream != "up" || req.Name != "echo" || string(req.Grant) != "router-mac" {
 			reply(g.nc, m, &proto.Reply{Error: proto.Errorf(proto.CodeInternal, "worker got %+v (%v)", req, err)})
 			return
 		}

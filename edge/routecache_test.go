@@ -27,7 +27,7 @@ func grantBytes(t *testing.T, g proto.RouteGrant) []byte {
 // before a drop of every grant is not stored; unusable grants are refused.
 func TestRouteCache(t *testing.T) {
 	now := time.Unix(1000, 0)
-	ok := proto.RouteGrant{Upstream: "a", Name: "echo", Workers: []string{"w-1", "w-2"}}
+	ok := proto.RouteGrant{Upstream: "a", Name: "echo", Workers: []string{"w-1", "w-2"}, Token: []byte("mac")}
 	key := routeKey{"t", "", "a__echo"}
 
 	c := newRouteCache(time.Second)
@@ -37,7 +37,7 @@ func TestRouteCache(t *testing.T) {
 	}
 	g, _ := c.get(key, now.Add(999*time.Millisecond))
 	if g == nil || g.upstream != "a" || g.name != "echo" || len(g.subjects) != 2 ||
-		g.subjects[1] != "switchyard.v1.worker.w-2.tools_call" {
+		g.subjects[1] != "switchyard.v1.grant.w-2.tools_call" || string(g.token) != "mac" {
 		t.Fatalf("get = %+v", g)
 	}
 	if g, _ := c.get(key, now.Add(time.Second)); g != nil {
@@ -70,9 +70,10 @@ func TestRouteCache(t *testing.T) {
 	}{
 		{"empty", nil},
 		{"not msgpack", []byte{0xc1, 0x00}},
-		{"no workers", grantBytes(t, proto.RouteGrant{Upstream: "a", Name: "echo"})},
-		{"no upstream", grantBytes(t, proto.RouteGrant{Name: "echo", Workers: []string{"w-1"}})},
-		{"worker not a token", grantBytes(t, proto.RouteGrant{Upstream: "a", Name: "echo", Workers: []string{"w.1"}})},
+		{"no workers", grantBytes(t, proto.RouteGrant{Upstream: "a", Name: "echo", Token: []byte("mac")})},
+		{"no upstream", grantBytes(t, proto.RouteGrant{Name: "echo", Workers: []string{"w-1"}, Token: []byte("mac")})},
+		{"worker not a token", grantBytes(t, proto.RouteGrant{Upstream: "a", Name: "echo", Workers: []string{"w.1"}, Token: []byte("mac")})},
+		{"no router token (a worker would refuse the calls)", grantBytes(t, proto.RouteGrant{Upstream: "a", Name: "echo", Workers: []string{"w-1"}})},
 	} {
 		if c.put(routeKey{"t", "", bad.name}, dropCount(c), bad.data, now) {
 			t.Errorf("%s: grant stored", bad.name)
@@ -89,7 +90,7 @@ func TestRouteCache(t *testing.T) {
 func TestRouteCacheBounded(t *testing.T) {
 	now := time.Unix(1000, 0)
 	c := newRouteCache(time.Second)
-	data := grantBytes(t, proto.RouteGrant{Upstream: "a", Name: "echo", Workers: []string{"w-1"}})
+	data := grantBytes(t, proto.RouteGrant{Upstream: "a", Name: "echo", Workers: []string{"w-1"}, Token: []byte("mac")})
 	for i := range maxRouteGrants + 1 {
 		c.put(routeKey{"t", "", strconv.Itoa(i)}, dropCount(c), data, now)
 	}

@@ -279,8 +279,8 @@ func AccessTable(p AccessParams) []Access {
 			Pub: kvRead(BucketTenancySeeded), Why: "wait until tenancy-svc has seeded"},
 		{Resource: "KV " + BucketKeys, Verb: "write", Who: ids(IdentityTenancy),
 			Pub: kvWrite(BucketKeys), Why: "create the fleet's secrets (task id sealing, grant MAC)"},
-		{Resource: "KV " + BucketKeys, Verb: "read", Who: ids(IdentityRouter, IdentityWorker),
-			Pub: kvRead(BucketKeys), Why: "sign route grants (router); verify them and seal task ids (worker)"},
+		{Resource: "KV " + BucketKeys, Verb: "read", Who: ids(IdentityRouter, IdentityWorker, IdentityTenancy),
+			Pub: kvRead(BucketKeys), Why: "sign route grants (router); verify them and seal task ids (worker); create a secret only where none is (tenancy-svc)"},
 		{Resource: "KV " + BucketEdges, Verb: "write", Who: ids(IdentityEdge),
 			Pub: kvWrite(BucketEdges), Why: "an edge's liveness, for fleet-wide limit shares"},
 		{Resource: "KV " + BucketEdges, Verb: "read", Who: ids(IdentityEdge),
@@ -302,8 +302,15 @@ func AccessTable(p AccessParams) []Access {
 		if svc == "" {
 			continue
 		}
-		t = append(t, Access{Resource: "$SRV.<verb>[." + svc + "[.<id>]]", Verb: "subscribe", Who: ids(id),
-			Sub: []string{"$SRV.*", "$SRV.*." + svc, "$SRV.*." + svc + ".*"}, Why: "answer NATS micro discovery as " + svc})
+		// The verbs are listed, not "$SRV.*": a subscription's own "*"
+		// or ">" tokens match an allowed "*", so "$SRV.*" would also let
+		// it subscribe to "$SRV.>", every service's discovery traffic.
+		var sub []string
+		for _, verb := range []string{"PING", "INFO", "STATS"} {
+			sub = append(sub, "$SRV."+verb, "$SRV."+verb+"."+svc, "$SRV."+verb+"."+svc+".*")
+		}
+		t = append(t, Access{Resource: "$SRV.PING|INFO|STATS[." + svc + "[.<id>]]", Verb: "subscribe", Who: ids(id),
+			Sub: sub, Why: "answer NATS micro discovery as " + svc})
 	}
 	return t
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/switchyard-mcp/switchyard/proto"
 	"github.com/switchyard-mcp/switchyard/router/internal/catalog"
 	"github.com/switchyard-mcp/switchyard/testutil/natstest"
+	"github.com/switchyard-mcp/switchyard/testutil/provisiontest"
 )
 
 // benchShape is a federated catalog of ups upstreams with tools tools
@@ -54,7 +55,7 @@ func benchRouter(b *testing.B, sh benchShape) *Service { return benchRouterT(b, 
 
 func benchRouterT(b testing.TB, sh benchShape) *Service {
 	b.Helper()
-	srv := natstest.Start(b)
+	srv := provisiontest.Start(b)
 	src := &swapSource{}
 	src.set(b, append(config.DefaultTenants(), globsTenant())...)
 	s, err := New(Config{Tenancy: src}, natstest.Connect(b, srv), nil)

@@ -8,8 +8,10 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/switchyard-mcp/switchyard/internal/bus"
+	"github.com/switchyard-mcp/switchyard/internal/grant"
 	"github.com/switchyard-mcp/switchyard/proto"
 )
 
@@ -56,11 +58,12 @@ func TestRouterRouteGrant(t *testing.T) {
 	g.worker("w-2", map[string]bool{"a": true})
 	g.worker("w-3", map[string]bool{"a": false}) // down: never in a grant
 	eventually(t, func() error {
-		if len(g.r.presence.View().ByUpstream["a"]) != 3 || !g.r.Ready() {
-			return errors.New("workers not seen")
+		if len(g.r.presence.View().ByUpstream["a"]) != 3 || !g.r.Ready() || g.r.grantKey.Load() == nil {
+			return errors.New("workers or grant key not seen")
 		}
 		return nil
 	})
+	key := g.provisionedGrantKey(t)
 	for _, session := range []string{"s-1", "s-2", "s-3", "s-4", "s-5", "s-6", "s-7", "s-8"} {
 		req := &proto.Request{Method: "tools/call", Edge: "e-1", Session: session, Name: "a__echo"}
 		worker, grant, err := g.grantOf(DefaultTenant, req)
@@ -73,6 +76,18 @@ func TestRouterRouteGrant(t *testing.T) {
 		ws := slices.Sorted(slices.Values(grant.Workers))
 		if grant.Upstream != "a" || grant.Name != "echo" || !slices.Equal(ws, []string{"w-1", "w-2"}) {
 			t.Fatalf("grant = %+v, want upstream a, name echo, workers w-1 w-2", grant)
+		}
+		// The token is the router's MAC with the fleet's key: a worker
+		// accepts it for this tenant, upstream and tool only.
+		now := time.Now()
+		if err := key.Verify(grant.Token, DefaultTenant, "a", "echo", now); err != nil {
+			t.Fatalf("grant token: %v", err)
+		}
+		if err := key.Verify(grant.Token, "other", "a", "echo", now); err == nil {
+			t.Fatal("grant token verifies for another tenant")
+		}
+		if err := key.Verify(grant.Token, DefaultTenant, "a", "echo", now.Add(DefaultGrantValidity+time.Second)); err == nil {
+			t.Fatal("grant token verifies after its validity")
 		}
 		if i := bus.Place(grant.Workers, "e-1", session, "a", nil); grant.Workers[i] != worker {
 			t.Fatalf("session %s: the router placed it on %s, the grant places it on %s", session, worker, grant.Workers[i])
@@ -175,4 +190,22 @@ func TestRouterRevokesGrants(t *testing.T) {
 	drain()
 	g.src.set(t, tenantA())
 	wait("the tenancy snapshot changed")
+}
+
+// provisionedGrantKey reads the fleet's grant key from the rig's server.
+func (g *rig) provisionedGrantKey(t *testing.T) *grant.Key {
+	t.Helper()
+	js, err := jetstream.New(g.nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := bus.Secret(t.Context(), js, proto.KeyGrants, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, err := grant.NewKey(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k
 }

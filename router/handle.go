@@ -262,7 +262,7 @@ func (s *Service) forward(m *nats.Msg, sc *scope, req *proto.Request, worker str
 	}
 	note := &nats.Msg{Subject: m.Reply, Header: nats.Header{proto.HdrPlaced: []string{worker}}}
 	if sc.grant {
-		note.Data = s.grantFor(req)
+		note.Data = s.grantFor(sc.tenant, req)
 	}
 	if err := s.nc.PublishMsg(note); err != nil {
 		return err
@@ -296,16 +296,16 @@ func (s *Service) forward(m *nats.Msg, sc *scope, req *proto.Request, worker str
 
 // grantFor returns the encoded proto.RouteGrant of a routed tools/call
 // (req.Upstream and req.Name already the upstream's), with its token for
-// req.Tenant, or nil when it cannot be built (no grant key yet, no live
+// tenant (the route subject's: the one whose policy allowed it), or nil when it cannot be built (no grant key yet, no live
 // worker). Workers are listed as place sees them, live ones only.
-func (s *Service) grantFor(req *proto.Request) []byte {
+func (s *Service) grantFor(tenant string, req *proto.Request) []byte {
 	key := s.grantKey.Load()
 	if key == nil {
 		return nil
 	}
 	all := s.presence.View().ByUpstream[req.Upstream]
 	g := proto.RouteGrant{Upstream: req.Upstream, Name: req.Name, Workers: make([]string, 0, len(all))}
-	g.Token = key.Sign(make([]byte, 0, grant.TokenLen), req.Tenant, req.Upstream, req.Name, time.Now().Add(s.cfg.GrantValidity))
+	g.Token = key.Sign(make([]byte, 0, grant.TokenLen), tenant, req.Upstream, req.Name, time.Now().Add(s.cfg.GrantValidity))
 	for _, w := range all {
 		if w.Upstreams[req.Upstream].Up {
 			g.Workers = append(g.Workers, w.ID)

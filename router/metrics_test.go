@@ -17,13 +17,14 @@ import (
 	"github.com/switchyard-mcp/switchyard/internal/bus"
 	"github.com/switchyard-mcp/switchyard/proto"
 	"github.com/switchyard-mcp/switchyard/testutil/natstest"
+	"github.com/switchyard-mcp/switchyard/testutil/provisiontest"
 )
 
 // metricsRig is newRig with the router's metrics in reg, tenant A
 // (tenantA) and upstream a (tools echo and secret_x, prompts greet and
 // hidden, resources a://doc and a://secret) served by worker w-a.
 func metricsRig(t *testing.T, reg prometheus.Registerer) *rig {
-	s := natstest.Start(t)
+	s := provisiontest.Start(t)
 	nc := natstest.Connect(t, s)
 	js, err := jetstream.New(nc)
 	if err != nil {

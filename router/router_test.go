@@ -20,6 +20,7 @@ import (
 	"github.com/switchyard-mcp/switchyard/internal/tenancy"
 	"github.com/switchyard-mcp/switchyard/proto"
 	"github.com/switchyard-mcp/switchyard/testutil/natstest"
+	"github.com/switchyard-mcp/switchyard/testutil/provisiontest"
 )
 
 type rig struct {
@@ -53,7 +54,7 @@ func (s *swapSource) set(t testing.TB, tenants ...tenancy.Tenant) {
 }
 
 func newRig(t *testing.T) *rig {
-	s := natstest.Start(t)
+	s := provisiontest.Start(t)
 	nc := natstest.Connect(t, s)
 	js, err := jetstream.New(nc)
 	if err != nil {

@@ -16,7 +16,6 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/switchyard-mcp/switchyard/internal/apikey"
-	"github.com/switchyard-mcp/switchyard/internal/bus"
 	"github.com/switchyard-mcp/switchyard/internal/config"
 	"github.com/switchyard-mcp/switchyard/internal/policy"
 	"github.com/switchyard-mcp/switchyard/internal/tenancy"
@@ -31,7 +30,8 @@ func kvOf(t *testing.T, s *server.Server, name string) jetstream.KeyValue {
 	if err != nil {
 		t.Fatal(err)
 	}
-	kv, err := bus.Bucket(t.Context(), js, name)
+	// As the service provisions it (internal/provision: history 1).
+	kv, err := js.CreateOrUpdateKeyValue(t.Context(), jetstream.KeyValueConfig{Bucket: name, History: 1})
 	if err != nil {
 		t.Fatal(err)
 	}

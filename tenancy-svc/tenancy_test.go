@@ -9,11 +9,11 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/switchyard-mcp/switchyard/internal/bus"
 	"github.com/switchyard-mcp/switchyard/internal/config"
 	"github.com/switchyard-mcp/switchyard/internal/tenancy"
 	"github.com/switchyard-mcp/switchyard/proto"
@@ -80,15 +80,7 @@ func waitReady(t *testing.T, svc *Service) {
 
 func bucket(t *testing.T, s *server.Server) jetstream.KeyValue {
 	t.Helper()
-	js, err := jetstream.New(natstest.Connect(t, s))
-	if err != nil {
-		t.Fatal(err)
-	}
-	kv, err := bus.Bucket(t.Context(), js, proto.BucketUpstreams)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return kv
+	return kvOf(t, s, proto.BucketUpstreams)
 }
 
 // entry is one catalog key as read back from the bucket.
@@ -366,8 +358,14 @@ func TestTenancyFromFile(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if diff := cmp.Diff(tt.want, FromFile(tt.in)); diff != "" {
+			got := FromFile(tt.in)
+			if diff := cmp.Diff(tt.want, got, cmpopts.IgnoreFields(Config{}, "Provision")); diff != "" {
 				t.Errorf("FromFile (-want +got):\n%s", diff)
+			}
+			// Every bucket and secret, and the audit stream (on by default).
+			if p := got.Provision; p == nil || len(p.KV) != len(proto.Buckets) || len(p.Secrets) != 2 ||
+				len(p.Streams) != 1 || p.Streams[0].Name != proto.DefaultAuditStream {
+				t.Errorf("FromFile plans %+v", p)
 			}
 		})
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/switchyard-mcp/switchyard/internal/bus"
 	"github.com/switchyard-mcp/switchyard/proto"
 	"github.com/switchyard-mcp/switchyard/testutil/natstest"
+	"github.com/switchyard-mcp/switchyard/testutil/provisiontest"
 	"github.com/switchyard-mcp/switchyard/upstream-worker/internal/upstream"
 )
 
@@ -41,7 +42,7 @@ type env struct {
 // startWorker seeds the catalog with specs and runs a worker "w1".
 func startWorker(t *testing.T, cfg Config, specs ...proto.UpstreamSpec) *env {
 	t.Helper()
-	ns := natstest.Start(t)
+	ns := provisiontest.Start(t)
 	e := &env{t: t, ns: ns, nc: natstest.Connect(t, ns), done: make(chan error, 1)}
 	var err error
 	if e.js, err = jetstream.New(e.nc); err != nil {

@@ -91,6 +91,7 @@ type upstreamServer struct {
 	gate       chan context.Context // lets a "later" call's elicitation go, in that context
 	later      chan string          // a "later" call's elicitation ended: "<action> <name>" or the error
 	inits      atomic.Int32         // sessions initialized
+	toolCalls  atomic.Int32         // tools/call requests received
 	subMu      sync.Mutex
 	subLog     []string // guarded by subMu: "subscribe <uri>", "unsubscribe <uri>", in order
 }
@@ -131,6 +132,9 @@ func newUpstream(extra int) *upstreamServer {
 	raws := map[string][]byte{"hologram": []byte(holoRaw), "fail": []byte(failRaw)}
 	u.srv.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
 		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			if method == "tools/call" {
+				u.toolCalls.Add(1)
+			}
 			if p, ok := req.GetParams().(*mcp.CallToolParamsRaw); ok && method == "tools/call" {
 				if raw, ok := raws[p.Name]; ok {
 					return &rawResult{raw: raw}, nil

@@ -110,7 +110,9 @@ func BenchmarkAuditDecode(b *testing.B) {
 // publish: policy, scrubbing, subject and encoding (no arguments).
 func BenchmarkAuditPrepare(b *testing.B) {
 	srv := natstest.Start(b)
-	p, err := NewPublisher(natstest.Connect(b, srv), Config{}, nil)
+	nc := natstest.Connect(b, srv)
+	provisionStream(b, nc, StreamConfig{})
+	p, err := NewPublisher(nc, Config{}, nil)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -138,6 +140,7 @@ func BenchmarkAuditPrepare(b *testing.B) {
 func BenchmarkAuditIngest(b *testing.B) {
 	srv := natstest.Start(b)
 	nc := natstest.Connect(b, srv)
+	provisionStream(b, nc, StreamConfig{})
 	p, err := NewPublisher(nc, Config{}, nil)
 	if err != nil {
 		b.Fatal(err)
@@ -270,6 +273,7 @@ func TestMain(m *testing.M) {
 }
 
 func fillSearchBench(b *testing.B, nc *nats.Conn, n int) error {
+	provisionStream(b, nc, StreamConfig{MaxBytes: -1})
 	p, err := NewPublisher(nc, Config{Stream: StreamConfig{MaxBytes: -1}}, nil)
 	if err != nil {
 		return err

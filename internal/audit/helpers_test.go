@@ -7,6 +7,7 @@ import (
 
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/switchyard-mcp/switchyard/testutil/natstest"
 )
@@ -19,10 +20,24 @@ type harness struct {
 	s   *Searcher
 }
 
+// provisionStream creates the stream of cfg as tenancy-svc does in a
+// deployment (internal/provision): a Publisher only publishes to it.
+func provisionStream(t testing.TB, nc *nats.Conn, cfg StreamConfig) {
+	t.Helper()
+	js, err := jetstream.New(nc)
+	if err == nil {
+		_, err = EnsureStream(t.Context(), js, cfg)
+	}
+	if err != nil {
+		t.Fatalf("provision stream: %v", err)
+	}
+}
+
 func startHarness(t testing.TB, cfg Config) *harness {
 	t.Helper()
 	srv := natstest.Start(t)
 	nc := natstest.Connect(t, srv)
+	provisionStream(t, nc, cfg.Stream)
 	pub, err := NewPublisher(nc, cfg, nil)
 	if err != nil {
 		t.Fatalf("NewPublisher: %v", err)
@@ -34,7 +49,7 @@ func startHarness(t testing.TB, cfg Config) *harness {
 	if err != nil {
 		t.Fatalf("NewSearcher: %v", err)
 	}
-	// The stream exists once Run's first ensure is done.
+	// (Provisioned above.)
 	waitFor(t, 10*time.Second, "audit stream created", func() bool {
 		_, err := s.js.Stream(t.Context(), s.stream)
 		return err == nil

@@ -127,6 +127,7 @@ func TestAuditPublisherRedactsBeforePublishing(t *testing.T) {
 func TestAuditPublisherStreamUnavailable(t *testing.T) {
 	srv := natstest.Start(t)
 	nc := natstest.Connect(t, srv, nats.MaxReconnects(-1), nats.ReconnectBufSize(64<<10))
+	provisionStream(t, nc, StreamConfig{})
 	const buffer = 256
 	pub, err := NewPublisher(nc, Config{Buffer: buffer, MaxPending: 64, AckTimeout: 200 * time.Millisecond, FlushTimeout: 200 * time.Millisecond}, nil)
 	if err != nil {
@@ -168,17 +169,26 @@ func TestAuditPublisherStreamUnavailable(t *testing.T) {
 	}
 }
 
-// TestAuditPublisherRecreatesStream deletes the stream under a running
-// Publisher: the failed publishes make it ensure the stream again, and
-// later events are stored.
-func TestAuditPublisherRecreatesStream(t *testing.T) {
+// TestAuditPublisherStreamReturns deletes the stream under a running
+// Publisher: it does not create it again (only tenancy-svc provisions
+// streams), the events meanwhile are dropped and counted, and once the
+// owner has created it again later events are stored.
+func TestAuditPublisherStreamReturns(t *testing.T) {
 	h := startHarness(t, Config{AckTimeout: time.Second})
 	js, _ := jetstream.New(h.nc)
 	if err := js.DeleteStream(t.Context(), DefaultStream); err != nil {
 		t.Fatal(err)
 	}
 	ev := genEvent(1, time.Now())
-	waitFor(t, 30*time.Second, "an event stored after the stream was deleted", func() bool {
+	waitFor(t, 30*time.Second, "a publish failed while the stream was missing", func() bool {
+		h.pub.Record(&ev)
+		return h.pub.Stats().DroppedPublish > 0
+	})
+	if _, err := js.Stream(t.Context(), DefaultStream); !errors.Is(err, jetstream.ErrStreamNotFound) {
+		t.Fatalf("the Publisher created the stream again (%v): only its owner may", err)
+	}
+	provisionStream(t, h.nc, StreamConfig{})
+	waitFor(t, 30*time.Second, "an event stored after the stream came back", func() bool {
 		h.pub.Record(&ev)
 		s, err := js.Stream(t.Context(), DefaultStream)
 		if err != nil {
@@ -187,9 +197,6 @@ func TestAuditPublisherRecreatesStream(t *testing.T) {
 		info, err := s.Info(t.Context())
 		return err == nil && info.State.Msgs > 0
 	})
-	if h.pub.Stats().DroppedPublish == 0 {
-		t.Error("no publish failed while the stream was missing")
-	}
 }
 
 func TestAuditPublisherNil(t *testing.T) {
@@ -303,6 +310,7 @@ func TestAuditPublisherResumesAfterRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(nc.Close)
+	provisionStream(t, nc, StreamConfig{})
 	pub, err := NewPublisher(nc, Config{AckTimeout: 300 * time.Millisecond}, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -349,6 +357,7 @@ func TestAuditPublisherResumesAfterRestart(t *testing.T) {
 func TestAuditRecordBoundsBufferBytes(t *testing.T) {
 	srv := natstest.Start(t)
 	nc := natstest.Connect(t, srv)
+	provisionStream(t, nc, StreamConfig{})
 	const budget = 1 << 20
 	pub, err := NewPublisher(nc, Config{
 		Buffer:      128,

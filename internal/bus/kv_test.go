@@ -2,12 +2,14 @@ package bus
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/switchyard-mcp/switchyard/proto"
 	"github.com/switchyard-mcp/switchyard/testutil/natstest"
 )
 
@@ -20,61 +22,72 @@ func newJS(t *testing.T) jetstream.JetStream {
 	return js
 }
 
+// createBucket makes a bucket as tenancy-svc provisions them (history 1).
+func createBucket(t *testing.T, js jetstream.JetStream, name string) jetstream.KeyValue {
+	t.Helper()
+	kv, err := js.CreateKeyValue(t.Context(), jetstream.KeyValueConfig{Bucket: name, History: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return kv
+}
+
+// TestBusBucket: Bucket opens an existing bucket and never creates one.
 func TestBusBucket(t *testing.T) {
 	js := newJS(t)
 	ctx := t.Context()
-	created, err := Bucket(ctx, js, "test_bucket")
-	if err != nil {
-		t.Fatalf("create: %v", err)
+	_, err := Bucket(ctx, js, "test_bucket")
+	if !errors.Is(err, ErrNotProvisioned) || !errors.Is(err, jetstream.ErrBucketNotFound) {
+		t.Fatalf("Bucket of a missing bucket = %v, want ErrNotProvisioned", err)
 	}
+	if _, err := js.KeyValue(ctx, "test_bucket"); !errors.Is(err, jetstream.ErrBucketNotFound) {
+		t.Fatalf("Bucket created the bucket (%v): only its owner may", err)
+	}
+	created := createBucket(t, js, "test_bucket")
 	if _, err := created.Put(ctx, "k", []byte("v1")); err != nil {
 		t.Fatal(err)
 	}
-	st, err := created.Status(ctx)
+	kv, err := Bucket(ctx, js, "test_bucket")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st.History() != 1 {
-		t.Errorf("history = %d, want 1", st.History())
-	}
-	tests := []struct {
-		name string
-		open func() (jetstream.KeyValue, error)
-	}{
-		{name: "reopen", open: func() (jetstream.KeyValue, error) { return Bucket(ctx, js, "test_bucket") }},
-		{name: "plain open", open: func() (jetstream.KeyValue, error) { return js.KeyValue(ctx, "test_bucket") }},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			kv, err := tt.open()
-			if err != nil {
-				t.Fatal(err)
-			}
-			e, err := kv.Get(ctx, "k")
-			if err != nil {
-				t.Fatalf("existing key lost: %v", err)
-			}
-			if string(e.Value()) != "v1" {
-				t.Errorf("k = %q, want v1", e.Value())
-			}
-		})
+	e, err := kv.Get(ctx, "k")
+	if err != nil || string(e.Value()) != "v1" {
+		t.Fatalf("k = %v, %v; want v1", e, err)
 	}
 }
 
-func TestBusBucketConcurrentCreate(t *testing.T) {
+// TestBusSecret: Secret waits for the key to be provisioned.
+func TestBusSecret(t *testing.T) {
 	js := newJS(t)
-	const n = 8
-	errs := make(chan error, n)
-	for range n {
-		go func() {
-			_, err := Bucket(t.Context(), js, "raced")
+	got := make(chan []byte, 1)
+	errs := make(chan error, 1)
+	go func() {
+		v, err := Secret(t.Context(), js, "grants", nil)
+		if err != nil {
 			errs <- err
-		}()
-	}
-	for range n {
-		if err := recv(t, errs, "Bucket"); err != nil {
-			t.Errorf("concurrent Bucket: %v", err)
+			return
 		}
+		got <- v
+	}()
+	kv := createBucket(t, js, proto.BucketKeys)
+	if _, err := kv.Create(t.Context(), "grants", []byte("s3cr3t")); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case v := <-got:
+		if string(v) != "s3cr3t" {
+			t.Fatalf("Secret = %q", v)
+		}
+	case err := <-errs:
+		t.Fatal(err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("Secret did not return within 10s of the key's creation")
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	if _, err := Secret(ctx, js, "absent", nil); err == nil {
+		t.Fatal("Secret of an absent key returned with a canceled context")
 	}
 }
 
@@ -139,10 +152,8 @@ func TestBusWatch(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			js := newJS(t)
-			kv, err := Bucket(t.Context(), js, "watched")
-			if err != nil {
-				t.Fatal(err)
-			}
+			kv := createBucket(t, js, "watched")
+			var err error
 			apply := func(s step) {
 				t.Helper()
 				if s.del {
@@ -198,22 +209,30 @@ func TestBusWatch(t *testing.T) {
 	}
 }
 
-func TestBusWatchCreatesBucket(t *testing.T) {
+// TestBusWatchWaitsForBucket: Watch of a bucket not provisioned yet does
+// not create it; it delivers the initial marker once the bucket exists.
+func TestBusWatchWaitsForBucket(t *testing.T) {
 	js := newJS(t)
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	initial := make(chan bool, 1)
 	go func() {
-		_ = Watch(ctx, js, "made_by_watch", func(_ *KVEvent, init bool) {
+		_ = Watch(ctx, js, "made_later", func(_ *KVEvent, init bool) {
 			if init {
 				initial <- true
 			}
 		})
 	}()
-	recv(t, initial, "initial marker on a new bucket")
-	if _, err := js.KeyValue(t.Context(), "made_by_watch"); err != nil {
-		t.Fatalf("bucket not created: %v", err)
+	select {
+	case <-initial:
+		t.Fatal("initial marker before the bucket exists")
+	case <-time.After(300 * time.Millisecond):
 	}
+	if _, err := js.KeyValue(t.Context(), "made_later"); !errors.Is(err, jetstream.ErrBucketNotFound) {
+		t.Fatalf("Watch created the bucket (%v)", err)
+	}
+	createBucket(t, js, "made_later")
+	recv(t, initial, "initial marker once the bucket exists")
 }
 
 func TestBusWatchWithoutJetStreamReturnsOnCancel(t *testing.T) {

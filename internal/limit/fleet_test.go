@@ -35,13 +35,30 @@ func startEdge(t *testing.T, s *server.Server, id string, clk *clock) *edge {
 	return startEdgeOn(t, natstest.Connect(t, s), id, clk)
 }
 
+// testHeartbeat is the test edges' heartbeat; the bucket is provisioned
+// for it, as internal/provision does for the production 1s.
+const testHeartbeat = 50 * time.Millisecond
+
+// provisionEdges creates the edges' bucket as tenancy-svc provisions it,
+// with the TTL for testHeartbeat.
+func provisionEdges(t *testing.T, js jetstream.JetStream) {
+	t.Helper()
+	_, err := js.CreateKeyValue(t.Context(), jetstream.KeyValueConfig{
+		Bucket: BucketEdges, History: 1, TTL: testHeartbeat * proto.HeartbeatMisses, Storage: jetstream.MemoryStorage,
+	})
+	if err != nil && !errors.Is(err, jetstream.ErrBucketExists) {
+		t.Fatal(err)
+	}
+}
+
 func startEdgeOn(t *testing.T, nc *nats.Conn, id string, clk *clock) *edge {
 	t.Helper()
 	js, err := jetstream.New(nc, jetstream.WithDefaultTimeout(time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}
-	f, err := NewFleet(js, FleetConfig{ID: id, Heartbeat: 50 * time.Millisecond, OpTimeout: time.Second}, nil)
+	provisionEdges(t, js)
+	f, err := NewFleet(js, FleetConfig{ID: id, Heartbeat: testHeartbeat, OpTimeout: time.Second}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -233,7 +250,8 @@ func TestLimitFleetExpiry(t *testing.T) {
 
 // TestLimitFleetStale: with NATS gone, a Fleet turns stale and keeps its
 // last View rather than counting itself alone; once NATS is back (its
-// memory bucket lost with it) the edges announce themselves again.
+// memory bucket lost with it, and provisioned again by its owner) the
+// edges announce themselves again.
 func TestLimitFleetStale(t *testing.T) {
 	srv := newRestartable(t)
 	clk := newClock()
@@ -263,6 +281,18 @@ func TestLimitFleetStale(t *testing.T) {
 	}
 
 	srv.start()
+	// The memory bucket was lost with the server: tenancy-svc provisions
+	// it again (within its reconcile interval); the edges never create it.
+	pjs, err := jetstream.New(connect())
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the bucket provisioned again", func() bool {
+		_, err := pjs.CreateKeyValue(t.Context(), jetstream.KeyValueConfig{
+			Bucket: BucketEdges, History: 1, TTL: testHeartbeat * proto.HeartbeatMisses, Storage: jetstream.MemoryStorage,
+		})
+		return err == nil || errors.Is(err, jetstream.ErrBucketExists)
+	})
 	waitFor(t, "both fresh again", func() bool {
 		for _, e := range []*edge{a, b} {
 			if st, _, _ := e.fleet.Stale(); st {
@@ -325,6 +355,7 @@ func TestLimitFleetConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	provisionEdges(t, js)
 	for _, cfg := range []FleetConfig{{}, {ID: "Not.A.Slug"}, {ID: "e", Heartbeat: -1}} {
 		if _, err := NewFleet(js, cfg, nil); err == nil {
 			t.Fatalf("%+v accepted", cfg)
@@ -353,16 +384,5 @@ func TestLimitFleetConfig(t *testing.T) {
 	}
 	if f.Ready() {
 		t.Fatal("ready after Run returned")
-	}
-	kv, err := js.KeyValue(t.Context(), BucketEdges)
-	if err != nil {
-		t.Fatal(err)
-	}
-	st, err := kv.Status(t.Context())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if st.TTL() != 3*time.Second || st.History() != 1 {
-		t.Fatalf("bucket ttl %v history %d", st.TTL(), st.History())
 	}
 }

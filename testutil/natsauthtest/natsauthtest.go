@@ -8,6 +8,7 @@ package natsauthtest
 
 import (
 	"errors"
+	"net"
 	"sync"
 	"testing"
 	"time"
@@ -24,6 +25,7 @@ import (
 type Server struct {
 	*server.Server
 	Material *natsauth.Material
+	store    string
 
 	mu         sync.Mutex
 	violations []string // guarded by mu
@@ -43,14 +45,11 @@ func Start(t testing.TB, p proto.AccessParams) *Server {
 	if err != nil {
 		t.Fatalf("natsauthtest: %v", err)
 	}
-	opts := &server.Options{}
-	if err := opts.ProcessConfigString(conf); err != nil {
+	store := t.TempDir()
+	opts, err := options(conf, "127.0.0.1", -1, store)
+	if err != nil {
 		t.Fatalf("natsauthtest: %v", err)
 	}
-	opts.Host, opts.Port = "127.0.0.1", -1
-	opts.JetStream, opts.StoreDir = true, t.TempDir()
-	opts.NoLog, opts.NoSigs = true, true
-	opts.MaxPayload = natstest.MaxPayload
 	s, err := server.NewServer(opts)
 	if err != nil {
 		t.Fatalf("natsauthtest: new server: %v", err)
@@ -60,7 +59,7 @@ func Start(t testing.TB, p proto.AccessParams) *Server {
 		s.Shutdown()
 		t.Fatal("natsauthtest: server not ready within 5s")
 	}
-	srv := &Server{Server: s, Material: m}
+	srv := &Server{Server: s, Material: m, store: store}
 	t.Cleanup(func() {
 		s.Shutdown()
 		s.WaitForShutdown()
@@ -108,4 +107,37 @@ func (s *Server) Connect(t testing.TB, id proto.Identity, opts ...nats.Option) *
 	}
 	t.Cleanup(nc.Close)
 	return nc
+}
+
+func options(conf, host string, port int, store string) (*server.Options, error) {
+	opts := &server.Options{}
+	if err := opts.ProcessConfigString(conf); err != nil {
+		return nil, err
+	}
+	opts.Host, opts.Port = host, port
+	opts.JetStream, opts.StoreDir = true, store
+	opts.NoLog, opts.NoSigs = true, true
+	opts.MaxPayload = natstest.MaxPayload
+	return opts, nil
+}
+
+// Rotate gives id a new key (revoking the old one, natsauth.Material.
+// Rotate) and reloads the server's authorization, as switchyard nats
+// rotate and a reload do. Connections with the old key are closed.
+func (s *Server) Rotate(t testing.TB, id proto.Identity) {
+	t.Helper()
+	if err := s.Material.Rotate(id); err != nil {
+		t.Fatal(err)
+	}
+	conf, err := s.Material.ServerConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts, err := options(conf, "127.0.0.1", s.Addr().(*net.TCPAddr).Port, s.store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.ReloadOptions(opts); err != nil {
+		t.Fatalf("natsauthtest: reload: %v", err)
+	}
 }

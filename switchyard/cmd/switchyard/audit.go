@@ -7,7 +7,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -15,10 +14,8 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/nats-io/nats.go"
-
 	"github.com/switchyard-mcp/switchyard/internal/audit"
-	"github.com/switchyard-mcp/switchyard/internal/config"
+	"github.com/switchyard-mcp/switchyard/proto"
 )
 
 const auditUsage = `usage: switchyard audit search [flags]
@@ -41,7 +38,9 @@ backslash as \\); --json prints them as JSON strings, for programs.
   --json         print the page as JSON ({"events":[...],"next_cursor":N})
 
 Common flags: --nats URL (env SWITCHYARD_NATS; default nats://127.0.0.1:4222),
---creds FILE (env SWITCHYARD_NATS_CREDS), --stream NAME (default
+--creds FILE (the audit or admin identity's, or the directory of switchyard
+nats init; env SWITCHYARD_NATS_CREDS), --nats-ca FILE (env
+SWITCHYARD_NATS_CA), --nats-cert/--nats-key FILE, --stream NAME (default
 SWITCHYARD_AUDIT), --timeout 10s.
 Exit codes: 0 done, 1 the search failed, 2 usage.
 `
@@ -67,12 +66,8 @@ func auditSearch(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("switchyard audit search", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() { fmt.Fprint(stderr, auditUsage) }
-	def := os.Getenv("SWITCHYARD_NATS")
-	if def == "" {
-		def = config.DefaultNATS
-	}
-	natsURL := fs.String("nats", def, "NATS server URL; env SWITCHYARD_NATS")
-	creds := fs.String("creds", os.Getenv("SWITCHYARD_NATS_CREDS"), "NATS credentials file; env SWITCHYARD_NATS_CREDS")
+	var cn cliNATS
+	cn.register(fs)
 	stream := fs.String("stream", audit.DefaultStream, "audit stream")
 	timeout := fs.Duration("timeout", 10*time.Second, "how long the search may take")
 	asJSON := fs.Bool("json", false, "print the page as JSON")
@@ -125,13 +120,9 @@ func auditSearch(args []string, stdout, stderr io.Writer) int {
 		return usageErr("--limit: want 1..%d, got %d", audit.MaxLimit, q.Limit)
 	}
 
-	opts := []nats.Option{nats.Name("switchyard-audit-search"), nats.Timeout(*timeout)}
-	if *creds != "" {
-		opts = append(opts, nats.UserCredentials(*creds))
-	}
-	nc, err := nats.Connect(*natsURL, opts...)
+	nc, err := cn.connect("switchyard-audit-search", *timeout, proto.IdentityAudit, proto.IdentityAdmin)
 	if err != nil {
-		fmt.Fprintf(stderr, "switchyard audit search: connect %s: %v\n", *natsURL, err)
+		fmt.Fprintf(stderr, "switchyard audit search: %v\n", err)
 		return 1
 	}
 	defer nc.Close()

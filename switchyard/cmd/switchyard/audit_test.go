@@ -10,6 +10,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/nats-io/nats.go/jetstream"
+
 	"github.com/switchyard-mcp/switchyard/internal/audit"
 	"github.com/switchyard-mcp/switchyard/testutil/natstest"
 )
@@ -20,7 +22,13 @@ import (
 func startAudit(t *testing.T, n int) string {
 	t.Helper()
 	s := natstest.Start(t)
-	pub, err := audit.NewPublisher(natstest.Connect(t, s), audit.Config{
+	nc := natstest.Connect(t, s)
+	js, _ := jetstream.New(nc)
+	// tenancy-svc provisions the stream in a deployment.
+	if _, err := audit.EnsureStream(t.Context(), js, audit.StreamConfig{}); err != nil {
+		t.Fatal(err)
+	}
+	pub, err := audit.NewPublisher(nc, audit.Config{
 		Tenants: map[string]audit.TenantPolicy{"acme": {RecordArguments: true}},
 		Redact:  []string{"arguments.password"},
 	}, nil)

@@ -18,10 +18,10 @@ import (
 	"github.com/nats-io/nats.go/micro"
 	"go.yaml.in/yaml/v3"
 
-	"github.com/switchyard-mcp/switchyard/internal/config"
 	"github.com/switchyard-mcp/switchyard/internal/policy"
 	"github.com/switchyard-mcp/switchyard/internal/tenancy"
 	"github.com/switchyard-mcp/switchyard/internal/tenant"
+	"github.com/switchyard-mcp/switchyard/proto"
 )
 
 const tenancyUsage = `usage: switchyard tenancy <tenant|key|resolve> <verb> [flags]
@@ -57,7 +57,9 @@ key, a principal or a tenant's policy resolves to.
                  template for resources and resource_templates)
 
 Common flags: --nats URL (env SWITCHYARD_NATS; default nats://127.0.0.1:4222),
---creds FILE (env SWITCHYARD_NATS_CREDS), --timeout 10s, --json.
+--creds FILE (the admin identity's, or the directory of switchyard nats init;
+env SWITCHYARD_NATS_CREDS), --nats-ca FILE (env SWITCHYARD_NATS_CA),
+--nats-cert/--nats-key FILE, --timeout 10s, --json.
 KIND is tools, prompts, resources or resource_templates; rules keep their
 order across --allow and --deny (first match wins).
 `
@@ -67,8 +69,7 @@ type tenancyCLI struct {
 	stdin          io.Reader
 	stdout, stderr io.Writer
 
-	natsURL string
-	creds   string
+	nats    cliNATS
 	timeout time.Duration
 	asJSON  bool
 }
@@ -115,12 +116,7 @@ func runTenancy(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 func (c *tenancyCLI) flags(name string) *flag.FlagSet {
 	fs := flag.NewFlagSet("switchyard tenancy "+name, flag.ContinueOnError)
 	fs.SetOutput(c.stderr)
-	def := os.Getenv("SWITCHYARD_NATS")
-	if def == "" {
-		def = config.DefaultNATS
-	}
-	fs.StringVar(&c.natsURL, "nats", def, "NATS server URL; env SWITCHYARD_NATS")
-	fs.StringVar(&c.creds, "creds", os.Getenv("SWITCHYARD_NATS_CREDS"), "NATS credentials file; env SWITCHYARD_NATS_CREDS")
+	c.nats.register(fs)
 	fs.DurationVar(&c.timeout, "timeout", 10*time.Second, "how long to wait for tenancy-svc")
 	fs.BoolVar(&c.asJSON, "json", false, "print the reply as JSON")
 	fs.Usage = func() { fmt.Fprint(c.stderr, tenancyUsage) }
@@ -187,13 +183,9 @@ func (c *tenancyCLI) oneArg(verb, flag, what string, args []string) (n string, c
 // call sends req to subj and decodes the reply into out. An error reply
 // is returned as a *tenancy.AdminError.
 func (c *tenancyCLI) call(subj string, req, out any) error {
-	opts := []nats.Option{nats.Name("switchyard-tenancy-admin"), nats.Timeout(c.timeout)}
-	if c.creds != "" {
-		opts = append(opts, nats.UserCredentials(c.creds))
-	}
-	nc, err := nats.Connect(c.natsURL, opts...)
+	nc, err := c.nats.connect("switchyard-tenancy-admin", c.timeout, proto.IdentityAdmin)
 	if err != nil {
-		return fmt.Errorf("connect %s: %w", c.natsURL, err)
+		return err
 	}
 	defer nc.Close()
 	body, err := json.Marshal(req)

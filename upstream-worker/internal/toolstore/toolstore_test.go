@@ -7,13 +7,14 @@ import (
 
 	"github.com/switchyard-mcp/switchyard/proto"
 	"github.com/switchyard-mcp/switchyard/testutil/natstest"
+	"github.com/switchyard-mcp/switchyard/testutil/provisiontest"
 )
 
 // TestToolstoreSkipsSameHash: the first Store creates the bucket (history
 // 1) and writes; the same hash and hints write nothing; a new hash, a
 // Notified set or new caching hints write.
 func TestToolstoreSkipsSameHash(t *testing.T) {
-	nc := natstest.Connect(t, natstest.Start(t))
+	nc := natstest.Connect(t, provisiontest.Start(t))
 	js, err := jetstream.New(nc)
 	if err != nil {
 		t.Fatal(err)
