@@ -15,8 +15,8 @@ import (
 
 	"github.com/switchyard-mcp/switchyard/internal/admin"
 	"github.com/switchyard-mcp/switchyard/internal/bus"
-	"github.com/switchyard-mcp/switchyard/internal/grant"
 	"github.com/switchyard-mcp/switchyard/internal/config"
+	"github.com/switchyard-mcp/switchyard/internal/grant"
 	"github.com/switchyard-mcp/switchyard/internal/metrics"
 	"github.com/switchyard-mcp/switchyard/internal/tenancy"
 	"github.com/switchyard-mcp/switchyard/internal/trace"

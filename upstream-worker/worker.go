@@ -144,7 +144,7 @@ type Service struct {
 	serves map[string]bool
 	hbSubj string
 	wkSubj string
-	grSubj string // switchyard.v1.grant.<id>.*: calls edges send on route grants
+	grSubj string        // switchyard.v1.grant.<id>.*: calls edges send on route grants
 	sem    chan struct{} // one token per in-flight call
 	runner *runner       // runs the admitted calls
 	hbKick chan struct{} // cap 1: publish a heartbeat now

@@ -41,11 +41,11 @@ type Flags struct {
 	// NATS, NATSCreds, NATSCA, NATSCert and NATSKey override the config's
 	// nats section (config.NATSFile).
 	NATS, NATSCreds, NATSCA, NATSCert, NATSKey string
-	Listen      string
-	ID          string
-	LogFormat   string
-	LogLevel    string
-	CheckConfig bool
+	Listen                                     string
+	ID                                         string
+	LogFormat                                  string
+	LogLevel                                   string
+	CheckConfig                                bool
 	// PprofAddr, if set, serves net/http/pprof on that address.
 	PprofAddr string
 	// Admin, if set, overrides the config's admin listener address.

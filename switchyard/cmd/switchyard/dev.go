@@ -7,8 +7,8 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"path/filepath"
 	"os/signal"
+	"path/filepath"
 	"syscall"
 	"time"
 
