@@ -40,12 +40,14 @@ type AuthConfig struct {
 }
 
 // identity is who one request authenticated as. Principal is "" for an
-// anonymous request. user keys the client sessions it may use (the SDK's
+// anonymous request; issuer is a JWT principal's issuer ("" for an API
+// key). user keys the client sessions it may use (the SDK's
 // TokenInfo.UserID): "" for anonymous requests, else the tenant, the
 // credential kind and the principal.
 type identity struct {
 	tenant    string
 	principal string
+	issuer    string
 	user      string
 	policy    *policy.Policy
 	// jwt is set for a JWT bearer: the only credential a passthrough
@@ -68,6 +70,9 @@ type identityKey struct{}
 // principalExtra is the TokenInfo.Extra key of the identity's principal,
 // for the SDK path's calls.
 const principalExtra = "switchyard.principal"
+
+// issuerExtra is the TokenInfo.Extra key of the identity's issuer.
+const issuerExtra = "switchyard.issuer"
 
 // jwtExtra is the TokenInfo.Extra key saying the credential was a JWT.
 const jwtExtra = "switchyard.jwt"
@@ -178,7 +183,7 @@ func (s *Service) authJWT(ctx context.Context, token, resource string, snap *ten
 		return nil, &authFailure{status: http.StatusForbidden, desc: desc}
 	}
 	_, pol, _ := snap.Tenant(name)
-	return &identity{tenant: name, principal: sub, user: name + "\x00jwt\x00" + p.Issuer + "\x00" + sub, policy: pol, jwt: true}, nil
+	return &identity{tenant: name, principal: sub, issuer: p.Issuer, user: name + "\x00jwt\x00" + p.Issuer + "\x00" + sub, policy: pol, jwt: true}, nil
 }
 
 // jwtFailure maps a verification error to its answer: a key set that
@@ -235,7 +240,7 @@ func bindSessions(next http.Handler) http.Handler {
 		if id == nil || id.user == "" {
 			return nil, auth.ErrInvalidToken // unreachable: see view.ServeHTTP
 		}
-		return &auth.TokenInfo{UserID: id.user, Extra: map[string]any{principalExtra: id.principal, jwtExtra: id.jwt}}, nil
+		return &auth.TokenInfo{UserID: id.user, Extra: map[string]any{principalExtra: id.principal, issuerExtra: id.issuer, jwtExtra: id.jwt}}, nil
 	}
 	return auth.RequireBearerToken(verify, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(next)
 }
