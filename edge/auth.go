@@ -27,10 +27,15 @@ type AuthConfig struct {
 	// its issuers' JWKS (internal/jwtauth). Nil: only API keys (and
 	// anonymous access where a tenant allows it) authenticate.
 	JWT *jwtauth.Config
-	// PublicURL is the base URL clients reach the edge at
-	// ("https://gw.example.com", no path): the protected resource
-	// metadata's "resource" is PublicURL + the MCP path. Empty: the
-	// scheme and Host of each request.
+	// PublicURL is the URL clients reach the gateway at: scheme, host and
+	// an optional path prefix ("https://gw.example.com", or
+	// "https://gw.example.com/tools" behind a proxy that serves the
+	// gateway under /tools and strips the prefix). Every URL and path the
+	// edge hands out is under it: the protected resource metadata's
+	// "resource" is PublicURL + the MCP path, the legacy SSE endpoint
+	// event's path starts with the prefix. Empty: a trusted proxy's
+	// forwarded headers, else the connection's own address (never an
+	// arbitrary Host header; internal/publicurl).
 	PublicURL string
 	// AuthorizationServers are the issuer URLs the metadata document
 	// lists ("authorization_servers"). Empty: the JWT issuers.
@@ -127,7 +132,7 @@ func (s *Service) authenticate(r *http.Request, snap *tenancy.Snapshot) (*identi
 	if s.jwt == nil {
 		return nil, &authFailure{status: http.StatusUnauthorized, code: "invalid_token", desc: "the bearer token is not a valid API key"}
 	}
-	return s.authJWT(r.Context(), token, s.publicBase(r)+r.URL.EscapedPath(), snap)
+	return s.authJWT(r.Context(), token, s.public.Origin(r).URL(r.URL.EscapedPath()), snap)
 }
 
 // authKey authenticates an API key. Every failure reads the same to the
