@@ -14,9 +14,10 @@ import (
 // Legacy HTTP+SSE sessions (protocol 2024-11-05) are named by the
 // sessionid query parameter of their POST endpoint, which the SDK's SSE
 // handler announces in the stream's first event (the GET's path, under
-// the public prefix: see serveSSEBound) and checks against no caller. The edge binds each such session to the view and identity user
-// of the GET that opened it, as sessionMatches does for streamable HTTP:
-// a POST by anyone else reads as an unknown session.
+// the public prefix: see serveSSEBound) and checks against no caller.
+// The edge binds each such session to the view and identity user of the
+// GET that opened it, as sessionMatches does for streamable HTTP: a POST
+// by anyone else reads as an unknown session.
 
 // sseOwner is what a legacy session is bound to.
 func sseOwner(v *view, id *identity) string { return v.key + "\x00" + id.user }
