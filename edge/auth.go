@@ -27,10 +27,15 @@ type AuthConfig struct {
 	// its issuers' JWKS (internal/jwtauth). Nil: only API keys (and
 	// anonymous access where a tenant allows it) authenticate.
 	JWT *jwtauth.Config
-	// PublicURL is the base URL clients reach the edge at
-	// ("https://gw.example.com", no path): the protected resource
-	// metadata's "resource" is PublicURL + the MCP path. Empty: the
-	// scheme and Host of each request.
+	// PublicURL is the URL clients reach the gateway at: scheme, host and
+	// an optional path prefix ("https://gw.example.com", or
+	// "https://gw.example.com/tools" behind a proxy that serves the
+	// gateway under /tools and strips the prefix). Every URL and path the
+	// edge hands out is under it: the protected resource metadata's
+	// "resource" is PublicURL + the MCP path, the legacy SSE endpoint
+	// event's path starts with the prefix. Empty: a trusted proxy's
+	// forwarded headers, else the connection's own address (never an
+	// arbitrary Host header; internal/publicurl).
 	PublicURL string
 	// AuthorizationServers are the issuer URLs the metadata document
 	// lists ("authorization_servers"). Empty: the JWT issuers.
@@ -40,12 +45,14 @@ type AuthConfig struct {
 }
 
 // identity is who one request authenticated as. Principal is "" for an
-// anonymous request. user keys the client sessions it may use (the SDK's
+// anonymous request; issuer is a JWT principal's issuer ("" for an API
+// key). user keys the client sessions it may use (the SDK's
 // TokenInfo.UserID): "" for anonymous requests, else the tenant, the
 // credential kind and the principal.
 type identity struct {
 	tenant    string
 	principal string
+	issuer    string
 	user      string
 	policy    *policy.Policy
 	// jwt is set for a JWT bearer: the only credential a passthrough
@@ -68,6 +75,9 @@ type identityKey struct{}
 // principalExtra is the TokenInfo.Extra key of the identity's principal,
 // for the SDK path's calls.
 const principalExtra = "switchyard.principal"
+
+// issuerExtra is the TokenInfo.Extra key of the identity's issuer.
+const issuerExtra = "switchyard.issuer"
 
 // jwtExtra is the TokenInfo.Extra key saying the credential was a JWT.
 const jwtExtra = "switchyard.jwt"
@@ -122,7 +132,7 @@ func (s *Service) authenticate(r *http.Request, snap *tenancy.Snapshot) (*identi
 	if s.jwt == nil {
 		return nil, &authFailure{status: http.StatusUnauthorized, code: "invalid_token", desc: "the bearer token is not a valid API key"}
 	}
-	return s.authJWT(r.Context(), token, s.publicBase(r)+r.URL.EscapedPath(), snap)
+	return s.authJWT(r.Context(), token, s.public.Origin(r).URL(r.URL.EscapedPath()), snap)
 }
 
 // authKey authenticates an API key. Every failure reads the same to the
@@ -178,7 +188,7 @@ func (s *Service) authJWT(ctx context.Context, token, resource string, snap *ten
 		return nil, &authFailure{status: http.StatusForbidden, desc: desc}
 	}
 	_, pol, _ := snap.Tenant(name)
-	return &identity{tenant: name, principal: sub, user: name + "\x00jwt\x00" + p.Issuer + "\x00" + sub, policy: pol, jwt: true}, nil
+	return &identity{tenant: name, principal: sub, issuer: p.Issuer, user: name + "\x00jwt\x00" + p.Issuer + "\x00" + sub, policy: pol, jwt: true}, nil
 }
 
 // jwtFailure maps a verification error to its answer: a key set that
@@ -235,7 +245,7 @@ func bindSessions(next http.Handler) http.Handler {
 		if id == nil || id.user == "" {
 			return nil, auth.ErrInvalidToken // unreachable: see view.ServeHTTP
 		}
-		return &auth.TokenInfo{UserID: id.user, Extra: map[string]any{principalExtra: id.principal, jwtExtra: id.jwt}}, nil
+		return &auth.TokenInfo{UserID: id.user, Extra: map[string]any{principalExtra: id.principal, issuerExtra: id.issuer, jwtExtra: id.jwt}}, nil
 	}
 	return auth.RequireBearerToken(verify, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(next)
 }

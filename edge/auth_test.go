@@ -637,8 +637,9 @@ func TestAuthUpstreamHiddenByPolicy(t *testing.T) {
 	e.initialize(t, "/mcp", carol)
 }
 
-// TestAuthPrincipalOnEveryPath checks the tenant and principal of calls
-// served by the fast path, by the SDK (the principal travels in the SDK's
+// TestAuthPrincipalOnEveryPath checks the tenant and principal (and a
+// JWT principal's issuer, which task ids are sealed to) of calls served by
+// the fast path, by the SDK (the principal travels in the SDK's
 // TokenInfo) and statelessly (2026-07-28), for an API key and a JWT.
 func TestAuthPrincipalOnEveryPath(t *testing.T) {
 	call := `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"up__echo","arguments":{}}}`
@@ -646,22 +647,26 @@ func TestAuthPrincipalOnEveryPath(t *testing.T) {
 	for _, sdkOnly := range []bool{false, true} {
 		t.Run(fmt.Sprintf("noFastPath=%v", sdkOnly), func(t *testing.T) {
 			e := newAuthEnv(t, false, func(o *rigOpts) { o.noFastPath = sdkOnly })
-			for _, who := range []struct{ name, auth, tenant, principal string }{
-				{"key", "Bearer " + e.keys["carol"], "beta", "carol"},
-				{"jwt", "Bearer " + e.idp.Token(t, map[string]any{"sub": "zed", "org": "acme"}), "acme", "zed"},
+			for _, who := range []struct{ name, auth, tenant, principal, issuer string }{
+				{"key", "Bearer " + e.keys["carol"], "beta", "carol", ""},
+				{"jwt", "Bearer " + e.idp.Token(t, map[string]any{"sub": "zed", "org": "acme"}), "acme", "zed", e.idp.Issuer()},
 			} {
 				t.Run(who.name, func(t *testing.T) {
 					sid := e.initialize(t, "/mcp", who.auth)
 					if code, _, b := e.do(t, http.MethodPost, "/mcp", who.auth, sid, call); code != http.StatusOK {
 						t.Fatalf("stateful: %d %s", code, b)
 					}
-					checkRouted(t, e.c.last(t, "tools/call"), who.tenant, who.principal)
+					got := e.c.last(t, "tools/call")
+					checkRouted(t, got, who.tenant, who.principal)
+					if got.req.Issuer != who.issuer {
+						t.Fatalf("stateful: issuer %q, want %q", got.req.Issuer, who.issuer)
+					}
 					if code, _, b := e.do(t, http.MethodPost, "/mcp", who.auth, "", call2026, hdr2026("tools/call", "up__echo")...); code != http.StatusOK {
 						t.Fatalf("2026: %d %s", code, b)
 					}
-					got := e.c.last(t, "tools/call")
+					got = e.c.last(t, "tools/call")
 					checkRouted(t, got, who.tenant, who.principal)
-					if got.req.Protocol != protocol2026 || got.req.Session != "" {
+					if got.req.Protocol != protocol2026 || got.req.Session != "" || got.req.Issuer != who.issuer {
 						t.Fatalf("2026 call routed as %+v", got.req)
 					}
 				})

@@ -165,6 +165,7 @@ func (s *Service) forward(ctx context.Context, v *view, method, op, name string,
 		if ti := ex.TokenInfo; ti != nil {
 			user = ti.UserID
 			preq.Principal, _ = ti.Extra[principalExtra].(string)
+			preq.Issuer, _ = ti.Extra[issuerExtra].(string)
 			if jwt, _ := ti.Extra[jwtExtra].(bool); jwt && s.passthrough.Load() && ex.Header != nil {
 				authz = ex.Header.Get("Authorization")
 			}

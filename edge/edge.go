@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -22,6 +23,7 @@ import (
 	"github.com/switchyard-mcp/switchyard/internal/jwtauth"
 	"github.com/switchyard-mcp/switchyard/internal/limit"
 	"github.com/switchyard-mcp/switchyard/internal/metrics"
+	"github.com/switchyard-mcp/switchyard/internal/publicurl"
 	"github.com/switchyard-mcp/switchyard/internal/tenancy"
 	"github.com/switchyard-mcp/switchyard/internal/trace"
 	"github.com/switchyard-mcp/switchyard/proto"
@@ -41,6 +43,12 @@ type Config struct {
 	// Auth configures authentication beyond API keys: JWT issuers and the
 	// protected resource metadata.
 	Auth AuthConfig
+	// TrustedProxies are the peers, besides loopback ones (always
+	// trusted), whose X-Forwarded-Proto, X-Forwarded-Host,
+	// X-Forwarded-Prefix and Forwarded headers say how clients reach the
+	// edge (internal/publicurl), for the URLs and paths it hands out.
+	// Auth.PublicURL, when set, wins. Nil: loopback peers only.
+	TrustedProxies []netip.Prefix
 	// CallTimeout bounds one call end to end. Default 60s.
 	CallTimeout time.Duration
 	// SessionTimeout closes client sessions idle this long. Default 30m; negative: never.
@@ -89,10 +97,11 @@ type Service struct {
 	grants   *routeCache // route grants: tools/call straight to a worker
 	presence *bus.Presence
 	tenancy  tenancy.Source
-	watcher  *tenancy.Watcher  // nil when Config.Tenancy was given
-	jwt      *jwtauth.Verifier // nil without JWT issuers
-	jwtCache jwtCache          // verified tokens, briefly (jwtcache.go)
-	fleet    *limit.Fleet      // the live edges, for each one's share of the limits
+	watcher  *tenancy.Watcher    // nil when Config.Tenancy was given
+	jwt      *jwtauth.Verifier   // nil without JWT issuers
+	jwtCache jwtCache            // verified tokens, briefly (jwtcache.go)
+	public   *publicurl.Resolver // how clients reach the edge, for the URLs it hands out
+	fleet    *limit.Fleet        // the live edges, for each one's share of the limits
 	limits   *limit.Limiter
 	routes   sync.Map // tenant -> map[op]route subject
 	// sseOwners binds legacy SSE sessions (their sessionid) to the view
@@ -194,6 +203,15 @@ func New(cfg Config, nc *nats.Conn, log *slog.Logger) (*Service, error) {
 			return nil, fmt.Errorf("edge: auth: %w", err)
 		}
 	}
+	var pub *publicurl.Origin
+	if cfg.Auth.PublicURL != "" {
+		o, err := publicurl.ParsePublicURL(cfg.Auth.PublicURL)
+		if err != nil {
+			return nil, fmt.Errorf("edge: auth: public URL %q: %w", cfg.Auth.PublicURL, err)
+		}
+		pub = &o
+	}
+	s.public = publicurl.NewResolver(pub, cfg.TrustedProxies, cfg.Listen)
 	return s, nil
 }
 
@@ -309,6 +327,7 @@ func (s *Service) Run(ctx context.Context) error {
 	serveErr := make(chan error, 1)
 	run(func() { serveErr <- srv.Serve(ln) })
 	s.log.Info("edge listening", "addr", addr)
+	s.warnAdvertised(addr)
 	select {
 	case <-ctx.Done():
 	case err = <-serveErr:

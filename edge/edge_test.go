@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"strings"
 	"testing"
 	"time"
@@ -46,8 +47,9 @@ type rigOpts struct {
 	sessionTimeout time.Duration  // 0: the default
 	tenancy        tenancy.Source // nil: the default tenant alone
 	auth           AuthConfig
-	audit          *audit.Config // nil: no audit trail
-	log            *slog.Logger  // nil: discard
+	audit          *audit.Config  // nil: no audit trail
+	log            *slog.Logger   // nil: discard
+	trustedProxies []netip.Prefix // besides loopback peers
 }
 
 // newRigWith is newRig with an edge configured by o (nil: the defaults).
@@ -72,7 +74,7 @@ func newRigWith(t *testing.T, router nats.MsgHandler, o *rigOpts) *rig {
 		}
 	}
 	cfg := Config{ID: "edge-t", Listen: "127.0.0.1:0", JSONResponse: !o.sse, CallTimeout: 5 * time.Second,
-		MaxRequestBodyBytes: 64 << 10, SessionTimeout: o.sessionTimeout, Tenancy: o.tenancy, Auth: o.auth, Audit: o.audit}
+		MaxRequestBodyBytes: 64 << 10, SessionTimeout: o.sessionTimeout, Tenancy: o.tenancy, Auth: o.auth, Audit: o.audit, TrustedProxies: o.trustedProxies}
 	if cfg.Tenancy == nil {
 		cfg.Tenancy = tenancy.Static{Snap: tenancy.NewSnapshot(config.DefaultTenants(), nil)}
 	}

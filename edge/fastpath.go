@@ -170,7 +170,7 @@ func (s *Service) runFast(w http.ResponseWriter, r *http.Request, v *view, fc *f
 	preq := proto.Request{Method: m.Method, Tenant: v.tenant, Edge: s.cfg.ID, View: v.name, Protocol: fc.protocol, Params: m.Params}
 	var user string
 	if id := identityOf(r.Context()); id != nil {
-		preq.Principal, user = id.principal, id.user
+		preq.Principal, preq.Issuer, user = id.principal, id.issuer, id.user
 	}
 	if fc.op == proto.OpToolsCall {
 		preq.Name = p.Name

@@ -18,6 +18,7 @@ func FromFile(f *config.File) Config {
 		TenantLabels:        f.Metrics.MaxTenantLabels(),
 		NameSeparator:       f.NameSeparator,
 		Audit:               f.Audit.PublisherConfig(),
+		TrustedProxies:      f.Edge.TrustedProxyPrefixes(),
 		Auth: AuthConfig{
 			JWT:                  f.Auth.JWTConfig(),
 			PublicURL:            f.Auth.PublicURL,

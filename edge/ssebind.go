@@ -13,10 +13,11 @@ import (
 
 // Legacy HTTP+SSE sessions (protocol 2024-11-05) are named by the
 // sessionid query parameter of their POST endpoint, which the SDK's SSE
-// handler announces in the stream's first event and checks against no
-// caller. The edge binds each such session to the view and identity user
-// of the GET that opened it, as sessionMatches does for streamable HTTP:
-// a POST by anyone else reads as an unknown session.
+// handler announces in the stream's first event (the GET's path, under
+// the public prefix: see serveSSEBound) and checks against no caller.
+// The edge binds each such session to the view and identity user of the
+// GET that opened it, as sessionMatches does for streamable HTTP: a POST
+// by anyone else reads as an unknown session.
 
 // sseOwner is what a legacy session is bound to.
 func sseOwner(v *view, id *identity) string { return v.key + "\x00" + id.user }
@@ -42,7 +43,20 @@ func (s *Service) serveSSEBound(w http.ResponseWriter, r *http.Request, v *view,
 	}()
 	// The SDK derives the context of every request of the session from
 	// this GET's: the middleware knows a legacy session by it.
-	v.serveSSE(c, r.WithContext(context.WithValue(r.Context(), legacySSEKey{}, true)))
+	r = r.WithContext(context.WithValue(r.Context(), legacySSEKey{}, true))
+	// The SDK's endpoint event is this request's path with the session
+	// id: a path from the origin, as clients expect (they refuse an
+	// endpoint of another origin). Behind a prefix (auth.public_url's
+	// path, or a trusted proxy's X-Forwarded-Prefix) it starts with it.
+	if p := s.public.Origin(r).Prefix; p != "" {
+		u := *r.URL
+		u.Path, u.RawPath = p+u.Path, ""
+		if r.URL.RawPath != "" {
+			u.RawPath = p + r.URL.RawPath
+		}
+		r.URL = &u
+	}
+	v.serveSSE(c, r)
 }
 
 // legacySSEKey marks the context of a legacy HTTP+SSE session's requests.

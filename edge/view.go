@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"path"
 	"strconv"
 	"strings"
 	"sync"
@@ -194,7 +195,43 @@ func (s *Service) handler() http.Handler {
 	mux.HandleFunc(wellKnownPRM+"/", s.serveResourceMetadata)
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })
 	mux.HandleFunc("/readyz", s.serveReady)
-	return mux
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// ServeMux answers a path that is not clean (//mcp, /a/../mcp)
+		// with a redirect to the clean path from the origin; behind a
+		// proxy that serves the gateway under a prefix and strips it,
+		// that would send the client out of the gateway. The redirect
+		// goes under the public prefix instead (internal/publicurl).
+		if p := r.URL.EscapedPath(); r.Method != http.MethodConnect && p != cleanPath(p) {
+			loc := s.public.Origin(r).Prefix + cleanPath(p)
+			if r.URL.RawQuery != "" {
+				loc += "?" + r.URL.RawQuery
+			}
+			http.Redirect(w, r, loc, http.StatusTemporaryRedirect)
+			return
+		}
+		mux.ServeHTTP(w, r)
+	})
+}
+
+// cleanPath is the canonical form ServeMux redirects an escaped path p
+// to: rooted, without . and .. elements or repeated slashes, keeping a
+// trailing slash (net/http cleanPath). A clean p is returned as is,
+// without allocating.
+func cleanPath(p string) string {
+	if p == "" {
+		return "/"
+	}
+	if p[0] != '/' {
+		p = "/" + p
+	}
+	np := path.Clean(p)
+	if p[len(p)-1] == '/' && np != "/" {
+		if len(p) == len(np)+1 && strings.HasPrefix(p, np) {
+			return p
+		}
+		np += "/"
+	}
+	return np
 }
 
 // endpoint serves one request to an MCP endpoint: the Origin check,

@@ -2,9 +2,10 @@ package proto
 
 // Request is a call from an edge, forwarded by a router to one worker.
 //
-// The edge fills Method, Tenant, Edge, Session, View, Protocol, Params and
-// DeadlineUnixMs; the router adds Upstream and Name (the upstream's own name
-// of the tool) and forwards it unchanged otherwise. Params is the MCP params
+// The edge fills Method, Tenant, Edge, Session, View, Protocol,
+// Principal, Issuer, Params and DeadlineUnixMs; the router adds Upstream
+// and Name (the upstream's own name of the tool) and forwards it unchanged
+// otherwise. Params is the MCP params
 // object as raw JSON, exactly as the client sent it (with the client's name
 // of the tool in it); it is never re-modelled.
 type Request struct {
@@ -17,10 +18,16 @@ type Request struct {
 	Name     string `msgpack:"n,omitempty"` // set by the router: the upstream's tool name
 	Protocol string `msgpack:"p,omitempty"` // the client's protocol version
 	// Principal is who the edge authenticated the call as within Tenant:
-	// an API key's principal, a JWT's subject ("<issuer> <sub>"), or ""
-	// for an anonymous request. Set by the edge; for limits and audit.
+	// an API key's principal, a JWT's sub claim, or "" for an anonymous
+	// request. Set by the edge; for limits, audit and the scope of the
+	// call's tasks (internal/taskid).
 	Principal string `msgpack:"a,omitempty"`
-	Params    []byte `msgpack:"j,omitempty"` // raw JSON params
+	// Issuer is the JWT issuer ("iss") of Principal, "" for an API key or
+	// an anonymous request: two issuers may use one sub, so (Issuer,
+	// Principal) names the caller. Set by the edge; workers seal task ids
+	// to it. Absent from edges that predate it.
+	Issuer string `msgpack:"q,omitempty"`
+	Params []byte `msgpack:"j,omitempty"` // raw JSON params
 	// ClientCaps is the client's capabilities object from its initialize
 	// (raw JSON), set by the edge for calls of a 2025-era session: a worker
 	// opening an upstream session for that client session declares them,

@@ -237,7 +237,7 @@ func grow(b []byte, n int) []byte {
 func appendRequest(b []byte, r *Request) []byte {
 	// One map entry per non-empty field; 2 bytes per one-letter key.
 	n, size := 1, 1+2+strSize(len(r.Method))
-	for _, s := range [...]string{r.Tenant, r.Edge, r.Session, r.View, r.Upstream, r.Name, r.Protocol, r.Principal} {
+	for _, s := range [...]string{r.Tenant, r.Edge, r.Session, r.View, r.Upstream, r.Name, r.Protocol, r.Principal, r.Issuer} {
 		if s != "" {
 			n++
 			size += 2 + strSize(len(s))
@@ -290,6 +290,9 @@ func appendRequest(b []byte, r *Request) []byte {
 	}
 	if r.Principal != "" {
 		b = appendKeyStr(b, 'a', r.Principal)
+	}
+	if r.Issuer != "" {
+		b = appendKeyStr(b, 'q', r.Issuer)
 	}
 	if len(r.Params) > 0 {
 		b = appendKeyBin(b, 'j', r.Params)
@@ -766,6 +769,7 @@ const (
 	reqName
 	reqProtocol
 	reqPrincipal
+	reqIssuer
 	reqParams
 	reqCaps
 	reqID
@@ -778,7 +782,7 @@ const (
 var requestFields = [256]int8{
 	'm': 1 + reqMethod, 't': 1 + reqTenant, 'e': 1 + reqEdge, 's': 1 + reqSession,
 	'v': 1 + reqView, 'u': 1 + reqUpstream, 'n': 1 + reqName, 'p': 1 + reqProtocol,
-	'a': 1 + reqPrincipal, 'j': 1 + reqParams, 'c': 1 + reqCaps, 'i': 1 + reqID, 'd': 1 + reqDeadline,
+	'a': 1 + reqPrincipal, 'q': 1 + reqIssuer, 'j': 1 + reqParams, 'c': 1 + reqCaps, 'i': 1 + reqID, 'd': 1 + reqDeadline,
 	'g': 1 + reqGrant,
 }
 
@@ -901,6 +905,9 @@ func viewRequest(data []byte, spans *[reqCaps + 1]span, present uint32, r *Reque
 	if present&(1<<reqPrincipal) != 0 {
 		r.Principal = viewStr(data, spans[reqPrincipal])
 	}
+	if present&(1<<reqIssuer) != 0 {
+		r.Issuer = viewStr(data, spans[reqIssuer])
+	}
 	if present&(1<<reqParams) != 0 {
 		r.Params = copyBytes(data, spans[reqParams], true)
 	}
@@ -939,6 +946,9 @@ func copyRequest(data []byte, spans *[reqCaps + 1]span, present uint32, r *Reque
 	}
 	if present&(1<<reqPrincipal) != 0 {
 		r.Principal = strs[reqPrincipal]
+	}
+	if present&(1<<reqIssuer) != 0 {
+		r.Issuer = strs[reqIssuer]
 	}
 	if present&(1<<reqParams) != 0 {
 		r.Params = copyBytes(data, spans[reqParams], false)

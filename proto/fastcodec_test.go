@@ -50,6 +50,7 @@ type refRequest struct {
 	Name           string  `msgpack:"n,omitempty"`
 	Protocol       string  `msgpack:"p,omitempty"`
 	Principal      string  `msgpack:"a,omitempty"`
+	Issuer         string  `msgpack:"q,omitempty"`
 	Params         *string `msgpack:"j,omitempty"`
 	ClientCaps     *string `msgpack:"c,omitempty"`
 	ID             uint64  `msgpack:"i,omitempty"`
@@ -86,7 +87,7 @@ func refUnmarshal(data []byte, v any) (any, error) {
 		var m refRequest
 		err := reflectUnmarshal(data, &m)
 		return &Request{Method: m.Method, Tenant: m.Tenant, Edge: m.Edge, Session: m.Session, View: m.View,
-			Upstream: m.Upstream, Name: m.Name, Protocol: m.Protocol, Principal: m.Principal, Params: refBytes(m.Params),
+			Upstream: m.Upstream, Name: m.Name, Protocol: m.Protocol, Principal: m.Principal, Issuer: m.Issuer, Params: refBytes(m.Params),
 			ClientCaps: refBytes(m.ClientCaps), ID: m.ID, DeadlineUnixMs: m.DeadlineUnixMs, Grant: refBytes(m.Grant)}, err
 	case *Reply:
 		var m refReply
@@ -214,7 +215,7 @@ func randRequest(rng *rand.Rand) *Request {
 	r := &Request{
 		Method: randString(rng), Tenant: randString(rng), Edge: randString(rng), Session: randString(rng),
 		View: randString(rng), Upstream: randString(rng), Name: randString(rng), Protocol: randString(rng),
-		Principal: randString(rng), Params: randPayload(rng),
+		Principal: randString(rng), Issuer: randString(rng), Params: randPayload(rng),
 	}
 	if rng.IntN(3) == 0 {
 		r.ClientCaps = randPayload(rng)
@@ -572,7 +573,7 @@ func (w *altWriter) writeMap(entries []entry, dup func(key string) func()) {
 func altRequest(w *altWriter, r *Request) {
 	if w.rng.IntN(10) == 0 { // the array form
 		w.arrayHeader(reqNumFields)
-		for _, s := range []string{r.Method, r.Tenant, r.Edge, r.Session, r.View, r.Upstream, r.Name, r.Protocol, r.Principal} {
+		for _, s := range []string{r.Method, r.Tenant, r.Edge, r.Session, r.View, r.Upstream, r.Name, r.Protocol, r.Principal, r.Issuer} {
 			w.str(s)
 		}
 		w.bytes(r.Params)
@@ -598,6 +599,7 @@ func altRequest(w *altWriter, r *Request) {
 	add("n", r.Name == "", str(r.Name))
 	add("p", r.Protocol == "", str(r.Protocol))
 	add("a", r.Principal == "", str(r.Principal))
+	add("q", r.Issuer == "", str(r.Issuer))
 	add("j", len(r.Params) == 0, func() { w.bytes(r.Params) })
 	add("c", len(r.ClientCaps) == 0, func() { w.bytes(r.ClientCaps) })
 	add("i", r.ID == 0, func() { w.integer(r.ID, false) })

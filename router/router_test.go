@@ -553,7 +553,7 @@ func TestRouterMethods(t *testing.T) {
 // upstream from it).
 func taskOf(upstream string) string {
 	c, _ := taskid.New([]byte("0123456789abcdef0123456789abcdef"))
-	return c.Mint("scope", upstream, "t-1")
+	return c.Mint(taskid.Scope{Tenant: "default"}, upstream, "t-1")
 }
 
 // TestRouterParamHeaders: a 2026-07-28 tools/call of a tool with

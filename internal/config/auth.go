@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/switchyard-mcp/switchyard/internal/jwtauth"
+	"github.com/switchyard-mcp/switchyard/internal/publicurl"
 )
 
 // AuthFile is the edge's authentication (key auth). API keys and the
@@ -14,7 +15,7 @@ import (
 // issuers and what the protected resource metadata (RFC 9728) says.
 //
 //	auth:
-//	  public_url: https://gw.example.com      # resource = public_url + endpoint path
+//	  public_url: https://gw.example.com/tools  # resource = public_url + endpoint path
 //	  authorization_servers: [https://idp.example.com/]   # default: the JWT issuers
 //	  scopes_supported: [mcp]
 //	  jwt:
@@ -28,8 +29,12 @@ import (
 //	        groups_claim: groups
 //	        claims: [sub, org]                  # default: every string claim
 type AuthFile struct {
-	// PublicURL is the scheme and host clients use ("https://host[:port]",
-	// no path). Empty: each request's own.
+	// PublicURL is the URL clients reach the gateway at: scheme, host and
+	// an optional path prefix ("https://host[:port]" or
+	// "https://host/tools" behind a proxy that serves the gateway under
+	// /tools); every URL and path the edge hands out is under it
+	// (internal/publicurl). Empty: a trusted proxy's X-Forwarded-*
+	// headers, else the address each connection arrived at.
 	PublicURL string `yaml:"public_url"`
 	// AuthorizationServers are listed in the metadata; empty means the
 	// JWT issuers.
@@ -80,9 +85,8 @@ func (a *AuthFile) JWTConfig() *jwtauth.Config {
 func (a *AuthFile) validate() []error {
 	var errs []error
 	if a.PublicURL != "" {
-		u, err := url.Parse(a.PublicURL)
-		if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || (u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.Fragment != "" {
-			errs = append(errs, fmt.Errorf("auth.public_url: %q must be http(s)://host[:port] without a path", a.PublicURL))
+		if _, err := publicurl.ParsePublicURL(a.PublicURL); err != nil {
+			errs = append(errs, fmt.Errorf("auth.public_url: %q: %w", a.PublicURL, err))
 		}
 	}
 	for i, s := range a.AuthorizationServers {

@@ -12,6 +12,7 @@ import (
 	"io"
 	"maps"
 	"net"
+	"net/netip"
 	"os"
 	"strconv"
 	"strings"
@@ -21,6 +22,7 @@ import (
 
 	"github.com/switchyard-mcp/switchyard/internal/apikey"
 	"github.com/switchyard-mcp/switchyard/internal/policy"
+	"github.com/switchyard-mcp/switchyard/internal/publicurl"
 	"github.com/switchyard-mcp/switchyard/internal/tenancy"
 	"github.com/switchyard-mcp/switchyard/internal/trace"
 	"github.com/switchyard-mcp/switchyard/proto"
@@ -197,6 +199,20 @@ type EdgeFile struct {
 	// a worker on a router's route grant (edge.Config.RouteCacheTTL).
 	// Default 1s; "0s": off, every call goes through a router.
 	RouteCacheTTL *Duration `yaml:"route_cache_ttl"`
+	// TrustedProxies are the peers, besides loopback ones (always
+	// trusted), whose X-Forwarded-Proto, X-Forwarded-Host,
+	// X-Forwarded-Prefix and Forwarded headers name the URL clients reach
+	// the gateway at: IP addresses or CIDR prefixes ("10.0.0.0/8",
+	// "192.168.1.10"). Empty: loopback peers only. auth.public_url, when
+	// set, wins over any header (internal/publicurl).
+	TrustedProxies []string `yaml:"trusted_proxies"`
+}
+
+// TrustedProxyPrefixes returns TrustedProxies parsed; entries that do
+// not parse (which Validate reports) are left out.
+func (e *EdgeFile) TrustedProxyPrefixes() []netip.Prefix {
+	p, _ := publicurl.ParseTrusted(e.TrustedProxies)
+	return p
 }
 
 // MetricsFile holds the metric options.
@@ -472,6 +488,11 @@ func (f *File) Validate() error {
 	}
 	if f.Edge.RouteCacheTTL != nil && *f.Edge.RouteCacheTTL < 0 {
 		bad(`edge.route_cache_ttl: must not be negative ("0s": off)`)
+	}
+	for i, e := range f.Edge.TrustedProxies {
+		if _, err := publicurl.ParseTrusted([]string{e}); err != nil {
+			bad("edge.trusted_proxies[%d]: %q is not an IP address or CIDR prefix", i, e)
+		}
 	}
 	if f.MaxRequestBodyBytes < 0 || f.MaxResultBytes < 0 {
 		bad("max_request_body_bytes, max_result_bytes: must not be negative")

@@ -257,6 +257,11 @@ func TestConfigLoadRejects(t *testing.T) {
 			want: []string{"edge.route_cache_ttl:"},
 		},
 		{
+			name: "bad edge.trusted_proxies",
+			body: "edge:\n  trusted_proxies: [10.0.0.0/8, proxy.internal, 10.0.0.0/40]\n",
+			want: []string{`edge.trusted_proxies[1]: "proxy.internal"`, `edge.trusted_proxies[2]: "10.0.0.0/40"`},
+		},
+		{
 			name: "negative byte limits",
 			body: "max_result_bytes: -1\n",
 			want: []string{"max_result_bytes"},

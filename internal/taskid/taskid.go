@@ -8,15 +8,28 @@
 //
 //	sy1.<base64url(upstream)>.<base64url(nonce | AES-256-GCM(upstream task id))>
 //
-// sealed under a key every worker shares, with the upstream and the scope
-// that created the task as additional data: the client session (2025-era
-// sessions) or the tenant and endpoint (2026-07-28 stateless requests).
-// The upstream's id is unreadable, and opening an id under any other
-// scope, upstream or key fails, so a task is reachable only from where it
-// was created. Ids carry no state: any worker opens any id, with no store
-// to write before the CreateTaskResult goes out. Routers read the upstream
-// (a name clients see anyway) without the key ([Upstream]) to choose a
-// worker; workers open ([Codec.Open]).
+// sealed under a key every worker shares, with the upstream and the
+// [Scope] that created the task as additional data: the caller (tenant,
+// JWT issuer, principal) and where it called from (its client session for
+// 2025-era sessions, its endpoint for 2026-07-28 stateless requests). The
+// upstream's id is unreadable, and opening an id under any other scope,
+// upstream or key fails exactly as opening a forged one does, so a task is
+// reachable only by the caller that created it, from where it created it,
+// and nobody else learns that it exists. Ids carry no state: any worker
+// opens any id, with no store to write before the CreateTaskResult goes
+// out. Routers read the upstream (a name clients see anyway) without the
+// key ([Upstream]) to choose a worker; workers open ([Codec.Open]).
+//
+// # Ids minted before the principal was sealed in
+//
+// Earlier workers sealed ids to the client session or to the tenant and
+// endpoint alone, with the same format. [Codec.Open] still opens such an
+// id of a client session, from that session: the edge binds each session
+// to the caller that created it, so only that caller can present it. An
+// old id of a stateless (2026-07-28) request does not open: it named only
+// the tenant and endpoint, so nothing tells whose it is. Task ids are
+// short-lived; the client gets -32602 for such an id, as for any unknown
+// one.
 package taskid
 
 import (
@@ -67,11 +80,16 @@ func New(key []byte) (*Codec, error) {
 
 // Mint returns a gateway id of upstream's task id, bound to scope. Each
 // call seals with a fresh random nonce, so two mints of one id differ.
-func (c *Codec) Mint(scope, upstream, id string) string {
+func (c *Codec) Mint(scope Scope, upstream, id string) string {
+	return c.seal(scope.key(), upstream, id)
+}
+
+// seal mints under the additional data of scope key.
+func (c *Codec) seal(key, upstream, id string) string {
 	ns := c.aead.NonceSize()
 	sealed := make([]byte, ns, ns+len(id)+c.aead.Overhead())
 	_, _ = rand.Read(sealed)
-	sealed = c.aead.Seal(sealed, sealed[:ns], []byte(id), aad(scope, upstream))
+	sealed = c.aead.Seal(sealed, sealed[:ns], []byte(id), aad(key, upstream))
 	var b strings.Builder
 	b.Grow(len(prefix) + b64.EncodedLen(len(upstream)) + 1 + b64.EncodedLen(len(sealed)))
 	b.WriteString(prefix)
@@ -83,13 +101,18 @@ func (c *Codec) Mint(scope, upstream, id string) string {
 
 // Open returns the upstream and the upstream's task id of gid; ok is false
 // when gid is not a gateway id, or was minted under another scope or key.
-func (c *Codec) Open(scope, gid string) (upstream, id string, ok bool) {
+// An id of a client session minted before scopes named the caller opens
+// from that session (see the package doc).
+func (c *Codec) Open(scope Scope, gid string) (upstream, id string, ok bool) {
 	upstream, sealed, ok := split(gid)
 	if !ok || len(sealed) < c.aead.NonceSize()+c.aead.Overhead() {
 		return "", "", false
 	}
 	ns := c.aead.NonceSize()
-	plain, err := c.aead.Open(nil, sealed[:ns], sealed[ns:], aad(scope, upstream))
+	plain, err := c.aead.Open(nil, sealed[:ns], sealed[ns:], aad(scope.key(), upstream))
+	if err != nil && scope.Session != "" {
+		plain, err = c.aead.Open(nil, sealed[:ns], sealed[ns:], aad(scope.sessionKeyV1(), upstream))
+	}
 	if err != nil {
 		return "", "", false
 	}
@@ -124,22 +147,64 @@ func split(gid string) (upstream string, sealed []byte, ok bool) {
 // upstream, each length-prefixed so that no two pairs share an encoding.
 func aad(scope, upstream string) []byte {
 	b := make([]byte, 0, 8+len(scope)+len(upstream))
-	for _, f := range [...]string{scope, upstream} {
-		l := len(f)
-		b = append(b, byte(l>>24), byte(l>>16), byte(l>>8), byte(l))
-		b = append(b, f...)
-	}
-	return b
+	return appendField(appendField(b, scope), upstream)
 }
 
-// Scope is the scope of a request: its client session ("s" + edge +
-// session) when it has one, else its tenant and endpoint ("t" + tenant +
-// view), the scope of a 2026-07-28 stateless client.
-func Scope(tenant, edge, session, view string) string {
-	if session != "" {
-		return "s\x00" + edge + "\x00" + session
+// Scope is who created a task, and from where: the fields of the
+// request (proto.Request) that carried it. An id opens only under the
+// scope it was minted in (every field equal), except View for a client
+// session, which a session never leaves.
+type Scope struct {
+	// Tenant is the caller's tenant.
+	Tenant string
+	// Issuer is the JWT issuer of Principal; "" for an API key's
+	// principal or an anonymous caller.
+	Issuer string
+	// Principal is the caller within Tenant: an API key's principal, a
+	// JWT's sub, or "" for an anonymous caller (all anonymous callers of
+	// a tenant are one caller).
+	Principal string
+	// Edge and Session name a 2025-era client session; Session is "" for
+	// a stateless (2026-07-28) request.
+	Edge, Session string
+	// View is the endpoint of a stateless request: "" for the federated
+	// view, else the passthrough upstream.
+	View string
+}
+
+// key is the scope as additional data: every field length-prefixed, so
+// that no two scopes share an encoding, after a tag that no scope of the
+// earlier format ("s\x00..." or "t\x00...") starts with.
+func (s Scope) key() string {
+	fields := [...]string{s.Tenant, s.Issuer, s.Principal, s.Edge, s.Session, ""}
+	tag := byte('S')
+	if s.Session == "" {
+		// A stateless request is its endpoint's; a session's calls all
+		// come through its one view.
+		tag, fields[3], fields[5] = 'T', "", s.View
 	}
-	return "t\x00" + tenant + "\x00" + view
+	n := 2
+	for _, f := range fields {
+		n += 4 + len(f)
+	}
+	b := make([]byte, 0, n)
+	b = append(b, '2', tag)
+	for _, f := range fields {
+		b = appendField(b, f)
+	}
+	return string(b)
+}
+
+// sessionKeyV1 is the scope a client session's ids were sealed with before
+// scopes named the caller.
+func (s Scope) sessionKeyV1() string {
+	return "s\x00" + s.Edge + "\x00" + s.Session
+}
+
+func appendField(b []byte, f string) []byte {
+	l := len(f)
+	b = append(b, byte(l>>24), byte(l>>16), byte(l>>8), byte(l))
+	return append(b, f...)
 }
 
 // Bucket is the KV bucket of the fleet's shared keys; KeyTasks is the key

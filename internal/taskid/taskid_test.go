@@ -18,10 +18,10 @@ func testCodec(t *testing.T, key string) *Codec {
 func TestMintOpen(t *testing.T) {
 	c := testCodec(t, "0123456789abcdef0123456789abcdef")
 	other := testCodec(t, "fedcba9876543210fedcba9876543210")
-	if c.Mint("s", "u", "i") == c.Mint("s", "u", "i") {
+	if c.Mint(Scope{}, "u", "i") == c.Mint(Scope{}, "u", "i") {
 		t.Fatal("two mints of one id are equal: no fresh nonce")
 	}
-	sess := Scope("default", "e1", "e1-abc", "")
+	sess := Scope{Tenant: "default", Principal: "alice", Edge: "e1", Session: "e1-abc"}
 	gid := c.Mint(sess, "up-1", "task-42")
 	if !strings.HasPrefix(gid, prefix) || strings.Contains(gid, "task-42") || strings.Contains(gid, b64.EncodeToString([]byte("task-42"))) {
 		t.Fatalf("gid %q: want an opaque sy1. id", gid)
@@ -43,21 +43,29 @@ func TestMintOpen(t *testing.T) {
 	if _, _, ok := split(tamper(gid)); !ok || tamper(gid) == gid {
 		t.Fatalf("tampered id %q does not decode or is the id: the case would not reach the tag check", tamper(gid))
 	}
+	with := func(f func(*Scope)) Scope { s := sess; f(&s); return s }
 	tests := []struct {
-		name, scope, gid string
-		codec            *Codec
-		ok               bool
+		name, gid string
+		scope     Scope
+		codec     *Codec
+		ok        bool
 	}{
-		{"same scope", sess, gid, c, true},
-		{"other session", Scope("default", "e1", "e1-xyz", ""), gid, c, false},
-		{"stateless scope", Scope("default", "e1", "", ""), gid, c, false},
-		{"other key", sess, gid, other, false},
-		{"tampered mac", sess, tamper(gid), c, false},
-		{"upstream's own id", sess, "task-42", c, false},
-		{"empty", sess, "", c, false},
-		{"too many parts", sess, gid + ".x", c, false},
-		{"other upstream", sess, prefix + b64.EncodeToString([]byte("up-2")) + gid[strings.LastIndexByte(gid, '.'):], c, false},
-		{"truncated", sess, gid[:len(gid)-4], c, false},
+		{"same scope", gid, sess, c, true},
+		{"another view of the session", gid, with(func(s *Scope) { s.View = "up-1" }), c, true},
+		{"other session", gid, with(func(s *Scope) { s.Session = "e1-xyz" }), c, false},
+		{"other edge", gid, with(func(s *Scope) { s.Edge = "e2" }), c, false},
+		{"other principal", gid, with(func(s *Scope) { s.Principal = "bob" }), c, false},
+		{"anonymous", gid, with(func(s *Scope) { s.Principal = "" }), c, false},
+		{"same sub, a JWT's", gid, with(func(s *Scope) { s.Issuer = "https://idp/" }), c, false},
+		{"other tenant", gid, with(func(s *Scope) { s.Tenant = "acme" }), c, false},
+		{"stateless scope", gid, with(func(s *Scope) { s.Edge, s.Session = "", "" }), c, false},
+		{"other key", gid, sess, other, false},
+		{"tampered mac", tamper(gid), sess, c, false},
+		{"upstream's own id", "task-42", sess, c, false},
+		{"empty", "", sess, c, false},
+		{"too many parts", gid + ".x", sess, c, false},
+		{"other upstream", prefix + b64.EncodeToString([]byte("up-2")) + gid[strings.LastIndexByte(gid, '.'):], sess, c, false},
+		{"truncated", gid[:len(gid)-4], sess, c, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -73,13 +81,63 @@ func TestMintOpen(t *testing.T) {
 	if u, ok := Upstream(gid); !ok || u != "up-1" {
 		t.Fatalf("Upstream = %q, %v", u, ok)
 	}
-	// Stateless scopes differ by tenant and endpoint.
-	st := c.Mint(Scope("default", "", "", "up-1"), "up-1", "t")
-	if _, _, ok := c.Open(Scope("default", "", "", ""), st); ok {
-		t.Fatal("an id of a passthrough endpoint opened on the federated one")
+}
+
+// TestScopeStateless: a stateless (2026-07-28) task is its caller's on
+// its endpoint, from any edge: other endpoints, other principals of the
+// tenant, an issuer's principal of the same sub, and other tenants do not
+// open it.
+func TestScopeStateless(t *testing.T) {
+	c := testCodec(t, "0123456789abcdef0123456789abcdef")
+	alice := Scope{Tenant: "default", Principal: "alice", View: "up-1"}
+	jwt := Scope{Tenant: "default", Issuer: "https://idp/", Principal: "alice", View: "up-1"}
+	ids := map[string]string{"alice": c.Mint(alice, "up-1", "t"), "jwt": c.Mint(jwt, "up-1", "t")}
+	tests := []struct {
+		name, id string
+		scope    Scope
+		ok       bool
+	}{
+		{"its caller", "alice", alice, true},
+		{"its caller on another edge", "alice", Scope{Tenant: "default", Principal: "alice", Edge: "e2", View: "up-1"}, true},
+		{"the federated endpoint", "alice", Scope{Tenant: "default", Principal: "alice"}, false},
+		{"another principal", "alice", Scope{Tenant: "default", Principal: "bob", View: "up-1"}, false},
+		{"anonymous", "alice", Scope{Tenant: "default", View: "up-1"}, false},
+		{"another tenant", "alice", Scope{Tenant: "acme", Principal: "alice", View: "up-1"}, false},
+		{"a JWT of the same sub", "alice", jwt, false},
+		{"the JWT's caller", "jwt", jwt, true},
+		{"another issuer", "jwt", Scope{Tenant: "default", Issuer: "https://other/", Principal: "alice", View: "up-1"}, false},
+		{"the API key of the sub", "jwt", alice, false},
+		// Fields are length-prefixed: moving bytes from the issuer to the
+		// principal is another scope.
+		{"issuer and principal shifted", "jwt", Scope{Tenant: "default", Issuer: "https://idp", Principal: "/alice", View: "up-1"}, false},
 	}
-	if _, _, ok := c.Open(Scope("default", "e2", "", "up-1"), st); !ok {
-		t.Fatal("a stateless id did not open on another edge")
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if _, _, ok := c.Open(tt.scope, ids[tt.id]); ok != tt.ok {
+				t.Fatalf("Open ok = %v, want %v", ok, tt.ok)
+			}
+		})
+	}
+}
+
+// TestOpenLegacy: ids minted before scopes named the caller ("s" + edge +
+// session, "t" + tenant + view) still open from their client session,
+// whose edge admits only the caller that created it; a stateless one,
+// which named no caller, never opens.
+func TestOpenLegacy(t *testing.T) {
+	c := testCodec(t, "0123456789abcdef0123456789abcdef")
+	session := c.seal("s\x00e1\x00e1-abc", "up-1", "task-7")
+	stateless := c.seal("t\x00default\x00up-1", "up-1", "task-8")
+	if u, id, ok := c.Open(Scope{Tenant: "default", Principal: "alice", Edge: "e1", Session: "e1-abc"}, session); !ok || u != "up-1" || id != "task-7" {
+		t.Fatalf("a legacy session id from its session: %q %q %v", u, id, ok)
+	}
+	if _, _, ok := c.Open(Scope{Tenant: "default", Principal: "alice", Edge: "e1", Session: "e1-xyz"}, session); ok {
+		t.Fatal("a legacy session id opened from another session")
+	}
+	for _, s := range []Scope{{Tenant: "default", View: "up-1"}, {Tenant: "default", Principal: "alice", View: "up-1"}} {
+		if _, _, ok := c.Open(s, stateless); ok {
+			t.Fatalf("a legacy stateless id opened for %+v", s)
+		}
 	}
 }
 
@@ -141,15 +199,16 @@ func TestParam(t *testing.T) {
 
 func FuzzOpen(f *testing.F) {
 	c, _ := New([]byte("0123456789abcdef0123456789abcdef"))
-	f.Add(c.Mint("s", "u", "id"))
+	s := Scope{Tenant: "t", Principal: "p", Edge: "e", Session: "s"}
+	f.Add(c.Mint(s, "u", "id"))
 	f.Add("sy1...")
 	f.Add("sy1.dQ.aWQ.AAAAAAAAAAAAAAAAAAAAAA")
 	f.Fuzz(func(t *testing.T, gid string) {
 		// Never a panic; an id that opens names what its canonical mint
 		// names (only a MAC under the key opens at all).
-		u, id, ok := c.Open("s", gid)
+		u, id, ok := c.Open(s, gid)
 		if ok {
-			u2, id2, ok2 := c.Open("s", c.Mint("s", u, id))
+			u2, id2, ok2 := c.Open(s, c.Mint(s, u, id))
 			if !ok2 || u2 != u || id2 != id {
 				t.Fatalf("Open(%q) = %q, %q; its re-mint opens as %q, %q, %v", gid, u, id, u2, id2, ok2)
 			}

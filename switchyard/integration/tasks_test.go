@@ -23,6 +23,7 @@ import (
 type taskClient struct {
 	t      *testing.T
 	url    string
+	auth   string // the Authorization header, "" for none
 	sid    string // 2025-era session, "" for 2026-07-28
 	caps   string // the client capabilities object
 	nextID int
@@ -31,7 +32,13 @@ type taskClient struct {
 const tasksCaps = `{"elicitation":{},"extensions":{"io.modelcontextprotocol/tasks":{}}}`
 
 func newTaskClient(t *testing.T, url, version, caps string) *taskClient {
-	c := &taskClient{t: t, url: url, caps: caps}
+	return newTaskClientAuth(t, url, version, caps, "")
+}
+
+// newTaskClientAuth is newTaskClient with an Authorization header on
+// every request.
+func newTaskClientAuth(t *testing.T, url, version, caps, auth string) *taskClient {
+	c := &taskClient{t: t, url: url, caps: caps, auth: auth}
 	if version == "2025-11-25" {
 		_, _, h := c.post("initialize", "", `{"protocolVersion":"2025-11-25","capabilities":`+caps+`,"clientInfo":{"name":"t","version":"1"}}`)
 		c.sid = h.Get("Mcp-Session-Id")
@@ -84,6 +91,9 @@ func (c *taskClient) notify(method string) {
 func (c *taskClient) headers(req *http.Request, method, name string) {
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
+	if c.auth != "" {
+		req.Header.Set("Authorization", c.auth)
+	}
 	if c.sid != "" {
 		req.Header.Set("Mcp-Session-Id", c.sid)
 		req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
@@ -270,5 +280,103 @@ func TestIntegrationTasks(t *testing.T) {
 	res, err := legacy.CallTool(t.Context(), &mcp.CallToolParams{Name: "slow_compute", Arguments: map[string]any{"seconds": 0.05, "label": "sse"}})
 	if err != nil || res.IsError || len(res.Content) == 0 {
 		t.Fatalf("slow_compute over legacy SSE: %+v, %v; want a synchronous result", res, err)
+	}
+}
+
+// TestIntegrationTasksPrincipals: a task is its creator's. Two API keys of
+// one tenant are two principals: the second can neither get, update nor
+// cancel the first's task, on the same endpoint in either era, and is
+// answered exactly as for a task id that never existed (so it learns
+// nothing of the task); the task is untouched and its creator still
+// reaches it. A principal of another tenant is refused the same way.
+func TestIntegrationTasksPrincipals(t *testing.T) {
+	up := httptest.NewServer(taskserver.New(taskserver.GreetHandler(), taskserver.Options{}))
+	t.Cleanup(up.Close)
+	keys := map[string]string{"ALICE": mintKey(t), "ALAN": mintKey(t), "BOB": mintKey(t)}
+	for n, k := range keys {
+		t.Setenv("SY_TEST_TASKS_"+n+"_KEY", k)
+	}
+	g := startGateway(t, loadConfig(t, fmt.Sprintf(`upstreams:
+  - name: tk
+    url: %s
+tenants:
+  - {name: acme, policy: {all_upstreams: true, default: allow}}
+  - {name: globex, policy: {all_upstreams: true, default: allow}}
+api_keys:
+  - {tenant: acme, principal: alice, key_env: SY_TEST_TASKS_ALICE_KEY}
+  - {tenant: acme, principal: alan, key_env: SY_TEST_TASKS_ALAN_KEY}
+  - {tenant: globex, principal: bob, key_env: SY_TEST_TASKS_BOB_KEY}
+`, up.URL)))
+	pass := g.url + "/mcp/tk"
+	bearer := func(n string) string { return "Bearer " + keys[n] }
+
+	for _, era := range []string{"2026-07-28", "2025-11-25"} {
+		t.Run(era, func(t *testing.T) {
+			alice := newTaskClientAuth(t, pass, era, tasksCaps, bearer("ALICE"))
+			eventually(t, 20*time.Second, func() error { // the worker connects to tk
+				if r := alice.call("tools/call", "greet", `{"name":"greet","arguments":{"name":"W"}}`); r.Error != nil || len(r.Result["content"]) == 0 {
+					return fmt.Errorf("sync tool: %+v %+v", r, r.Error)
+				}
+				return nil
+			})
+			work := alice.startTask("slow_compute", `{"seconds":60,"label":"alice"}`)
+			alice.await(work, "working")
+			ask := alice.startTask("confirm_delete", `{"filename":"a.txt"}`)
+			alice.await(ask, "input_required")
+
+			// refusal returns the -32602 message of method for id, with
+			// the id taken out.
+			refusal := func(c *taskClient, method, id string) string {
+				t.Helper()
+				params := `{"taskId":"` + id + `"}`
+				if method == "tasks/update" {
+					params = `{"taskId":"` + id + `","inputResponses":{"x":{"action":"accept","content":{"confirm":true}}}}`
+				}
+				r := c.call(method, id, params)
+				if r.Error == nil || r.Error.Code != -32602 {
+					t.Fatalf("%s of %s: %+v, want -32602", method, id, r)
+				}
+				return strings.ReplaceAll(r.Error.Message, id, "<id>")
+			}
+			// never is an id of the same upstream and length that never
+			// existed: its sealed part's last characters changed.
+			never := func(id string) string {
+				n := id[:len(id)-6] + "AAAAAA"
+				if n == id {
+					n = id[:len(id)-6] + "BBBBBB"
+				}
+				return n
+			}
+			for _, other := range []struct{ who, key string }{{"another principal of the tenant", "ALAN"}, {"a principal of another tenant", "BOB"}} {
+				c := newTaskClientAuth(t, pass, era, tasksCaps, bearer(other.key))
+				for _, method := range []string{"tasks/get", "tasks/update", "tasks/cancel"} {
+					for _, id := range []string{work, ask} {
+						want := refusal(c, method, never(id))
+						if got := refusal(c, method, id); got != want {
+							t.Fatalf("%s: %s of the task: %q, want the answer to an unknown id, %q", other.who, method, got, want)
+						}
+					}
+				}
+			}
+			// Untouched: still working and still waiting for input, and
+			// its creator still updates and cancels it.
+			alice.await(work, "working")
+			det := alice.await(ask, "input_required")
+			var asks map[string]json.RawMessage
+			_ = json.Unmarshal(det["inputRequests"], &asks)
+			resp := map[string]any{}
+			for k := range asks {
+				resp[k] = map[string]any{"action": "accept", "content": map[string]any{"confirm": true}}
+			}
+			rb, _ := json.Marshal(map[string]any{"taskId": ask, "inputResponses": resp})
+			if r := alice.call("tasks/update", ask, string(rb)); r.Error != nil {
+				t.Fatalf("tasks/update by the creator: %+v", r.Error)
+			}
+			alice.await(ask, "completed")
+			if r := alice.call("tasks/cancel", work, `{"taskId":"`+work+`"}`); r.Error != nil {
+				t.Fatalf("tasks/cancel by the creator: %+v", r.Error)
+			}
+			alice.await(work, "cancelled")
+		})
 	}
 }

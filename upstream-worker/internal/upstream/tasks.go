@@ -15,8 +15,8 @@ import (
 // The upstream's task ids never reach the client: the worker replaces the
 // taskId of a result with a sealed gateway id bound to the client's scope
 // (package taskid) and opens it again on the tasks/* requests, so a client
-// reaches only the tasks created from its own session (or, statelessly,
-// its own tenant and endpoint).
+// reaches only the tasks it created itself (its tenant, JWT issuer and
+// principal), from its own session (or, statelessly, its own endpoint).
 
 const (
 	methodTasksGet    = "tasks/get"
@@ -30,8 +30,11 @@ func isTaskMethod(method string) bool {
 	return method == methodTasksGet || method == methodTasksUpdate || method == methodTasksCancel
 }
 
-func scopeOf(req *proto.Request) string {
-	return taskid.Scope(req.Tenant, req.Edge, req.Session, req.View)
+// scopeOf is the scope req's tasks belong to: who sent it (as the edge
+// authenticated it) and from where.
+func scopeOf(req *proto.Request) taskid.Scope {
+	return taskid.Scope{Tenant: req.Tenant, Issuer: req.Issuer, Principal: req.Principal,
+		Edge: req.Edge, Session: req.Session, View: req.View}
 }
 
 // mintTaskID returns res, a tools/call result, with its taskId (a
@@ -56,9 +59,11 @@ func (u *Upstream) mintTaskID(req *proto.Request, res []byte) ([]byte, *proto.Er
 // id in params.taskId is opened under req's scope and replaced by the
 // upstream's id (params and Mcp-Name); in the result, and in an error's
 // message and data, the upstream's id becomes the gateway id again. An id
-// that does not open (unknown, forged, another scope's, another
-// upstream's) is -32602, as SEP-2663 answers a taskId the server does not
-// recognize; so are params that name a task twice (taskid.Param).
+// that does not open (unknown, forged, another caller's or another
+// scope's, another upstream's) is -32602 with one message, as SEP-2663
+// answers a taskId the server does not recognize, so the answer does not
+// tell whether the task exists; so are params that name a task twice
+// (taskid.Param).
 func (u *Upstream) taskRequest(ctx context.Context, req *proto.Request) ([]byte, *proto.Error) {
 	gid, ok := taskid.Param(req.Params)
 	if !ok {
