@@ -213,6 +213,12 @@ func (k *AdminKey) Record() (apikey.Record, error) {
 // callers that build a File without Load.
 func (k *AdminKey) SetKey(key string) { k.key, k.keyErr, k.absent = key, nil, nil }
 
+// Format prints k's source and scope for every verb (%v, %+v, %#v, %s),
+// never the key it holds.
+func (k AdminKey) Format(f fmt.State, _ rune) {
+	fmt.Fprintf(f, "{key_env:%s key_file:%s scope:%s}", k.KeyEnv, k.KeyFile, k.Scope)
+}
+
 // source says where the key comes from, for messages (never the key).
 func (k *AdminKey) source() string {
 	if k.KeyEnv != "" {

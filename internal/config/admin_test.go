@@ -2,6 +2,7 @@ package config
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -215,5 +216,24 @@ func TestConfigAdminAbsentKeyError(t *testing.T) {
 	k.SetKey("syk_not-a-key")
 	if _, err := k.Record(); !errors.Is(err, apikey.ErrMalformed) || strings.Contains(err.Error(), "syk_not") {
 		t.Fatalf("malformed key: %v", err)
+	}
+}
+
+// TestConfigKeysDoNotFormat: fmt (and slog's text handler, which uses it)
+// prints where a key comes from, never the key, whatever the verb.
+func TestConfigKeysDoNotFormat(t *testing.T) {
+	key := newKey(t)
+	f := File{APIKeys: []APIKey{{Tenant: "acme", Principal: "p", KeyEnv: "K"}}, Admin: AdminFile{Listen: "127.0.0.1:1", Keys: []AdminKey{{KeyEnv: "K", Scope: "admin"}}}}
+	f.APIKeys[0].SetKey(key)
+	f.Admin.Keys[0].SetKey(key)
+	for _, verb := range []string{"%v", "%+v", "%#v", "%s"} {
+		for _, v := range []any{f, &f, f.Admin, f.Admin.Keys, f.APIKeys, f.Admin.Keys[0], &f.Admin.Keys[0]} {
+			if out := fmt.Sprintf(verb, v); strings.Contains(out, key[len(apikey.Prefix)+apikey.IDLen+1:]) {
+				t.Fatalf("%s of %T prints the key: %s", verb, v, out)
+			}
+		}
+	}
+	if out := fmt.Sprintf("%+v", f.Admin.Keys[0]); !strings.Contains(out, "key_env:K") || !strings.Contains(out, "scope:admin") {
+		t.Errorf("%%+v = %s, want the source and scope", out)
 	}
 }

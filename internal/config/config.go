@@ -168,6 +168,12 @@ func (k *APIKey) Record(created time.Time) (apikey.Record, error) {
 // callers that build a File without Load.
 func (k *APIKey) SetKey(key string) { k.key, k.keyErr, k.absent = key, nil, nil }
 
+// Format prints k's tenant, principal and source for every verb (%v,
+// %+v, %#v, %s), never the key it holds.
+func (k APIKey) Format(f fmt.State, _ rune) {
+	fmt.Fprintf(f, "{tenant:%s principal:%s key_env:%s key_file:%s}", k.Tenant, k.Principal, k.KeyEnv, k.KeyFile)
+}
+
 // source says where the key comes from, for messages (never the key).
 func (k *APIKey) source() string {
 	if k.KeyEnv != "" {
