@@ -52,13 +52,28 @@ func TestComposeAdminCredential(t *testing.T) {
 		t.Errorf("secret %s: %+v, want environment: %s", adminSecret, sec, config.EnvAdminKey)
 	}
 	cfgPath := writeConfig(t, p)
+	var user string
+	for _, in := range instructions(dockerfileText(t)) {
+		if in.cmd == "USER" {
+			user, _, _ = strings.Cut(in.args, ":")
+		}
+	}
+	if user == "" || user == "0" || user == "root" {
+		t.Fatalf("Dockerfile USER %q: want a non-root uid", user)
+	}
 	for _, name := range roles {
 		t.Run(name, func(t *testing.T) {
 			s := service(t, p, name)
 			var target string
 			for _, ss := range s.Secrets {
-				if ss.Source == adminSecret {
-					target = secretTarget(ss)
+				if ss.Source != adminSecret {
+					continue
+				}
+				target = secretTarget(ss)
+				// The image runs as its USER, not root: the secret's file
+				// must be that user's (and no one else's).
+				if ss.UID != user || ss.Mode == nil || *ss.Mode&0o077 != 0 {
+					t.Errorf("secret %s: uid %q, mode %v; want uid %s (the Dockerfile's USER) and no access for group or others", adminSecret, ss.UID, ss.Mode, user)
 				}
 			}
 			if target == "" {
