@@ -122,10 +122,13 @@ loadtest-scale: build
 	$(BIN)/bench scale -switchyard $(BIN)/switchyard -duration 10s -warmup 2s
 
 ## compose-bench: the latency gate against the compose deployment (needs a
-## Docker engine with Compose v2.23.1+; reports only, -max-added-p50 0)
+## Docker engine with Compose v2.23.1+; reports only, -max-added-p50 0);
+## the admin listeners' key is $SWITCHYARD_ADMIN_KEY, else a new one
 compose-bench:
 	mkdir -p results && chmod 0777 results
-	docker compose build && docker compose up -d --wait && docker compose --profile bench run --rm bench; \
+	docker compose build && \
+	  export SWITCHYARD_ADMIN_KEY="$${SWITCHYARD_ADMIN_KEY:-$$(docker run --rm switchyard:local /switchyard keygen)}" && \
+	  docker compose up -d --wait && docker compose --profile bench run --rm bench; \
 	  rc=$$?; docker compose down; exit $$rc
 
 ## bench-micro: Go benchmarks of the hot paths

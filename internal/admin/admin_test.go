@@ -73,7 +73,7 @@ func TestAdminEndpoints(t *testing.T) {
 	c := prometheus.NewCounter(prometheus.CounterOpts{Name: "switchyard_test_total", Help: "test"})
 	c.Add(3)
 	reg.MustRegister(c)
-	s := New(Config{Gatherer: reg}, nil)
+	s := New(Config{Addr: "127.0.0.1:9090", Gatherer: reg}, nil)
 	edge := &readyRole{}
 	s.AddRole("edge", edge)
 	s.AddRole("router", &checkRole{checks: []Check{{Name: "nats", Status: StatusOK}}})
@@ -110,7 +110,7 @@ func TestAdminEndpoints(t *testing.T) {
 	if code, body := get(t, h, "/metrics", ""); code != 200 || !strings.Contains(body, "switchyard_test_total 3") {
 		t.Errorf("/metrics = %d %q", code, body)
 	}
-	s.Mount("GET /extra", http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("mounted")) }))
+	s.Mount("GET /extra", RuleOpen, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("mounted")) }))
 	if code, body := get(t, h, "/extra", ""); code != 200 || body != "mounted" {
 		t.Errorf("/extra = %d %q", code, body)
 	}

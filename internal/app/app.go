@@ -4,6 +4,7 @@ package app
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -23,6 +24,7 @@ import (
 	"github.com/switchyard-mcp/switchyard/internal/admin"
 	"github.com/switchyard-mcp/switchyard/internal/audit"
 	"github.com/switchyard-mcp/switchyard/internal/config"
+	"github.com/switchyard-mcp/switchyard/internal/jwtauth"
 	"github.com/switchyard-mcp/switchyard/internal/metrics"
 	"github.com/switchyard-mcp/switchyard/internal/trace"
 	"github.com/switchyard-mcp/switchyard/proto"
@@ -69,7 +71,7 @@ func (f *Flags) RegisterFormat(fs *flag.FlagSet, format string) {
 	fs.StringVar(&f.LogFormat, "log-format", envOr("SWITCHYARD_LOG_FORMAT", format), "log format: json or text")
 	fs.StringVar(&f.LogLevel, "log-level", envOr("SWITCHYARD_LOG_LEVEL", "info"), "log level: debug, info, warn, error")
 	fs.BoolVar(&f.CheckConfig, "check-config", false, "print the effective config and exit")
-	fs.StringVar(&f.Admin, "admin", "", "admin listener (/metrics, /healthz, /readyz) address, e.g. 127.0.0.1:9090 (overrides config admin); env SWITCHYARD_ADMIN")
+	fs.StringVar(&f.Admin, "admin", "", "admin listener (/metrics, /healthz, /readyz, /audit/) address, e.g. 127.0.0.1:9090 (overrides config admin.listen; not on loopback it needs a credential: SWITCHYARD_ADMIN_KEY_FILE, admin.keys); env SWITCHYARD_ADMIN")
 	fs.StringVar(&f.PprofAddr, "pprof", os.Getenv("SWITCHYARD_PPROF"), "serve net/http/pprof on this address (e.g. 127.0.0.1:6060); off by default")
 }
 
@@ -126,7 +128,7 @@ func (f *Flags) Load() (*config.File, error) {
 		c.Edge.ID, c.Worker.ID = f.ID, f.ID
 	}
 	if f.Admin != "" {
-		c.Admin = f.Admin
+		c.Admin.Listen = f.Admin
 	}
 	return c, c.Validate()
 }
@@ -296,7 +298,7 @@ func run(name string, args []string, traced bool, build TracedBuilder) int {
 		log.Error("invalid configuration", "err", err)
 		return 2
 	}
-	adm, wait, err := StartAdmin(ctx, cfg.Admin, reg, log)
+	adm, wait, err := StartAdmin(ctx, cfg, reg, log)
 	if err != nil {
 		log.Error("admin listener failed", "err", err)
 		return 1
@@ -329,23 +331,95 @@ func run(name string, args []string, traced bool, build TracedBuilder) int {
 	return code
 }
 
-// StartAdmin listens on addr and serves the admin endpoints (metrics of
-// reg, health, readiness of the roles added to the returned server) until
-// ctx ends; wait returns once the listener has shut down. An empty addr
-// starts nothing: the server is nil and wait returns at once. The listen
-// error is returned at once, so a taken port fails the command.
-func StartAdmin(ctx context.Context, addr string, reg *prometheus.Registry, log *slog.Logger) (*admin.Server, func() error, error) {
-	if addr == "" {
+// StartAdmin listens on cfg.Admin.Listen and serves the admin endpoints
+// (metrics of reg, health, readiness of the roles added to the returned
+// server, the handlers mounted on it) to the credentials of cfg.Admin
+// ([AdminConfig]) until ctx ends; wait returns once the listener has shut
+// down (and the JWT verifier, if any, has stopped). No address starts
+// nothing: the server is nil and wait returns at once. Errors are
+// returned at once, so they fail the command: a key that cannot be read,
+// a taken port, and a listener not on loopback without a credential
+// (wrapping admin.ErrNoCredential, saying how to configure one).
+func StartAdmin(ctx context.Context, cfg *config.File, reg *prometheus.Registry, log *slog.Logger) (*admin.Server, func() error, error) {
+	if cfg.Admin.Listen == "" {
 		return nil, func() error { return nil }, nil
 	}
-	s := admin.New(admin.Config{Addr: addr, Gatherer: reg}, log)
-	ln, err := s.Listen()
+	ac, closeAuth, err := AdminConfig(ctx, cfg, reg, log)
 	if err != nil {
 		return nil, nil, err
 	}
+	s := admin.New(ac, log)
+	ln, err := s.Listen()
+	if err != nil {
+		closeAuth()
+		return nil, nil, err
+	}
 	done := make(chan error, 1)
-	go func() { done <- s.Serve(ctx, ln) }()
+	go func() {
+		err := s.Serve(ctx, ln)
+		closeAuth()
+		done <- err
+	}()
 	return s, func() error { return <-done }, nil
+}
+
+// AdminConfig returns the admin listener's configuration from cfg: its
+// address, reg as the metrics, and its credentials: the admin keys (their
+// records: id and hash, the plaintext is not kept) and, with
+// admin.jwt_claim, a JWT verifier of auth.jwt's issuers (cfg's
+// AdminJWTConfig), which runs until ctx ends or closeAuth is called. It
+// fails, naming the key's source, on a key that could not be read or is
+// malformed; it does not check the address (admin.Server.Listen does).
+func AdminConfig(ctx context.Context, cfg *config.File, reg *prometheus.Registry, log *slog.Logger) (ac admin.Config, closeAuth func(), err error) {
+	a := &cfg.Admin
+	ac = admin.Config{Addr: a.Listen, Insecure: a.Insecure}
+	if reg != nil {
+		ac.Gatherer = reg
+	}
+	closeAuth = func() {}
+	if !a.Configured() {
+		return ac, closeAuth, nil
+	}
+	var keys []admin.Key
+	var errs []error
+	for i := range a.Keys {
+		k := &a.Keys[i]
+		rec, err := k.Record()
+		if err != nil {
+			errs = append(errs, fmt.Errorf("admin.keys[%d]: %w", i, err))
+			continue
+		}
+		scope, ok := admin.ParseScope(k.Scope)
+		if !ok {
+			errs = append(errs, fmt.Errorf("admin.keys[%d]: scope %q is not admin, audit or metrics", i, k.Scope))
+			continue
+		}
+		keys = append(keys, admin.Key{Record: rec, Scope: scope})
+	}
+	if err := errors.Join(errs...); err != nil {
+		return admin.Config{}, nil, err
+	}
+	var claim *admin.JWTClaim
+	if jc := cfg.AdminJWTConfig(); jc != nil {
+		if jc.Logger == nil {
+			jc.Logger = log
+		}
+		v, err := jwtauth.New(ctx, *jc)
+		if err != nil {
+			return admin.Config{}, nil, fmt.Errorf("admin.jwt_claim: %w", err)
+		}
+		closeAuth = func() { _ = v.Close() }
+		claim = &admin.JWTClaim{Verifier: v, Name: a.JWTClaim.Name, Values: a.JWTClaim.Scopes()}
+	} else if a.JWTClaim != nil {
+		return admin.Config{}, nil, errors.New("admin.jwt_claim: needs auth.jwt.issuers to verify tokens with")
+	}
+	auth, err := admin.NewAuth(keys, claim)
+	if err != nil {
+		closeAuth()
+		return admin.Config{}, nil, err
+	}
+	ac.Auth = auth
+	return ac, closeAuth, nil
 }
 
 // MountAudit serves the audit search (docs/audit.md) at /audit/ on adm,
@@ -353,7 +427,8 @@ func StartAdmin(ctx context.Context, addr string, reg *prometheus.Registry, log 
 // [ConnectAudit]), when cfg's audit trail is on; it does nothing
 // otherwise, and logs why when nc is nil (no audit credentials). Every
 // role's admin listener serves it, so an operator can search from any
-// process.
+// process, with an audit or admin credential only (admin.RuleAudit,
+// loopback included).
 func MountAudit(adm *admin.Server, cfg *config.File, nc *nats.Conn, log *slog.Logger) error {
 	if adm == nil || !cfg.Audit.On() {
 		return nil
@@ -366,13 +441,15 @@ func MountAudit(adm *admin.Server, cfg *config.File, nc *nats.Conn, log *slog.Lo
 	if err != nil {
 		return err
 	}
-	adm.Mount("/audit/", audit.NewHandler(srch, log))
+	adm.Mount("/audit/", admin.RuleAudit, audit.NewHandler(srch, log))
 	return nil
 }
 
 // PrintConfig writes the effective config as YAML, with the values of
 // upstream environment variables and tracing export headers (where
-// secrets live) redacted.
+// secrets live) redacted. API keys and admin keys print as their source
+// (key_env, key_file): the keys themselves are not in the File's
+// printable fields.
 func PrintConfig(w io.Writer, cfg *config.File) int {
 	c := *cfg
 	c.Tracing = cfg.Tracing.Redacted()

@@ -11,7 +11,6 @@ import (
 	"fmt"
 	"io"
 	"maps"
-	"net"
 	"net/netip"
 	"os"
 	"strconv"
@@ -82,13 +81,16 @@ type File struct {
 	Edge   EdgeFile   `yaml:"edge"`
 	Worker WorkerFile `yaml:"worker"`
 
-	// Admin is the admin listener's host:port (e.g. "127.0.0.1:9090";
-	// port 0 picks one): /metrics, /healthz, /readyz and the handlers
-	// other components mount (docs/observability.md). Each role process
-	// serves its own; `switchyard dev` and `switchyard run` serve one for
-	// all the roles they run. Empty: no admin listener (the default).
-	// Env SWITCHYARD_ADMIN, flag --admin.
-	Admin string `yaml:"admin"`
+	// Admin is the admin listener: /metrics, /healthz, /readyz and the
+	// handlers other components mount (the audit search), and the
+	// credentials it accepts (AdminFile; docs/observability.md). Each
+	// role process serves its own; `switchyard dev` and `switchyard run`
+	// serve one for all the roles they run. Written as the address alone
+	// (`admin: 127.0.0.1:9090`) or as a mapping. No address: no admin
+	// listener (the default). Env SWITCHYARD_ADMIN (the address),
+	// SWITCHYARD_ADMIN_KEY, SWITCHYARD_ADMIN_KEY_FILE,
+	// SWITCHYARD_ADMIN_INSECURE; flag --admin (the address).
+	Admin AdminFile `yaml:"admin"`
 	// Metrics are the metric options.
 	Metrics MetricsFile `yaml:"metrics"`
 	// Tracing is the OpenTelemetry tracing section, read by the edge,
@@ -168,6 +170,12 @@ func (k *APIKey) Record(created time.Time) (apikey.Record, error) {
 // SetKey sets the plaintext key, as Load does from KeyEnv or KeyFile; for
 // callers that build a File without Load.
 func (k *APIKey) SetKey(key string) { k.key, k.keyErr, k.absent = key, nil, nil }
+
+// Format prints k's tenant, principal and source for every verb (%v,
+// %+v, %#v, %s), never the key it holds.
+func (k APIKey) Format(f fmt.State, _ rune) {
+	fmt.Fprintf(f, "{tenant:%s principal:%s key_env:%s key_file:%s}", k.Tenant, k.Principal, k.KeyEnv, k.KeyFile)
+}
 
 // source says where the key comes from, for messages (never the key).
 func (k *APIKey) source() string {
@@ -333,9 +341,7 @@ func (f *File) applyEnv(getenv func(string) string) {
 	if v := getenv("SWITCHYARD_LISTEN"); v != "" {
 		f.Listen = v
 	}
-	if v := getenv("SWITCHYARD_ADMIN"); v != "" {
-		f.Admin = v
-	}
+	f.applyAdminEnv(getenv)
 	if v := getenv("SWITCHYARD_EDGE_ID"); v != "" {
 		f.Edge.ID = v
 	}
@@ -396,27 +402,39 @@ func (f *File) applyTracingEnv(getenv func(string) string) {
 func (f *File) readKeys(getenv func(string) string, readFile func(string) ([]byte, error)) {
 	for i := range f.APIKeys {
 		k := &f.APIKeys[i]
-		k.key, k.keyErr, k.absent = "", nil, nil
-		switch {
-		case k.KeyEnv != "" && k.KeyFile != "":
-			k.keyErr = errors.New("key_env and key_file: set only one")
-		case k.KeyEnv != "":
-			if k.key = strings.TrimSpace(getenv(k.KeyEnv)); k.key == "" {
-				k.absent = fmt.Errorf("key_env: variable %s is not set", k.KeyEnv)
-			}
-		case k.KeyFile != "":
-			b, err := readFile(k.KeyFile)
-			if err != nil {
-				k.absent = fmt.Errorf("key_file: %w", err)
-				break
-			}
-			if k.key = strings.TrimSpace(string(b)); k.key == "" {
-				k.absent = fmt.Errorf("key_file: %s is empty", k.KeyFile)
-			}
-		default:
-			k.keyErr = errors.New("key_env or key_file: required")
-		}
+		k.key, k.keyErr, k.absent = readKey(k.KeyEnv, k.KeyFile, getenv, readFile)
 	}
+	for i := range f.Admin.Keys {
+		k := &f.Admin.Keys[i]
+		k.key, k.keyErr, k.absent = readKey(k.KeyEnv, k.KeyFile, getenv, readFile)
+	}
+}
+
+// readKey reads a key from the variable env or the file file (exactly
+// one of them; surrounding whitespace trimmed). keyErr is a problem of
+// the configuration (no source, two sources); absent says the variable is
+// unset or the file unreadable or empty. Neither quotes the key.
+func readKey(env, file string, getenv func(string) string, readFile func(string) ([]byte, error)) (key string, keyErr, absent error) {
+	switch {
+	case env != "" && file != "":
+		keyErr = errors.New("key_env and key_file: set only one")
+	case env != "":
+		if key = strings.TrimSpace(getenv(env)); key == "" {
+			absent = fmt.Errorf("key_env: variable %s is not set", env)
+		}
+	case file != "":
+		b, err := readFile(file)
+		if err != nil {
+			// The *PathError names the file and the reason, not its content.
+			return "", nil, fmt.Errorf("key_file: %w", err)
+		}
+		if key = strings.TrimSpace(string(b)); key == "" {
+			absent = fmt.Errorf("key_file: %s is empty", file)
+		}
+	default:
+		keyErr = errors.New("key_env or key_file: required")
+	}
+	return key, keyErr, absent
 }
 
 func (f *File) fillDefaults() {
@@ -497,11 +515,7 @@ func (f *File) Validate() error {
 	if f.MaxRequestBodyBytes < 0 || f.MaxResultBytes < 0 {
 		bad("max_request_body_bytes, max_result_bytes: must not be negative")
 	}
-	if f.Admin != "" {
-		if _, _, err := net.SplitHostPort(f.Admin); err != nil {
-			bad("admin: %q is not host:port", f.Admin)
-		}
-	}
+	errs = append(errs, f.validateAdmin()...)
 	if f.Metrics.TenantLabelsMax < 0 {
 		bad("metrics.tenant_labels_max: must not be negative")
 	}
@@ -521,6 +535,7 @@ func (f *File) Validate() error {
 		}
 	}
 	errs = append(errs, f.validateTenants(seen)...)
+	errs = append(errs, f.validateAdminKeys()...)
 	tenants := make(map[string]bool, len(f.Tenants))
 	for _, t := range f.Tenants {
 		tenants[t.Name] = true

@@ -47,8 +47,8 @@ func TestConfigAdminAndMetrics(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if f.Admin != tc.admin || f.Metrics.MaxTenantLabels() != tc.maxTenants {
-				t.Errorf("admin %q, max tenant labels %d; want %q, %d", f.Admin, f.Metrics.MaxTenantLabels(), tc.admin, tc.maxTenants)
+			if f.Admin.Listen != tc.admin || f.Metrics.MaxTenantLabels() != tc.maxTenants {
+				t.Errorf("admin %q, max tenant labels %d; want %q, %d", f.Admin.Listen, f.Metrics.MaxTenantLabels(), tc.admin, tc.maxTenants)
 			}
 		})
 	}

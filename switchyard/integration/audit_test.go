@@ -19,6 +19,7 @@ import (
 
 	"github.com/switchyard-mcp/switchyard/internal/app"
 	"github.com/switchyard-mcp/switchyard/internal/audit"
+	"github.com/switchyard-mcp/switchyard/internal/config"
 	"github.com/switchyard-mcp/switchyard/proto"
 	"github.com/switchyard-mcp/switchyard/testutil/bins"
 )
@@ -46,9 +47,17 @@ audit:
       redact: [arguments.profile.ssn]
 `
 
-// auditSearch asks the admin listener's audit API.
-func auditSearch(adminAddr string, q url.Values) ([]audit.Hit, error) {
-	resp, err := http.Get("http://" + adminAddr + "/audit/events?" + q.Encode())
+// auditSearch asks the admin listener's audit API with the admin key
+// key ("" for none).
+func auditSearch(adminAddr, key string, q url.Values) ([]audit.Hit, error) {
+	req, err := http.NewRequest(http.MethodGet, "http://"+adminAddr+"/audit/events?"+q.Encode(), nil)
+	if err != nil {
+		return nil, err
+	}
+	if key != "" {
+		req.Header.Set("Authorization", "Bearer "+key)
+	}
+	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		return nil, err
 	}
@@ -78,7 +87,13 @@ func TestIntegrationAudit(t *testing.T) {
 	t.Setenv("SY_TEST_AUDIT_ALICE", alice)
 	t.Setenv("SY_TEST_AUDIT_BOB", bob)
 	g := startGateway(t, loadConfig(t, fmt.Sprintf(auditConfig, fxURL)))
-	adm, wait, err := app.StartAdmin(t.Context(), "127.0.0.1:0", g.set.Registry, nil)
+	// The audit search needs an audit (or admin) key, on loopback too.
+	auditKey, metricsKey := mintKey(t), mintKey(t)
+	admCfg := &config.File{Admin: config.AdminFile{Listen: "127.0.0.1:0", Keys: []config.AdminKey{
+		{KeyEnv: "SY_TEST_AUDIT_ADMIN_KEY", Scope: "audit"}, {KeyEnv: "SY_TEST_METRICS_ADMIN_KEY", Scope: "metrics"}}}}
+	admCfg.Admin.Keys[0].SetKey(auditKey)
+	admCfg.Admin.Keys[1].SetKey(metricsKey)
+	adm, wait, err := app.StartAdmin(t.Context(), admCfg, g.set.Registry, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -136,10 +151,16 @@ func TestIntegrationAudit(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	for key, want := range map[string]string{"": "401", metricsKey: "403"} {
+		if _, err := auditSearch(adm.Addr(), key, url.Values{"tenant": {"acme"}}); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("audit search with key %.12q: %v, want %s", key, err, want)
+		}
+	}
+
 	// The specific call, found by tenant and tool.
 	var hit audit.Hit
 	eventually(t, 10*time.Second, func() error {
-		hits, err := auditSearch(adm.Addr(), url.Values{"tenant": {"acme"}, "tool": {"echo"}, "since": {"10m"}})
+		hits, err := auditSearch(adm.Addr(), auditKey, url.Values{"tenant": {"acme"}, "tool": {"echo"}, "since": {"10m"}})
 		if err != nil {
 			return err
 		}
@@ -172,7 +193,7 @@ func TestIntegrationAudit(t *testing.T) {
 
 	// Outcomes by filter: the tool error and the unknown tool.
 	for _, c := range []struct{ outcome, name string }{{"tool_error", "fail"}, {"-32602", "nope"}} {
-		hits, err := auditSearch(adm.Addr(), url.Values{"tenant": {"acme"}, "outcome": {c.outcome}})
+		hits, err := auditSearch(adm.Addr(), auditKey, url.Values{"tenant": {"acme"}, "outcome": {c.outcome}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -181,12 +202,12 @@ func TestIntegrationAudit(t *testing.T) {
 		}
 	}
 	// The session's initialize, through the SDK path.
-	if hits, err := auditSearch(adm.Addr(), url.Values{"tenant": {"acme"}, "method": {"initialize"}}); err != nil || len(hits) == 0 || hits[0].Outcome != "ok" {
+	if hits, err := auditSearch(adm.Addr(), auditKey, url.Values{"tenant": {"acme"}, "method": {"initialize"}}); err != nil || len(hits) == 0 || hits[0].Outcome != "ok" {
 		t.Errorf("initialize events: %v %+v", err, hits)
 	}
 	// globex: found by its own tenant, without arguments or result, and
 	// not by acme's.
-	hits, err := auditSearch(adm.Addr(), url.Values{"tenant": {"globex"}, "tool": {"echo"}})
+	hits, err := auditSearch(adm.Addr(), auditKey, url.Values{"tenant": {"globex"}, "tool": {"echo"}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -85,7 +85,7 @@ func runDev(args []string) int {
 	defer set.Close()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	adm, wait, err := app.StartAdmin(ctx, cfg.Admin, set.Registry, log)
+	adm, wait, err := app.StartAdmin(ctx, cfg, set.Registry, log)
 	if err != nil {
 		log.Error("admin listener failed", "err", err)
 		return 1
@@ -108,7 +108,7 @@ func runDev(args []string) int {
 	if adm != nil {
 		adminAddr = adm.Addr()
 	}
-	go announce(ctx, set, *natsAddr, *authDir, adminAddr)
+	go announce(ctx, set, *natsAddr, *authDir, adminAddr, cfg.Audit.On(), cfg.Admin.Configured())
 	if err := set.Run(ctx); err != nil {
 		log.Error("role failed", "err", err)
 		return 1
@@ -142,8 +142,10 @@ func devAuthDir(dir string, p proto.AccessParams) (*natsauth.Material, *tls.Conf
 	return m, c, err
 }
 
-// announce prints how to connect once every role is ready.
-func announce(ctx context.Context, set *roles.Set, natsAddr, authDir, adminAddr string) {
+// announce prints how to connect once every role is ready. audit says
+// the admin listener serves the audit search, adminCreds that a
+// credential is configured for it.
+func announce(ctx context.Context, set *roles.Set, natsAddr, authDir, adminAddr string, audit, adminCreds bool) {
 	t := time.NewTicker(50 * time.Millisecond)
 	defer t.Stop()
 	for !set.Ready() {
@@ -166,6 +168,12 @@ func announce(ctx context.Context, set *roles.Set, natsAddr, authDir, adminAddr 
 	}
 	if adminAddr != "" {
 		fmt.Fprintf(os.Stderr, "  metrics and health:       http://%s/metrics, /readyz\n", adminAddr)
+		switch {
+		case audit && adminCreds:
+			fmt.Fprintf(os.Stderr, "  audit search:             http://%s/audit/events  (Authorization: Bearer <audit or admin key>)\n", adminAddr)
+		case audit:
+			fmt.Fprintf(os.Stderr, "  audit search:             http://%s/audit/events  (refused: set SWITCHYARD_ADMIN_KEY=$(bin/switchyard keygen))\n", adminAddr)
+		}
 	}
 	fmt.Fprintf(os.Stderr, "  try: npx @modelcontextprotocol/inspector  (transport: Streamable HTTP)\n\n")
 }

@@ -3,7 +3,7 @@
 // (edge, router, upstream-worker, tenancy-svc), any set of roles against a
 // NATS server (run), an HTTP health probe (probe), a stdio front for a
 // remote gateway (stdio); it also administers tenants and API keys
-// (tenancy).
+// (tenancy), searches the audit trail (audit) and mints keys (keygen).
 package main
 
 import (
@@ -26,6 +26,7 @@ commands:
                    and access (tenancy-svc's admin and resolve endpoints)
   audit search     search the audit trail (tenant, principal, upstream,
                    tool, outcome, time range), newest first
+  keygen           print a new API key (syk_...) for admin.keys or api_keys
 
 Run 'switchyard <command> -h' for its flags.
 `
@@ -51,6 +52,8 @@ func main() {
 		os.Exit(runTenancy(args, os.Stdin, os.Stdout, os.Stderr))
 	case "audit":
 		os.Exit(runAudit(args, os.Stdout, os.Stderr))
+	case "keygen":
+		os.Exit(runKeygen(args, os.Stdout, os.Stderr))
 	case "edge", "router", "upstream-worker", "tenancy-svc":
 		os.Exit(runRoles(append([]string{"--roles", cmd}, args...)))
 	case "-h", "--help", "help":

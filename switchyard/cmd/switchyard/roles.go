@@ -42,7 +42,7 @@ func runRoles(args []string) int {
 	defer set.Close()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	adm, wait, err := app.StartAdmin(ctx, cfg.Admin, set.Registry, log)
+	adm, wait, err := app.StartAdmin(ctx, cfg, set.Registry, log)
 	if err != nil {
 		log.Error("admin listener failed", "err", err)
 		return 1

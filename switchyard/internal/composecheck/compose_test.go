@@ -633,6 +633,8 @@ services:
 			"      routr:\n        condition: service_started\n      upstream-worker:"), `undefined service "routr"`},
 		{"real compose.yaml, unknown condition", mutate(
 			"condition: service_started", "condition: started"), "condition value must be one of"},
+		{"real compose.yaml, the admin key's secret undefined", mutate(
+			"\nsecrets:\n  # The admin listener's key", "\nx-secrets:\n  # The admin listener's key"), "undefined secret switchyard_admin_key"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
