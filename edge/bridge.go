@@ -223,7 +223,7 @@ func (s *Service) resume(ctx context.Context, state string, responses []byte, re
 		return raw, timing, nil
 	case errors.Is(err, bus.ErrCanceled):
 		return nil, nil, context.Cause(ctx)
-	case errors.Is(err, proto.ErrTimeout):
+	case err == proto.ErrTimeout: //nolint:errorlint // the bus's own sentinel: the edge waited out the call (a worker's timeout keeps its message)
 		err = proto.Errorf(proto.CodeTimeout, "%s %s: no answer within %s", sus.preq.Method, sus.preq.Name, s.cfg.CallTimeout)
 	}
 	return nil, nil, s.toJSONRPC(ctx, err, sus.preq.Method)

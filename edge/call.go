@@ -332,7 +332,7 @@ func (s *Service) roundTrip(ctx context.Context, preq *proto.Request, op string,
 		if errors.Is(err, bus.ErrCanceled) {
 			return nil, nil, context.Cause(ctx)
 		}
-		if errors.Is(err, proto.ErrTimeout) {
+		if err == proto.ErrTimeout { //nolint:errorlint // the bus's own sentinel: the edge waited out the call; a worker's timeout reply (same code) keeps its message naming the upstream
 			err = proto.Errorf(proto.CodeTimeout, "%s %s: no answer within %s", preq.Method, preq.Name, s.cfg.CallTimeout)
 		}
 		return nil, nil, s.toJSONRPC(ctx, err, preq.Method)

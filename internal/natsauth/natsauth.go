@@ -28,6 +28,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/nats-io/jwt/v2"
@@ -276,4 +277,28 @@ resolver_preload: {
   %s: %q
 }
 `, AccountName, ids, m.OperatorJWT, spub, MaxControlLine, spub, m.SystemJWT, apub, m.AccountJWT), nil
+}
+
+// TableMarkdown renders [proto.AccessTable](p) as the Markdown table of
+// docs/security.md: one row per access, with the identities and the NATS
+// subject patterns it grants.
+func TableMarkdown(p proto.AccessParams) string {
+	var b strings.Builder
+	b.WriteString("| resource | verb | who | NATS subjects (pub: publish, sub: subscribe) | why |\n|---|---|---|---|---|\n")
+	for _, a := range proto.AccessTable(p) {
+		who := make([]string, len(a.Who))
+		for i, id := range a.Who {
+			who[i] = string(id)
+		}
+		var subj []string
+		for _, s := range a.Pub {
+			subj = append(subj, "pub `"+s+"`")
+		}
+		for _, s := range a.Sub {
+			subj = append(subj, "sub `"+s+"`")
+		}
+		fmt.Fprintf(&b, "| `%s` | %s | %s | %s | %s |\n", strings.ReplaceAll(a.Resource, "|", "\\|"), a.Verb, strings.Join(who, ", "),
+			strings.Join(subj, "<br>"), strings.ReplaceAll(a.Why, "|", "\\|"))
+	}
+	return b.String()
 }

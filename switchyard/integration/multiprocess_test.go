@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"os/exec"
+	"path/filepath"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -12,19 +14,22 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/nats-io/nats.go"
 
+	"github.com/switchyard-mcp/switchyard/internal/natsauth"
 	"github.com/switchyard-mcp/switchyard/proto"
 	"github.com/switchyard-mcp/switchyard/testutil/bins"
 )
 
 // TestIntegrationMultiProcess runs every role as its own process over TCP
-// NATS, with two workers for the same upstreams; killing one worker leaves
-// calls succeeding on the other.
+// NATS, authenticated and over TLS with the material of switchyard nats
+// init (as the README's multi-process block), with two workers for the
+// same upstreams; killing one worker leaves calls succeeding on the other.
 func TestIntegrationMultiProcess(t *testing.T) {
 	sy := bins.Build(t, "switchyard", "github.com/switchyard-mcp/switchyard/switchyard/cmd/switchyard")
 	evURL, _ := startEverythingHTTP(t)
 	fxURL, _ := startFixtureHTTP(t)
 	natsAddr, edgeAddr := freeAddr(t), freeAddr(t)
-	natsURL := "nats://" + natsAddr
+	auth := initAuth(t, sy)
+	natsURL := "tls://" + natsAddr
 	cfgPath := t.TempDir() + "/switchyard.yaml"
 	if err := writeFile(cfgPath, fmt.Sprintf(`
 listen: %s
@@ -43,9 +48,11 @@ upstreams:
 `, edgeAddr, natsURL, evURL, bins.Everything(t), fxURL)); err != nil {
 		t.Fatal(err)
 	}
-	startProc(t, "nats", sy, "nats", "--addr", natsAddr, "--store", t.TempDir())
+	startProc(t, "nats", sy, "nats", "--auth", auth, "--addr", natsAddr, "--store", t.TempDir())
 	waitTCP(t, natsAddr)
-	common := []string{"--config", cfgPath, "--log-format", "text"}
+	// As the README's multi-process block: each role takes its own
+	// identity's creds from the directory, over TLS.
+	common := []string{"--config", cfgPath, "--log-format", "text", "--nats-creds", auth, "--nats-ca", filepath.Join(auth, natsauth.FileCA)}
 	for _, role := range []string{"tenancy-svc", "router", "edge"} {
 		startProc(t, role, append([]string{sy, role}, common...)...)
 	}
@@ -63,18 +70,21 @@ upstreams:
 		return nil
 	})
 
-	// Observe which worker serves each call, as a plain NATS subscriber.
-	nc, err := nats.Connect(natsURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
+	// Observe which worker serves each call (routed on its worker
+	// subject, granted on its grant subject), as a NATS subscriber with
+	// the worker identity: the only one that may.
+	nc := connectAs(t, natsURL, auth, proto.IdentityWorker)
 	var served [2]atomic.Int64
-	var observers [2]*nats.Subscription
+	var observers [2][]*nats.Subscription
 	for i, w := range []string{"worker-1", "worker-2"} {
-		subj, _ := proto.AppendWorkerSubject(nil, w, proto.OpToolsCall)
-		if observers[i], err = nc.Subscribe(string(subj), func(*nats.Msg) { served[i].Add(1) }); err != nil {
-			t.Fatal(err)
+		routed, _ := proto.AppendWorkerSubject(nil, w, proto.OpToolsCall)
+		granted, _ := proto.AppendGrantSubject(nil, w, proto.OpToolsCall)
+		for _, subj := range []string{string(routed), string(granted)} {
+			sub, err := nc.Subscribe(subj, func(*nats.Msg) { served[i].Add(1) })
+			if err != nil {
+				t.Fatal(err)
+			}
+			observers[i] = append(observers[i], sub)
 		}
 	}
 	if err := nc.Flush(); err != nil {
@@ -134,7 +144,12 @@ upstreams:
 	t.Run("kill a worker", func(t *testing.T) {
 		// The observer is interest in worker-1's subject: without it, NATS
 		// reports no responders for calls still sent there.
-		if err := observers[0].Unsubscribe(); err != nil || nc.Flush() != nil {
+		for _, sub := range observers[0] {
+			if err := sub.Unsubscribe(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := nc.Flush(); err != nil {
 			t.Fatal(err)
 		}
 		w1.kill()
@@ -152,4 +167,32 @@ upstreams:
 			t.Fatal("worker-2 served nothing after worker-1 died")
 		}
 	})
+}
+
+// initAuth runs switchyard nats init into a directory of the test's and
+// returns it.
+func initAuth(t *testing.T, sy string) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "nats-auth")
+	if out, err := exec.Command(sy, "nats", "init", dir).CombinedOutput(); err != nil {
+		t.Fatalf("switchyard nats init: %v\n%s", err, out)
+	}
+	return dir
+}
+
+// connectAs connects to url as identity id with the creds and CA of the
+// auth directory dir, closed by t.Cleanup; permission violations fail
+// the test.
+func connectAs(t *testing.T, url, dir string, id proto.Identity) *nats.Conn {
+	t.Helper()
+	nc, err := nats.Connect(url, nats.UserCredentials(filepath.Join(dir, natsauth.CredsFile(id))),
+		nats.RootCAs(filepath.Join(dir, natsauth.FileCA)), nats.CustomInboxPrefix(id.InboxPrefix()),
+		nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
+			t.Errorf("%s: %v", id, err)
+		}))
+	if err != nil {
+		t.Fatalf("connect as %s: %v", id, err)
+	}
+	t.Cleanup(nc.Close)
+	return nc
 }
