@@ -127,6 +127,7 @@ loadtest-scale: build
 compose-bench:
 	mkdir -p results && chmod 0777 results
 	docker compose build && \
+	  { test -f nats-auth/auth.conf || docker run --rm -u "$$(id -u):$$(id -g)" -v "$$PWD:/work" -w /work switchyard:local /switchyard nats init nats-auth --host nats; } && \
 	  export SWITCHYARD_ADMIN_KEY="$${SWITCHYARD_ADMIN_KEY:-$$(docker run --rm switchyard:local /switchyard keygen)}" && \
 	  docker compose up -d --wait && docker compose --profile bench run --rm bench; \
 	  rc=$$?; docker compose down; exit $$rc

@@ -11,8 +11,9 @@
 #
 # Gateway modes (CONFORMANCE_MODES, space- or comma-separated; default both):
 #   embedded  `switchyard dev`: every role and an embedded NATS in one process
-#   cluster   separate processes over TCP NATS: `switchyard nats`, tenancy-svc,
-#             router, upstream-worker, edge
+#   cluster   separate processes over TCP NATS: `switchyard nats --auth` (with
+#             the material of `switchyard nats init`, over TLS), tenancy-svc,
+#             router, upstream-worker, edge, each with its own identity
 #
 # Environment: BIN (default <repo>/bin: everything-server, tasks-server, switchyard),
 # CONFORMANCE_MODES (default "embedded cluster"), CONFORMANCE_OUT (default
@@ -125,6 +126,7 @@ cleanup() {
   [ -z "${SUITE_PID:-}" ] || stop "$SUITE_PID"
   for ((i = ${#pids[@]} - 1; i >= 0; i--)); do stop "${pids[i]}"; done
   [ -z "${NATS_STORE:-}" ] || rm -rf "$NATS_STORE"
+  [ -z "${NATS_AUTH:-}" ] || rm -rf "$NATS_AUTH"
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
@@ -218,10 +220,16 @@ start_cluster() {
   port; gw=$P; port; nats=$P
   read -ra ups <<<"${GW_UPS[cluster]}"
   NATS_STORE=$OUT/cluster/nats-store
-  start cluster nats "$BIN/switchyard" nats --addr "127.0.0.1:$nats" --store "$NATS_STORE"
+  # Authenticated and over TLS, as docs/security.md deploys it: the
+  # material of switchyard nats init, each role with its own identity.
+  NATS_AUTH=$OUT/cluster/nats-auth
+  mkdir -p "$OUT/cluster"
+  "$BIN/switchyard" nats init "$NATS_AUTH" >"$OUT/cluster/nats-init.log" 2>&1 || die "switchyard nats init failed (log: $OUT/cluster/nats-init.log)"
+  start cluster nats "$BIN/switchyard" nats --auth "$NATS_AUTH" --addr "127.0.0.1:$nats" --store "$NATS_STORE"
   helper wait-tcp "127.0.0.1:$nats" "$READY_SECONDS" || die "NATS did not start (log: $OUT/cluster/nats.log)"
-  write_config cluster "127.0.0.1:$gw" "nats://127.0.0.1:$nats" "${ups[@]}"
-  common=(--config "$OUT/cluster/switchyard.yaml" --nats "nats://127.0.0.1:$nats" --log-format text)
+  write_config cluster "127.0.0.1:$gw" "tls://127.0.0.1:$nats" "${ups[@]}"
+  common=(--config "$OUT/cluster/switchyard.yaml" --nats "tls://127.0.0.1:$nats" --nats-creds "$NATS_AUTH"
+          --nats-ca "$NATS_AUTH/ca.pem" --log-format text)
   start cluster tenancy-svc     "$BIN/switchyard" tenancy-svc "${common[@]}"
   start cluster router          "$BIN/switchyard" router "${common[@]}"
   start cluster upstream-worker "$BIN/switchyard" upstream-worker "${common[@]}" --id worker-1

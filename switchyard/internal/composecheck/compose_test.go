@@ -26,7 +26,7 @@ import (
 const (
 	configName   = "switchyard"                      // top-level configs: entry
 	configTarget = "/etc/switchyard/switchyard.yaml" // where every role reads it
-	natsURL      = "nats://nats:4222"
+	natsURL      = "tls://nats:4222"
 	edgePort     = 8080
 )
 
@@ -634,7 +634,9 @@ services:
 		{"real compose.yaml, unknown condition", mutate(
 			"condition: service_started", "condition: started"), "condition value must be one of"},
 		{"real compose.yaml, the admin key's secret undefined", mutate(
-			"\nsecrets:\n  # The admin listener's key", "\nx-secrets:\n  # The admin listener's key"), "undefined secret switchyard_admin_key"},
+			"\nsecrets:\n  # The admin listener's key", "\nx-secrets:\n  # The admin listener's key"), "undefined secret"},
+		{"real compose.yaml, a role's NATS creds undefined", mutate(
+			"  nats_creds_edge:\n    file: ./nats-auth/edge.creds\n", ""), "undefined secret nats_creds_edge"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
