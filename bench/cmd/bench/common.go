@@ -35,6 +35,7 @@ type endpointFlags struct {
 	startEmbedded   bool
 	startCluster    bool
 	switchyard      string
+	nats            string // -nats-security: launch.NATSTLS, NATSCreds or NATSNone
 	topo            report.Topology
 	// set holds the names of the flags given on the command line.
 	set map[string]bool
@@ -55,6 +56,7 @@ func (f *endpointFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&f.topo.Routers, "routers", 1, "with -start-cluster: number of routers (default from $ROUTERS, else 1)")
 	fs.IntVar(&f.topo.Workers, "workers", 1, "with -start-cluster: number of upstream-workers (default from $WORKERS, else 1)")
 	fs.StringVar(&f.switchyard, "switchyard", "", "switchyard binary for -start-embedded and -start-cluster (default: switchyard next to this binary)")
+	fs.StringVar(&f.nats, "nats-security", launch.NATSTLS, "with -start-cluster: the bus's security: tls (each role's creds from switchyard nats init, over TLS: the secure deployment), creds (the same without TLS, to measure TLS) or none (no authentication)")
 }
 
 // check validates the flags (after fs.Parse), fills in the defaults that
@@ -81,8 +83,13 @@ func (f *endpointFlags) check(fs *flag.FlagSet) (json.RawMessage, error) {
 	}
 	if f.startCluster {
 		errs = append(errs, topologyFromEnv(&f.topo, f.set, os.Getenv))
-	} else if f.set["edges"] || f.set["routers"] || f.set["workers"] {
-		errs = append(errs, errors.New("-edges, -routers and -workers need -start-cluster"))
+	} else if f.set["edges"] || f.set["routers"] || f.set["workers"] || f.set["nats-security"] {
+		errs = append(errs, errors.New("-edges, -routers, -workers and -nats-security need -start-cluster"))
+	}
+	switch f.nats {
+	case launch.NATSTLS, launch.NATSCreds, launch.NATSNone:
+	default:
+		errs = append(errs, fmt.Errorf("-nats-security must be %s, %s or %s, got %q", launch.NATSTLS, launch.NATSCreds, launch.NATSNone, f.nats))
 	}
 	if !f.set["mode"] {
 		f.mode = f.defaultMode()
@@ -195,7 +202,7 @@ func (f *endpointFlags) launchOptions(u, t int, logDir string, idleRSS time.Dura
 	o := launch.Options{BenchBin: self, SwitchyardBin: sy, Upstreams: u, ExtraTools: t, Protocol: f.protocol}
 	if f.startCluster {
 		topo := f.topo
-		o.Cluster, o.LogDir, o.IdleRSSAfter = &topo, logDir, idleRSS
+		o.Cluster, o.LogDir, o.IdleRSSAfter, o.NATS = &topo, logDir, idleRSS, f.nats
 	}
 	return o, nil
 }

@@ -1,6 +1,8 @@
 package busfloor
 
 import (
+	"github.com/switchyard-mcp/switchyard/proto"
+
 	"bytes"
 	"context"
 	"errors"
@@ -34,9 +36,11 @@ const (
 )
 
 // Subject is the subject requests go to unless [Config.Subject] says
-// otherwise; Queue is the responder's queue group.
+// otherwise (under the bench identity's subjects, proto.SubjBench, so
+// that it may run on an authenticated server); Queue is the responder's
+// queue group.
 const (
-	Subject = "bench.v1.bus.echo"
+	Subject = proto.SubjBench + ".bus.echo"
 	Queue   = "bench.bus"
 )
 

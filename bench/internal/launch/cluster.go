@@ -49,11 +49,27 @@ type ClusterOptions struct {
 	// WorkerEnv, if not nil, returns extra environment entries (KEY=VALUE)
 	// for worker i, counting from 1. Stdio upstreams inherit them.
 	WorkerEnv func(i int) []string
+	// NATS is the bus's security: [NATSTLS] (the default, ""),
+	// [NATSCreds] or [NATSNone].
+	NATS string
 	// IdleRSSAfter, when positive, is how long StartCluster waits once
 	// the cluster is ready before reading every gateway process's resident
 	// set size into [Cluster.IdleRSS]; 0 skips that (and the wait).
 	IdleRSSAfter time.Duration
 }
+
+// The security of a cluster's bus (ClusterOptions.NATS).
+const (
+	// NATSTLS: every process authenticates with its identity's creds
+	// from `switchyard nats init`, over TLS: the deployment
+	// docs/security.md describes.
+	NATSTLS = "tls"
+	// NATSCreds: the same credentials over plain TCP (`switchyard nats
+	// --no-tls`), to measure what TLS costs.
+	NATSCreds = "creds"
+	// NATSNone: no authentication (`switchyard nats` on loopback).
+	NATSNone = "none"
+)
 
 // Cluster is a running multi-process gateway: one NATS server, one
 // tenancy-svc, and the routers, workers and edges of its topology, each
@@ -122,11 +138,35 @@ func StartCluster(ctx context.Context, o ClusterOptions) (_ *Cluster, err error)
 	if err != nil {
 		return nil, err
 	}
-	c.NATSURL = "nats://" + addr
 	if c.store, err = os.MkdirTemp("", "switchyard-bench-nats-"); err != nil {
 		return nil, err
 	}
-	if c.NATS, err = c.start("nats", env, newLineWatcher(""), "nats", "--addr", addr, "--store", c.store); err != nil {
+	natsArgs := []string{"nats", "--addr", addr, "--store", c.store}
+	var roleArgs []string // the roles' credentials and CA
+	switch c.Topology.NATS = o.NATS; o.NATS {
+	case "", NATSTLS, NATSCreds:
+		if o.NATS == "" {
+			c.Topology.NATS = NATSTLS
+		}
+		dir := filepath.Join(c.store, "auth") // removed with the store
+		if out, err := exec.Command(c.bin, "nats", "init", dir).CombinedOutput(); err != nil {
+			return nil, fmt.Errorf("launch: switchyard nats init: %w: %s", err, out)
+		}
+		natsArgs = append(natsArgs, "--auth", dir)
+		roleArgs = []string{"--nats-creds", dir}
+		c.NATSURL = "tls://" + addr
+		if c.Topology.NATS == NATSCreds {
+			natsArgs = append(natsArgs, "--no-tls")
+			c.NATSURL = "nats://" + addr
+		} else {
+			roleArgs = append(roleArgs, "--nats-ca", filepath.Join(dir, "ca.pem"))
+		}
+	case NATSNone:
+		c.NATSURL = "nats://" + addr
+	default:
+		return nil, fmt.Errorf("launch: NATS security %q: want %s, %s or %s", o.NATS, NATSTLS, NATSCreds, NATSNone)
+	}
+	if c.NATS, err = c.start("nats", env, newLineWatcher(""), natsArgs...); err != nil {
 		return nil, err
 	}
 	if err := c.wait(ctx, "NATS to accept connections on "+addr, []*Process{c.NATS}, dials(addr)); err != nil {
@@ -137,7 +177,7 @@ func StartCluster(ctx context.Context, o ClusterOptions) (_ *Cluster, err error)
 	if err := os.WriteFile(c.ConfigPath, []byte(ClusterConfigYAML(c.NATSURL, o.Upstreams)), 0o644); err != nil {
 		return nil, err
 	}
-	common := []string{"--config", c.ConfigPath, "--nats", c.NATSURL, "--log-format", "json"}
+	common := slices.Concat([]string{"--config", c.ConfigPath, "--nats", c.NATSURL, "--log-format", "json"}, roleArgs)
 	if c.Tenancy, err = c.start("tenancy-svc", env, newLineWatcher(""), slices.Concat([]string{"tenancy-svc"}, common)...); err != nil {
 		return nil, err
 	}

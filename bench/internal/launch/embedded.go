@@ -42,6 +42,8 @@ type Options struct {
 	LogDir  string
 	// IdleRSSAfter is [ClusterOptions.IdleRSSAfter], for a cluster.
 	IdleRSSAfter time.Duration
+	// NATS is [ClusterOptions.NATS], for a cluster.
+	NATS string
 }
 
 // Stack is a running set of fixture upstreams behind a gateway: either
@@ -93,7 +95,7 @@ func Start(ctx context.Context, o Options) (_ *Stack, err error) {
 		e.Cluster, err = StartCluster(ctx, ClusterOptions{
 			SwitchyardBin: o.SwitchyardBin, Topology: *o.Cluster, Upstreams: ups,
 			LogDir: o.LogDir, Protocol: o.Protocol, WantTools: want,
-			IdleRSSAfter: o.IdleRSSAfter,
+			IdleRSSAfter: o.IdleRSSAfter, NATS: o.NATS,
 		})
 		return e, err
 	}

@@ -103,11 +103,19 @@ type Topology struct {
 	Edges   int `json:"edges"`
 	Routers int `json:"routers"`
 	Workers int `json:"workers"`
+	// NATS is how the processes reach the NATS server (launch.NATSTLS,
+	// NATSCreds, NATSNone); "" in reports written before it was recorded.
+	NATS string `json:"nats,omitempty"`
 }
 
-// String returns "1 edge, 1 router, 4 workers".
+// String returns "1 edge, 1 router, 4 workers" and, when recorded, the
+// bus's security ("..., NATS tls").
 func (t Topology) String() string {
-	return fmt.Sprintf("%s, %s, %s", plural(t.Edges, "edge"), plural(t.Routers, "router"), plural(t.Workers, "worker"))
+	s := fmt.Sprintf("%s, %s, %s", plural(t.Edges, "edge"), plural(t.Routers, "router"), plural(t.Workers, "worker"))
+	if t.NATS != "" {
+		s += ", NATS " + t.NATS
+	}
+	return s
 }
 
 func plural(n int, what string) string {
