@@ -572,3 +572,47 @@ func FuzzWithServerInfo(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkFastPathRead is what the fast path reads of a tools/call body
+// before it publishes it: the envelope, the params (name, _meta) and the
+// _meta members it looks at, for a 2025-era call on a session and a
+// 2026-07-28 call with the SEP-2575 _meta triple (statelessCallOK's
+// checks included; its decode caches are warm after the first call).
+func BenchmarkFastPathRead(b *testing.B) {
+	args := `"arguments":{"text":"hi","n":1,"nested":{"a":[1,2,3],"b":"x"}}`
+	bodies := []struct{ era, body string }{
+		{"2025", `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"up__echo",` + args + `}}`},
+		{"2026", `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"up__echo",` + args + `,` +
+			`"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28",` +
+			`"io.modelcontextprotocol/clientCapabilities":{"roots":{"listChanged":true},"sampling":{},"elicitation":{"form":{},"url":{}}},` +
+			`"io.modelcontextprotocol/clientInfo":{"name":"bench-client","title":"Bench","version":"1.8.0"}}}}`},
+	}
+	r, _ := http.NewRequest(http.MethodPost, "/mcp", nil)
+	for k, v := range map[string]string{"Mcp-Protocol-Version": protocol2026, "Mcp-Method": "tools/call", "Mcp-Name": "up__echo"} {
+		r.Header.Set(k, v)
+	}
+	for _, bb := range bodies {
+		body := []byte(bb.body)
+		b.Run("era="+bb.era, func(b *testing.B) {
+			b.SetBytes(int64(len(body)))
+			b.ReportAllocs()
+			for b.Loop() {
+				_, m, ok := parseBody(body)
+				if !ok || m == nil {
+					b.Fatal("body does not parse")
+				}
+				p := m.params()
+				if p.Name != "up__echo" || p.meta("progressToken") != nil || p.meta("dev.switchyard/timing") != nil {
+					b.Fatal("misread")
+				}
+				if bb.era == "2026" {
+					if !statelessCallOK(r, m, p, protocol2026) {
+						b.Fatal("refused")
+					}
+					_ = p.meta(mcp.MetaKeyClientCapabilities)
+					_ = p.meta(mcp.MetaKeyLogLevel)
+				}
+			}
+		})
+	}
+}
