@@ -14,6 +14,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/switchyard-mcp/switchyard/internal/bus"
+	"github.com/switchyard-mcp/switchyard/internal/fields"
 	"github.com/switchyard-mcp/switchyard/internal/hop"
 	"github.com/switchyard-mcp/switchyard/internal/paramhdr"
 	"github.com/switchyard-mcp/switchyard/internal/trace"
@@ -155,9 +156,18 @@ func (s *Service) forward(ctx context.Context, v *view, method, op, name string,
 	if op == proto.OpToolsCall && wantsTiming(req.GetParams()) {
 		stamps = newStamps()
 	}
+	// The SDK decoded the params (member names matched exactly, the last
+	// of duplicates kept) and the call goes on as this re-encoding of
+	// them: what the router and the worker check is what the upstream
+	// gets. A decoded map (_meta) can still hold keys a lenient upstream
+	// decoder takes for one another: refused, as precheck refuses them in
+	// the body (a legacy SSE POST reaches here without precheck).
 	params, err := json.Marshal(req.GetParams())
 	if err != nil {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "invalid params"}
+	}
+	if c := fields.CheckParams(params); c != "" {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: c.Message()}
 	}
 	preq := proto.Request{Method: method, Tenant: v.tenant, Edge: s.cfg.ID, View: v.name, Name: name, Params: params}
 	var authz, user string

@@ -4,8 +4,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
+	"io"
 	"net/http"
 	"net/url"
+	"strconv"
+	"strings"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -30,6 +35,9 @@ func (s *Service) serveSSEBound(w http.ResponseWriter, r *http.Request, v *view,
 				http.Error(w, "session not found", http.StatusNotFound)
 				return
 			}
+			if r.Method == http.MethodPost && !s.sseBodyOK(w, r, v) {
+				return
+			}
 		}
 		v.serveSSE(w, r)
 		return
@@ -43,6 +51,50 @@ func (s *Service) serveSSEBound(w http.ResponseWriter, r *http.Request, v *view,
 	// The SDK derives the context of every request of the session from
 	// this GET's: the middleware knows a legacy session by it.
 	v.serveSSE(c, r.WithContext(context.WithValue(r.Context(), legacySSEKey{}, true)))
+}
+
+// sseBodyOK reads a legacy SSE POST's body (bounded as the SDK bounds it)
+// and refuses a message that gives a member the gateway decides on twice
+// (package fields), as precheck refuses it on streamable HTTP: HTTP 400
+// with the JSON-RPC -32600 error as the body. The transport has no other
+// way to answer a message the SDK session never receives (its responses
+// travel on the session's GET stream, which the SDK writes), and the SDK
+// answers bodies it cannot take the same way, with a 400. Other bodies are
+// restored for the SDK, which answers what is wrong with them; it reports
+// whether the request may go on.
+func (s *Service) sseBodyOK(w http.ResponseWriter, r *http.Request, v *view) bool {
+	ct, _, _ := strings.Cut(r.Header.Get("Content-Type"), ";")
+	if !strings.EqualFold(strings.TrimSpace(ct), "application/json") || r.Body == nil {
+		return true // the SDK answers 415
+	}
+	start := time.Now()
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxRequestBodyBytes))
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			http.Error(w, "request body exceeds "+strconv.FormatInt(mbe.Limit, 10)+" bytes", http.StatusRequestEntityTooLarge)
+		} else {
+			http.Error(w, "failed to read body", http.StatusBadRequest)
+		}
+		s.refused(r, v, "", int64(jsonrpc.CodeInvalidRequest), start)
+		return false
+	}
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	r.ContentLength = int64(len(body))
+	msgs, _, ok := parseBody(body)
+	if !ok {
+		return true // the SDK answers 400
+	}
+	for _, m := range msgs {
+		if m == nil {
+			continue
+		}
+		if c := m.clashed(); c != "" {
+			s.refuseClash(w, r, v, m, c, start)
+			return false
+		}
+	}
+	return true
 }
 
 // legacySSEKey marks the context of a legacy HTTP+SSE session's requests.
