@@ -9,8 +9,8 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/switchyard-mcp/switchyard/internal/bus"
+	"github.com/switchyard-mcp/switchyard/internal/fields"
 	"github.com/switchyard-mcp/switchyard/internal/hop"
-	"github.com/switchyard-mcp/switchyard/internal/jsonscan"
 	"github.com/switchyard-mcp/switchyard/internal/paramhdr"
 	"github.com/switchyard-mcp/switchyard/internal/policy"
 	"github.com/switchyard-mcp/switchyard/internal/trace"
@@ -190,7 +190,12 @@ func (s *Service) toolsCall(m *nats.Msg, sc *scope, req *proto.Request) {
 		return
 	}
 	if len(e.Params) > 0 && req.Protocol >= protocol2026 {
-		if err := paramhdr.Validate(e.Params, http.Header(m.Header), arguments(req.Params)); err != nil {
+		args, perr := arguments(req.Params)
+		if perr != nil {
+			s.failIn(m, sc, perr)
+			return
+		}
+		if err := paramhdr.Validate(e.Params, http.Header(m.Header), args); err != nil {
 			s.failIn(m, sc, &proto.Error{Code: paramhdr.CodeHeaderMismatch, Msg: err.Error()})
 			return
 		}
@@ -355,12 +360,12 @@ func (s *Service) onUndelivered(m *nats.Msg) {
 const protocol2026 = "2026-07-28"
 
 // arguments returns the raw "arguments" member of tools/call params.
-func arguments(params []byte) []byte {
+func arguments(params []byte) ([]byte, *proto.Error) {
 	var args []byte
-	jsonscan.Members(params, func(k, v []byte) {
-		if jsonscan.KeyIs(k, "arguments") {
+	perr := paramMembers(params, func(i int, v []byte) {
+		if i == fields.ParamArguments {
 			args = v
 		}
 	})
-	return args
+	return args, perr
 }

@@ -115,14 +115,6 @@ func (s *Service) taskCall(m *nats.Msg, sc *scope, req *proto.Request) {
 	s.to(m, sc, req, u, "")
 }
 
-type completeParams struct {
-	Ref struct {
-		Type string `json:"type"`
-		Name string `json:"name"`
-		URI  string `json:"uri"`
-	} `json:"ref"`
-}
-
 // complete routes completion/complete by its reference: a prompt by name
 // (renamed like prompts/get), a resource template by its URI template (or
 // a resource by its URI) to the upstream that lists it
@@ -136,17 +128,17 @@ func (s *Service) complete(m *nats.Msg, sc *scope, req *proto.Request) {
 			return
 		}
 	}
-	var p completeParams
-	if err := decodeParams(req.Params, &p); err != nil {
-		s.failIn(m, sc, proto.Errorf(proto.CodeInvalidParams, "invalid params: %v", err))
+	ref, perr := completionRef(req.Params)
+	if perr != nil {
+		s.failIn(m, sc, perr)
 		return
 	}
-	switch p.Ref.Type {
+	switch ref.typ {
 	case "ref/prompt":
-		req.Name = p.Ref.Name
+		req.Name = ref.name
 		s.promptsGet(m, sc, req)
 	case "ref/resource":
-		req.Name = p.Ref.URI
+		req.Name = ref.uri
 		u, ok := sc.cat.CompletionUpstream(req.View, req.Name, sc.pol)
 		if !ok {
 			s.failIn(m, sc, resourceNotFound(req.Name))
@@ -154,7 +146,7 @@ func (s *Service) complete(m *nats.Msg, sc *scope, req *proto.Request) {
 		}
 		s.to(m, sc, req, u, "")
 	default:
-		s.failIn(m, sc, proto.Errorf(proto.CodeInvalidParams, "unknown completion reference type %q", p.Ref.Type))
+		s.failIn(m, sc, proto.Errorf(proto.CodeInvalidParams, "unknown completion reference type %q", ref.typ))
 	}
 }
 

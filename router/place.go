@@ -1,8 +1,6 @@
 package router
 
 import (
-	"encoding/json"
-
 	"github.com/switchyard-mcp/switchyard/internal/bus"
 	"github.com/switchyard-mcp/switchyard/proto"
 )
@@ -50,11 +48,4 @@ func (s *Service) place(req *proto.Request, upstream string) (string, *proto.Err
 		}
 	}
 	return "", proto.Errorf(proto.CodeInternal, "placement failed")
-}
-
-func decodeParams(raw []byte, v any) error {
-	if len(raw) == 0 || string(raw) == "null" {
-		return nil
-	}
-	return json.Unmarshal(raw, v)
 }
