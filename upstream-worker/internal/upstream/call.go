@@ -115,25 +115,25 @@ func (u *Upstream) send(ctx context.Context, req *proto.Request, st *callState, 
 	}
 }
 
+// callParams is the SDK path's form of the params of req (tools/call):
+// the params newRawParams prepares for the raw paths (checked the same
+// way, the upstream's tool name in place of the client's), decoded.
 func (u *Upstream) callParams(req *proto.Request) (*mcp.CallToolParams, *proto.Error) {
+	rp, perr := newRawParams(req)
+	if perr != nil {
+		return nil, perr
+	}
 	var p callParams
-	if raw := bytes.TrimSpace(req.Params); len(raw) > 0 && !bytes.Equal(raw, []byte("null")) {
-		if err := json.Unmarshal(raw, &p); err != nil {
-			return nil, proto.Errorf(proto.CodeInvalidParams, "invalid tools/call params: %v", err)
-		}
-	}
-	name := req.Name
-	if name == "" {
-		name = p.Name
-	}
-	if name == "" {
-		return nil, proto.Errorf(proto.CodeInvalidParams, "tools/call without a tool name")
+	if err := json.Unmarshal(rp.appendParams(nil, nil), &p); err != nil {
+		// encoding/json's message names Go types: it stays in the log.
+		u.log.Debug("tools/call params not decoded", proto.LogErr, err)
+		return nil, invalidParams(methodToolsCall, "a member does not have the type the MCP schema gives it")
 	}
 	args := p.Arguments
 	if len(args) == 0 || bytes.Equal(args, []byte("null")) {
 		args = json.RawMessage("{}")
 	}
-	out := &mcp.CallToolParams{Name: name, Arguments: args, InputResponses: p.InputResponses, RequestState: p.RequestState}
+	out := &mcp.CallToolParams{Name: p.Name, Arguments: args, InputResponses: p.InputResponses, RequestState: p.RequestState}
 	for k, v := range p.Meta {
 		if hopMeta[k] {
 			continue
