@@ -17,6 +17,8 @@ import (
 
 	"github.com/switchyard-mcp/switchyard/internal/config"
 	"github.com/switchyard-mcp/switchyard/internal/fields"
+	"github.com/switchyard-mcp/switchyard/internal/hop"
+	"github.com/switchyard-mcp/switchyard/internal/trace"
 	"github.com/switchyard-mcp/switchyard/proto"
 )
 
@@ -333,5 +335,22 @@ func TestEdgeSDKPathRefusesClashingMeta(t *testing.T) {
 	}
 	if r := drain(seen); len(r) != 1 {
 		t.Fatalf("router got %d requests, want only the clean call", len(r))
+	}
+}
+
+// TestEdgeFieldsNameTheKeysRead: fields.Meta holds every _meta key the
+// edge reads (probeParams.meta answers those from its single pass; it
+// would scan again for any other), spelled as the SDK and the tracing
+// spec spell them.
+func TestEdgeFieldsNameTheKeysRead(t *testing.T) {
+	for _, k := range []string{"progressToken", mcp.MetaKeyProtocolVersion, mcp.MetaKeyClientCapabilities,
+		mcp.MetaKeyClientInfo, mcp.MetaKeyLogLevel, mcp.MetaKeySubscriptionID, trace.KeyTraceparent, trace.KeyTracestate,
+		hop.MetaKey, perRequestVersionKey} {
+		if fields.Meta.Index(k) < 0 {
+			t.Errorf("fields.Meta lacks %q", k)
+		}
+	}
+	if fields.Meta.Len() != fields.MetaCount {
+		t.Fatalf("fields.MetaCount %d, fields.Meta has %d names", fields.MetaCount, fields.Meta.Len())
 	}
 }
