@@ -3,6 +3,9 @@ package upstream
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
+	"reflect"
+	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -76,6 +79,67 @@ func isNull(b []byte) bool { return b == nil || bytes.Equal(b, jsonNull) }
 
 func invalidParams(method, format string, a ...any) *proto.Error {
 	return proto.Errorf(proto.CodeInvalidParams, "invalid "+method+" params: "+format, a...)
+}
+
+// decodeProblem says, for a client, what encoding/json found wrong in
+// params it decoded into the SDK's types: which member has which JSON type
+// where the MCP schema wants another. err's own text is not used: it names
+// Go types and fields ("into Go struct field CallToolParams.name of type
+// string").
+func decodeProblem(err error) string {
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) {
+		where := "params"
+		if te.Field != "" {
+			where += "." + te.Field
+		}
+		value, _, _ := strings.Cut(te.Value, " ") // "number 1e999": the literal stays out
+		return where + " is " + withArticle(value) + ", not " + jsonKind(te.Type)
+	}
+	var se *json.SyntaxError
+	if errors.As(err, &se) {
+		return "not valid JSON"
+	}
+	return "they do not match the MCP schema"
+}
+
+// jsonKind names the JSON values a Go type decodes from.
+func jsonKind(t reflect.Type) string {
+	for t != nil && t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t == nil {
+		return "a JSON value"
+	}
+	switch t.Kind() {
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "a boolean"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr,
+		reflect.Float32, reflect.Float64:
+		return "a number"
+	case reflect.Slice, reflect.Array:
+		return "an array"
+	case reflect.Map, reflect.Struct:
+		return "an object"
+	}
+	return "a JSON value of another type"
+}
+
+// withArticle is a JSON value kind as encoding/json names it ("number",
+// "object", "array", "string", "bool") with its article.
+func withArticle(kind string) string {
+	switch kind {
+	case "object", "array":
+		return "an " + kind
+	case "bool":
+		return "a boolean"
+	case "":
+		return "a value"
+	}
+	return "a " + kind
 }
 
 // objectParams returns the client's params if they are a JSON object, nil
