@@ -52,7 +52,7 @@ func (s *Service) route(m *nats.Msg, req *proto.Request, sc *scope) {
 	// nothing of it is kept once the handler (or its fan-out) is done.
 	if err := proto.UnmarshalView(m.Data, req); err != nil {
 		s.log.Warn("bad request envelope", proto.LogSubject, m.Subject, proto.LogErr, err)
-		s.failIn(m, sc, proto.Errorf(proto.CodeBadEnvelope, "router: undecodable request: %v", err))
+		s.failIn(m, sc, errBadRequestEnvelope)
 		return
 	}
 	// The tenancy snapshot is read once: the tenant's policy and the
@@ -115,6 +115,10 @@ func (s *Service) fail(m *nats.Msg, e *proto.Error) {
 		s.log.Warn("reply failed", proto.LogSubject, m.Subject, proto.LogErr, err)
 	}
 }
+
+// errBadRequestEnvelope answers a route message that does not decode; the
+// decoder's text (Go types) is in the log.
+var errBadRequestEnvelope = &proto.Error{Code: proto.CodeBadEnvelope, Msg: "the router could not decode the request"}
 
 // errUnknownTenant answers a route subject naming a tenant that is not in
 // the router's tenancy snapshot. The edge sends only tenants it resolved,
@@ -349,7 +353,7 @@ func (s *Service) onUndelivered(m *nats.Msg) {
 	}
 	worker, reply := rest[:i], rest[i+1:]
 	s.presence.Suspect(worker)
-	e := proto.Errorf(proto.CodeNotDelivered, "worker %s went away before the call started", worker)
+	e := &proto.Error{Code: proto.CodeNotDelivered, Msg: "the worker placed for the call went away before it started"}
 	if err := bus.RespondError(s.nc, reply, e); err != nil {
 		s.log.Warn("reply failed", proto.LogWorker, worker, proto.LogErr, err)
 	}

@@ -216,11 +216,11 @@ func (s *Service) ask(req proto.Request, t fanTarget, hdr nats.Header, timeout t
 	req.Upstream, req.Name = upstream, ""
 	data, err := proto.Marshal(&req)
 	if err != nil {
-		return proto.Errorf(proto.CodeInternal, "router: %v", err)
+		return s.internal("request not encoded", upstream, err)
 	}
 	subj, err := proto.AppendWorkerSubject(nil, worker, proto.Op(req.Method))
 	if err != nil {
-		return proto.Errorf(proto.CodeInternal, "router: %v", err)
+		return s.internal("worker subject not built", upstream, err)
 	}
 	var h nats.Header
 	if t.auth != nil {
@@ -234,11 +234,21 @@ func (s *Service) ask(req proto.Request, t fanTarget, hdr nats.Header, timeout t
 	case errors.Is(err, nats.ErrTimeout):
 		return proto.Errorf(proto.CodeTimeout, "upstream %s did not answer in time", upstream)
 	case err != nil:
-		return proto.Errorf(proto.CodeUpstreamUnavailable, "upstream %s: %v", upstream, err)
+		s.log.Warn("fan-out request failed", proto.LogUpstream, upstream, proto.LogWorker, worker, proto.LogErr, err)
+		return proto.Errorf(proto.CodeUpstreamUnavailable, "upstream %s is unavailable (its worker did not take the request)", upstream)
 	}
 	var rep proto.Reply
 	if err := proto.Unmarshal(msg.Data, &rep); err != nil {
-		return proto.Errorf(proto.CodeBadEnvelope, "upstream %s: undecodable reply: %v", upstream, err)
+		s.log.Warn("bad reply envelope", proto.LogUpstream, upstream, proto.LogWorker, worker, proto.LogErr, err)
+		return proto.Errorf(proto.CodeBadEnvelope, "upstream %s: the router could not decode the worker's reply", upstream)
 	}
 	return rep.Error
+}
+
+// internal is the error of a request the router could not send for a
+// reason of its own: the client gets a correlation id, the log the rest.
+func (s *Service) internal(what, upstream string, err error) *proto.Error {
+	id := bus.RandomToken(5)
+	s.log.Error(what, proto.LogUpstream, upstream, "correlation_id", id, proto.LogErr, err)
+	return proto.Errorf(proto.CodeInternal, "internal error (correlation id %s)", id)
 }

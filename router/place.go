@@ -30,10 +30,9 @@ func (s *Service) place(req *proto.Request, upstream string) (string, *proto.Err
 		}
 	}
 	if up == 0 {
-		if reason == "" {
-			reason = "not connected"
-		}
-		return "", proto.Errorf(proto.CodeUpstreamUnavailable, "upstream %s is unavailable: %s", upstream, reason)
+		// The workers' reason is for operators (it names the upstream's
+		// URL, addresses, command): the client gets a fixed phrase for it.
+		return "", proto.Errorf(proto.CodeUpstreamUnavailable, "upstream %s is unavailable (%s)", upstream, bus.UnavailableReason(reason))
 	}
 	if best != nil {
 		return best.ID, nil

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -190,12 +191,16 @@ func (g *rig) silence(id string) {
 func (g *rig) publishBeat(id string, up map[string]bool) {
 	hb := &proto.Heartbeat{Worker: id, Boot: 1, IntervalMs: 60_000}
 	for n, u := range up {
-		hb.Upstreams = append(hb.Upstreams, proto.UpstreamState{Name: n, Up: u, Err: "refused"})
+		hb.Upstreams = append(hb.Upstreams, proto.UpstreamState{Name: n, Up: u, Err: downDetail})
 	}
 	data, _ := proto.Marshal(hb)
 	subj, _ := proto.EvtWorkerSubject(id)
 	_ = g.nc.Publish(subj, data) // fails only once the test is over
 }
+
+// downDetail is what the rig's workers report for an upstream that is
+// down, as a real worker does: for operators, naming the upstream's URL.
+const downDetail = `connect: calling "initialize": Post "http://127.0.0.1:1/mcp": dial tcp 127.0.0.1:1: connect: connection refused`
 
 func (g *rig) call(op string, req *proto.Request) (map[string]string, error) {
 	return g.callAs(DefaultTenant, op, req)
@@ -348,6 +353,12 @@ func TestRouterErrors(t *testing.T) {
 			var pe *proto.Error
 			if !errors.As(err, &pe) || pe.Code != tc.code {
 				t.Fatalf("got %v, want code %d", err, tc.code)
+			}
+			// What the workers report for operators stays with them: the
+			// client gets a fixed phrase, and no worker's name.
+			if strings.Contains(pe.Msg, "127.0.0.1") || strings.Contains(pe.Msg, "http") || strings.Contains(pe.Msg, "w-1") ||
+				(pe.Code == proto.CodeUpstreamUnavailable && !strings.Contains(pe.Msg, "(connection refused)")) {
+				t.Fatalf("message %q", pe.Msg)
 			}
 		})
 	}
