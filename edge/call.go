@@ -379,7 +379,7 @@ func (s *Service) send(ctx context.Context, preq *proto.Request, op string, stam
 		// for a worker that never answers.
 		if s.presence.Gone(rt.worker) {
 			s.grants.drop(rt.key, rt.grant)
-			return nil, nil, true, proto.Errorf(proto.CodeNotDelivered, "worker %s went away before the call started", rt.worker)
+			return nil, nil, true, &proto.Error{Code: proto.CodeNotDelivered, Msg: "the worker placed for the call went away before it started"}
 		}
 		// A granted call needs none of the router's headers: its tool has
 		// no parameter headers and its upstream takes no client
@@ -456,7 +456,10 @@ func (s *Service) replyOf(k *bus.Call, out []byte, err error, stamps nats.Header
 	// A view of out (the reply message's data, or its reassembled chunks):
 	// the result is written to the client and nothing of it is kept.
 	if err := proto.UnmarshalView(out, &rep); err != nil {
-		return nil, nil, proto.Errorf(proto.CodeBadEnvelope, "undecodable reply: %v", err)
+		// The decoder's text names Go types: it goes to the log.
+		id := bus.RandomToken(5)
+		s.log.Warn("bad reply envelope", proto.LogWorker, k.Worker(), "correlation_id", id, proto.LogErr, err)
+		return nil, nil, proto.Errorf(proto.CodeBadEnvelope, "the gateway could not decode a reply (correlation id %s)", id)
 	}
 	if rep.ServiceNs > 0 && !clock.sent.IsZero() {
 		s.met.Bus(clock.method, time.Since(clock.sent)-time.Duration(rep.ServiceNs))

@@ -88,6 +88,17 @@ func (s *Service) precheck(w http.ResponseWriter, r *http.Request, v *view) (*pr
 			s.refuseClash(w, r, v, m, c, start)
 			return nil, false
 		}
+		if msg := malformed(m); msg != "" {
+			// The SDK answers these with a plain-text 400 whose text names
+			// Go types ("invalid ID type map[string]interface {}").
+			id := m.ID
+			if !validID(id) || !idInRange(id) {
+				id = nil
+			}
+			writeRPCError(w, http.StatusBadRequest, id, int(jsonrpc.CodeInvalidRequest), msg)
+			s.refused(r, v, m.Method, int64(jsonrpc.CodeInvalidRequest), start)
+			return nil, false
+		}
 		if stateful && m.Method != "" && m.Method != "initialize" && r.Header.Get("Mcp-Session-Id") == "" &&
 			m.params().meta(perRequestVersionKey) == nil {
 			// What the transport spec asks of servers that use sessions; the
@@ -118,6 +129,51 @@ func (s *Service) precheck(w http.ResponseWriter, r *http.Request, v *view) (*pr
 		}
 	}
 	return single, true
+}
+
+// malformed returns why m is not a JSON-RPC 2.0 message the SDK can
+// decode, as the message of a -32600 error; "" when it is one: jsonrpc
+// "2.0", an id that is a string, a number float64 holds, or null, and a
+// response's error an object with an integer code and a string message.
+func malformed(m *probeMsg) string {
+	switch {
+	case m.JSONRPC != "2.0":
+		return `Invalid Request: jsonrpc must be "2.0"`
+	case len(m.ID) > 0 && string(m.ID) != "null" && !validID(m.ID):
+		return "Invalid Request: id must be a string, a number or null"
+	case len(m.ID) > 0 && !idInRange(m.ID):
+		return "Invalid Request: id is a number out of range"
+	case m.Method == "" && len(m.Error) > 0 && string(m.Error) != "null" && !wireError(m.Error):
+		return "Invalid Request: error must be an object with an integer code and a string message"
+	}
+	return ""
+}
+
+// idInRange reports whether a raw id that is a number fits a float64, as
+// the SDK decodes it (other ids are in range).
+func idInRange(id json.RawMessage) bool {
+	if len(id) == 0 || (id[0] != '-' && (id[0] < '0' || id[0] > '9')) {
+		return true
+	}
+	_, err := strconv.ParseFloat(string(id), 64)
+	return err == nil
+}
+
+// wireError reports whether raw (valid JSON) is a JSON-RPC error object
+// the SDK decodes: code an integer (int64), message a string when present.
+func wireError(raw json.RawMessage) bool {
+	ok := true
+	isObject := jsonscan.Members(raw, func(k, v []byte) {
+		switch {
+		case jsonscan.KeyIs(k, "code"):
+			if _, err := strconv.ParseInt(string(v), 10, 64); err != nil {
+				ok = false
+			}
+		case jsonscan.KeyIs(k, "message"):
+			ok = ok && (v[0] == '"' || string(v) == "null")
+		}
+	})
+	return isObject && ok
 }
 
 // refuseClash answers message m, which gives member c twice (see package
@@ -183,6 +239,8 @@ func parseMessage(raw []byte) (*probeMsg, bool) {
 			m.ID = v
 		case fields.EnvParams:
 			m.Params = v
+		case fields.EnvError:
+			m.Error = v
 		}
 	})
 	if !isObject || !typed {
@@ -212,6 +270,7 @@ type probeMsg struct {
 	ID      json.RawMessage
 	Method  string
 	Params  json.RawMessage
+	Error   json.RawMessage // a response's
 
 	clash fields.Clash // an envelope member given twice (see fields)
 	read  bool         // p is read (params)

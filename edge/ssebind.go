@@ -160,6 +160,14 @@ func (c *sseCapture) Write(b []byte) (int, error) {
 			}
 		}
 	}
+	if bytes.Contains(b, []byte(`"message":"`+sdkErrorPrefix)) {
+		// A params decoding error of the SDK's on the session's stream:
+		// see sdkErrorWriter.
+		if _, err := c.ResponseWriter.Write(scrubSDKErrors(b)); err != nil {
+			return 0, err
+		}
+		return len(b), nil
+	}
 	return c.ResponseWriter.Write(b)
 }
 
