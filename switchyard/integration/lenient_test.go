@@ -51,7 +51,9 @@ func postRaw(t *testing.T, c *keyClient, method, name, members string) *rawAnswe
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
-	req.Header.Set("Authorization", c.auth)
+	if c.auth != "" {
+		req.Header.Set("Authorization", c.auth)
+	}
 	if c.sid != "" {
 		req.Header.Set("Mcp-Session-Id", c.sid)
 		req.Header.Set("Mcp-Protocol-Version", v2025)

@@ -38,6 +38,8 @@ type Server struct {
 	// URL is the streamable HTTP endpoint.
 	URL string
 
+	hs *httptest.Server
+
 	mu  sync.Mutex
 	ran []string // guarded by mu: "<method> <target>", in order
 }
@@ -76,8 +78,15 @@ func Start(t testing.TB, c Catalog) *Server {
 		sdk.ServeHTTP(w, r)
 	}))
 	t.Cleanup(hs.Close)
-	s.URL = hs.URL + "/mcp"
+	s.URL, s.hs = hs.URL+"/mcp", hs
 	return s
+}
+
+// Close stops the server: its connections are closed and its port no
+// longer accepts any. Safe to call more than once.
+func (s *Server) Close() {
+	s.hs.CloseClientConnections()
+	s.hs.Close()
 }
 
 // Ran returns what the server ran so far, in order: "tools/call <name>",
