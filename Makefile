@@ -133,7 +133,8 @@ compose-bench:
 ## bench-micro: Go benchmarks of the hot paths
 bench-micro:
 	@for m in proto router; do (cd $$m && $(GO) test -run '^$$' -bench . -benchmem ./...); done
-	cd internal && $(GO) test -run '^$$' -bench . -benchmem ./taskid ./tenant ./policy ./apikey ./tenancy ./jwtauth ./limit
+	cd internal && $(GO) test -run '^$$' -bench . -benchmem ./taskid ./tenant ./policy ./apikey ./tenancy ./jwtauth ./limit ./fields
+	cd edge && $(GO) test -run '^$$' -bench 'FastPathRead|StatelessCallOK' -benchmem .
 	cd switchyard && $(GO) test -run '^$$' -bench BenchmarkCall -benchtime 2000x -benchmem ./integration/
 
 ## bench-bus: the floor of the one NATS request-reply a call makes,

@@ -76,3 +76,21 @@ func TestCheckParamsDoesNotAllocate(t *testing.T) {
 		t.Fatalf("%v allocations", n)
 	}
 }
+
+// BenchmarkCheckParams is the check alone, as the router and a caller
+// without its own scan pay it: one pass over a 2026-07-28 tools/call's
+// params and one over its _meta. (The edge and the worker fuse it into
+// the reads they make anyway: edge BenchmarkFastPathRead.)
+func BenchmarkCheckParams(b *testing.B) {
+	p := []byte(`{"name":"up__echo","arguments":{"text":"hi","n":1,"nested":{"a":[1,2,3],"b":"x"}},` +
+		`"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28",` +
+		`"io.modelcontextprotocol/clientCapabilities":{"roots":{"listChanged":true},"sampling":{},"elicitation":{"form":{},"url":{}}},` +
+		`"io.modelcontextprotocol/clientInfo":{"name":"bench-client","title":"Bench","version":"1.8.0"}}}`)
+	b.SetBytes(int64(len(p)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if CheckParams(p) != "" {
+			b.Fatal("clash")
+		}
+	}
+}
