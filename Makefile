@@ -77,6 +77,7 @@ fuzz:
 	cd proto && $(GO) test -run '^$$' -fuzz '^FuzzRouteTokens$$' -fuzztime $(FUZZ_EXECS) .
 	cd internal && $(GO) test -run '^$$' -fuzz '^FuzzParseChunk$$' -fuzztime 50000x ./bus
 	cd internal && $(GO) test -run '^$$' -fuzz '^FuzzMembers$$' -fuzztime $(FUZZ_EXECS) ./jsonscan
+	cd internal && $(GO) test -run '^$$' -fuzz '^FuzzScan$$' -fuzztime $(FUZZ_EXECS) ./jsonscan
 	cd internal && $(GO) test -run '^$$' -fuzz '^FuzzOpen$$' -fuzztime $(FUZZ_EXECS) ./taskid
 	cd internal && $(GO) test -run '^$$' -fuzz '^FuzzPolicyGlob$$' -fuzztime 50000x ./policy
 	cd internal && $(GO) test -run '^$$' -fuzz '^FuzzAuditDecode$$' -fuzztime 50000x ./audit
@@ -88,6 +89,7 @@ fuzz:
 	cd edge && $(GO) test -run '^$$' -fuzz '^FuzzParseBody$$' -fuzztime 50000x .
 	cd edge && $(GO) test -run '^$$' -fuzz '^FuzzWithServerInfo$$' -fuzztime 50000x .
 	cd upstream-worker && $(GO) test -run '^$$' -fuzz '^FuzzLineReader$$' -fuzztime 50000x ./internal/upstream
+	cd upstream-worker && $(GO) test -run '^$$' -fuzz '^FuzzUpstreamRenamed$$' -fuzztime 50000x ./internal/upstream
 
 ## bench: the latency gate (tools/call direct, through a bare reverse proxy
 ## and through an embedded gateway, both protocol eras; exit 1 if added p50
@@ -135,7 +137,8 @@ compose-bench:
 ## bench-micro: Go benchmarks of the hot paths
 bench-micro:
 	@for m in proto router; do (cd $$m && $(GO) test -run '^$$' -bench . -benchmem ./...); done
-	cd internal && $(GO) test -run '^$$' -bench . -benchmem ./taskid ./tenant ./policy ./apikey ./tenancy ./jwtauth ./limit
+	cd internal && $(GO) test -run '^$$' -bench . -benchmem ./taskid ./tenant ./policy ./apikey ./tenancy ./jwtauth ./limit ./fields
+	cd edge && $(GO) test -run '^$$' -bench 'FastPathRead|StatelessCallOK' -benchmem .
 	cd switchyard && $(GO) test -run '^$$' -bench BenchmarkCall -benchtime 2000x -benchmem ./integration/
 
 ## bench-bus: the floor of the one NATS request-reply a call makes,

@@ -14,6 +14,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/switchyard-mcp/switchyard/internal/bus"
+	"github.com/switchyard-mcp/switchyard/internal/fields"
 	"github.com/switchyard-mcp/switchyard/internal/hop"
 	"github.com/switchyard-mcp/switchyard/internal/paramhdr"
 	"github.com/switchyard-mcp/switchyard/internal/trace"
@@ -155,9 +156,18 @@ func (s *Service) forward(ctx context.Context, v *view, method, op, name string,
 	if op == proto.OpToolsCall && wantsTiming(req.GetParams()) {
 		stamps = newStamps()
 	}
+	// The SDK decoded the params (member names matched exactly, the last
+	// of duplicates kept) and the call goes on as this re-encoding of
+	// them: what the router and the worker check is what the upstream
+	// gets. A decoded map (_meta) can still hold keys a lenient upstream
+	// decoder takes for one another: refused, as precheck refuses them in
+	// the body (a legacy SSE POST reaches here without precheck).
 	params, err := json.Marshal(req.GetParams())
 	if err != nil {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "invalid params"}
+	}
+	if c := fields.CheckParams(params); c != "" {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: c.Message()}
 	}
 	preq := proto.Request{Method: method, Tenant: v.tenant, Edge: s.cfg.ID, View: v.name, Name: name, Params: params}
 	var authz, user string
@@ -370,7 +380,7 @@ func (s *Service) send(ctx context.Context, preq *proto.Request, op string, stam
 		// for a worker that never answers.
 		if s.presence.Gone(rt.worker) {
 			s.grants.drop(rt.key, rt.grant)
-			return nil, nil, true, proto.Errorf(proto.CodeNotDelivered, "worker %s went away before the call started", rt.worker)
+			return nil, nil, true, &proto.Error{Code: proto.CodeNotDelivered, Msg: "the worker placed for the call went away before it started"}
 		}
 		// A granted call needs none of the router's headers: its tool has
 		// no parameter headers and its upstream takes no client
@@ -447,7 +457,10 @@ func (s *Service) replyOf(k *bus.Call, out []byte, err error, stamps nats.Header
 	// A view of out (the reply message's data, or its reassembled chunks):
 	// the result is written to the client and nothing of it is kept.
 	if err := proto.UnmarshalView(out, &rep); err != nil {
-		return nil, nil, proto.Errorf(proto.CodeBadEnvelope, "undecodable reply: %v", err)
+		// The decoder's text names Go types: it goes to the log.
+		id := bus.RandomToken(5)
+		s.log.Warn("bad reply envelope", proto.LogWorker, k.Worker(), "correlation_id", id, proto.LogErr, err)
+		return nil, nil, proto.Errorf(proto.CodeBadEnvelope, "the gateway could not decode a reply (correlation id %s)", id)
 	}
 	if rep.ServiceNs > 0 && !clock.sent.IsZero() {
 		s.met.Bus(clock.method, time.Since(clock.sent)-time.Duration(rep.ServiceNs))

@@ -350,11 +350,17 @@ func (s *Service) Run(ctx context.Context) error {
 	return err
 }
 
+// errWorkerLost fails the calls of a worker that went away. It names no
+// worker: a worker's id is an operator's name for a host (the edge logs
+// it when the worker leaves).
+var errWorkerLost = &proto.Error{Code: proto.CodeWorkerLost, Msg: "the worker serving the call went away"}
+
 func (s *Service) start() error {
 	s.caller.Gone = s.presence.Gone
 	s.presence.OnGone = func(w string) {
 		s.grants.dropAll()
-		s.caller.FailWorker(w, proto.Errorf(proto.CodeWorkerLost, "worker %s serving the call went away", w))
+		s.log.Info("worker gone; its calls fail", proto.LogWorker, w)
+		s.caller.FailWorker(w, errWorkerLost)
 	}
 	if err := s.caller.Start(); err != nil {
 		return fmt.Errorf("edge: inbox: %w", err)

@@ -96,17 +96,7 @@ func statelessCallOK(r *http.Request, m *probeMsg, p *probeParams, pv string) bo
 	if m.Method == "tools/call" && (p.Name == "" || r.Header.Get("Mcp-Name") != p.Name) {
 		return false
 	}
-	var version, caps, info []byte // the last of each, as decoders keep
-	jsonscan.Members(p.Meta, func(k, v []byte) {
-		switch {
-		case jsonscan.KeyIs(k, mcp.MetaKeyProtocolVersion):
-			version = v
-		case jsonscan.KeyIs(k, mcp.MetaKeyClientCapabilities):
-			caps = v
-		case jsonscan.KeyIs(k, mcp.MetaKeyClientInfo):
-			info = v
-		}
-	})
+	version, caps, info := p.meta(mcp.MetaKeyProtocolVersion), p.meta(mcp.MetaKeyClientCapabilities), p.meta(mcp.MetaKeyClientInfo)
 	if !jsonStringIs(version, pv) {
 		return false
 	}

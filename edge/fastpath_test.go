@@ -323,12 +323,21 @@ func TestAppendOneLine(t *testing.T) {
 }
 
 // FuzzParseBody: the in-place reader of a POST body never panics, accepts
-// only valid JSON, and reads the members encoding/json sees.
+// only valid JSON, and reads the members encoding/json sees. And unless it
+// finds a member given twice (which precheck refuses), a lenient decoder
+// (encoding/json into structs: the last of duplicates, field names matched
+// without regard to case) reads the same method, tool name, progress token
+// and protocol version as the edge: what the gateway checks is what an
+// upstream built on encoding/json runs.
 func FuzzParseBody(f *testing.F) {
 	for _, s := range []string{
 		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a","_meta":{"k":1}}}`,
 		`[{"jsonrpc":"2.0","method":"x"},null]`, `{"method":1}`, `{"method":null}`, `"s"`, `{`, ``,
 		`{"jsonrpc":"2.0","id":"x","method":"notifications/cancelled","params":{"requestId":"x"}}`,
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a","Name":"b"}}`,
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","Method":"tools/list","params":{"NAME":"b"}}`,
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a","_meta":{"progressToken":1,"ProgressToken":2}}}`,
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"n\u0061me":"a","name":"b"}}`,
 	} {
 		f.Add([]byte(s))
 	}
@@ -350,12 +359,16 @@ func FuzzParseBody(f *testing.F) {
 		if err := json.Unmarshal(body, &m); err != nil {
 			t.Fatalf("accepted %q: %v", body, err)
 		}
+		p := single.params()
+		_ = p.meta("k")
+		if single.clashed() != "" {
+			return // refused before anything reads it
+		}
 		var method string
 		_ = json.Unmarshal(m["method"], &method)
 		if single.Method != method || !bytes.Equal(single.Params, m["params"]) {
 			t.Fatalf("read method %q params %q, encoding/json %q %q", single.Method, single.Params, method, m["params"])
 		}
-		p := single.params()
 		var pm map[string]json.RawMessage
 		if json.Unmarshal(single.Params, &pm) == nil && p.Name != "" {
 			var name string
@@ -363,7 +376,33 @@ func FuzzParseBody(f *testing.F) {
 				t.Fatalf("read name %q, encoding/json %s", p.Name, pm["name"])
 			}
 		}
-		_ = p.meta("k")
+		var lenient struct {
+			Method string
+			Params struct {
+				Name string
+				Meta struct {
+					ProgressToken   json.RawMessage
+					ProtocolVersion json.RawMessage `json:"io.modelcontextprotocol/protocolVersion"`
+				} `json:"_meta"`
+			}
+		}
+		if json.Unmarshal(body, &lenient) != nil {
+			return // a type the struct does not take: the upstream refuses it too
+		}
+		if lenient.Method != single.Method {
+			t.Fatalf("the edge read method %q, a lenient decoder %q", single.Method, lenient.Method)
+		}
+		if lenient.Params.Name != p.Name {
+			t.Fatalf("the edge read name %q, a lenient decoder %q", p.Name, lenient.Params.Name)
+		}
+		for _, c := range []struct {
+			key  string
+			seen json.RawMessage
+		}{{"progressToken", lenient.Params.Meta.ProgressToken}, {mcp.MetaKeyProtocolVersion, lenient.Params.Meta.ProtocolVersion}} {
+			if got := p.meta(c.key); (len(p.Meta) > 0 && p.Meta[0] == '{') && !bytes.Equal(bytes.TrimSpace(got), bytes.TrimSpace(c.seen)) {
+				t.Fatalf("the edge read _meta %s %s, a lenient decoder %s", c.key, got, c.seen)
+			}
+		}
 	})
 }
 
@@ -571,4 +610,48 @@ func FuzzWithServerInfo(f *testing.F) {
 			t.Fatalf("mergeMeta(%q) = %q, withServerInfo %q", orig, merged, spliced)
 		}
 	})
+}
+
+// BenchmarkFastPathRead is what the fast path reads of a tools/call body
+// before it publishes it: the envelope, the params (name, _meta) and the
+// _meta members it looks at, for a 2025-era call on a session and a
+// 2026-07-28 call with the SEP-2575 _meta triple (statelessCallOK's
+// checks included; its decode caches are warm after the first call).
+func BenchmarkFastPathRead(b *testing.B) {
+	args := `"arguments":{"text":"hi","n":1,"nested":{"a":[1,2,3],"b":"x"}}`
+	bodies := []struct{ era, body string }{
+		{"2025", `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"up__echo",` + args + `}}`},
+		{"2026", `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"up__echo",` + args + `,` +
+			`"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28",` +
+			`"io.modelcontextprotocol/clientCapabilities":{"roots":{"listChanged":true},"sampling":{},"elicitation":{"form":{},"url":{}}},` +
+			`"io.modelcontextprotocol/clientInfo":{"name":"bench-client","title":"Bench","version":"1.8.0"}}}}`},
+	}
+	r, _ := http.NewRequest(http.MethodPost, "/mcp", nil)
+	for k, v := range map[string]string{"Mcp-Protocol-Version": protocol2026, "Mcp-Method": "tools/call", "Mcp-Name": "up__echo"} {
+		r.Header.Set(k, v)
+	}
+	for _, bb := range bodies {
+		body := []byte(bb.body)
+		b.Run("era="+bb.era, func(b *testing.B) {
+			b.SetBytes(int64(len(body)))
+			b.ReportAllocs()
+			for b.Loop() {
+				_, m, ok := parseBody(body)
+				if !ok || m == nil {
+					b.Fatal("body does not parse")
+				}
+				p := m.params()
+				if p.Name != "up__echo" || p.meta("progressToken") != nil || p.meta("dev.switchyard/timing") != nil {
+					b.Fatal("misread")
+				}
+				if bb.era == "2026" {
+					if !statelessCallOK(r, m, p, protocol2026) {
+						b.Fatal("refused")
+					}
+					_ = p.meta(mcp.MetaKeyClientCapabilities)
+					_ = p.meta(mcp.MetaKeyLogLevel)
+				}
+			}
+		})
+	}
 }

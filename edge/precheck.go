@@ -9,6 +9,9 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+
+	"github.com/switchyard-mcp/switchyard/internal/fields"
 	"github.com/switchyard-mcp/switchyard/internal/jsonscan"
 )
 
@@ -79,6 +82,23 @@ func (s *Service) precheck(w http.ResponseWriter, r *http.Request, v *view) (*pr
 		if m == nil {
 			continue
 		}
+		if c := m.clashed(); c != "" {
+			// Before anything reads the message: the gateway and a lenient
+			// upstream decoder could read different values from it.
+			s.refuseClash(w, r, v, m, c, start)
+			return nil, false
+		}
+		if msg := malformed(m); msg != "" {
+			// The SDK answers these with a plain-text 400 whose text names
+			// Go types ("invalid ID type map[string]interface {}").
+			id := m.ID
+			if !validID(id) || !idInRange(id) {
+				id = nil
+			}
+			writeRPCError(w, http.StatusBadRequest, id, int(jsonrpc.CodeInvalidRequest), msg)
+			s.refused(r, v, m.Method, int64(jsonrpc.CodeInvalidRequest), start)
+			return nil, false
+		}
 		if stateful && m.Method != "" && m.Method != "initialize" && r.Header.Get("Mcp-Session-Id") == "" &&
 			m.params().meta(perRequestVersionKey) == nil {
 			// What the transport spec asks of servers that use sessions; the
@@ -111,39 +131,125 @@ func (s *Service) precheck(w http.ResponseWriter, r *http.Request, v *view) (*pr
 	return single, true
 }
 
+// malformed returns why m is not a JSON-RPC 2.0 message the SDK can
+// decode, as the message of a -32600 error; "" when it is one: jsonrpc
+// "2.0", an id that is a string, a number float64 holds, or null, and a
+// response's error an object with an integer code and a string message.
+func malformed(m *probeMsg) string {
+	switch {
+	case m.JSONRPC != "2.0":
+		return `Invalid Request: jsonrpc must be "2.0"`
+	case len(m.ID) > 0 && string(m.ID) != "null" && !validID(m.ID):
+		return "Invalid Request: id must be a string, a number or null"
+	case len(m.ID) > 0 && !idInRange(m.ID):
+		return "Invalid Request: id is a number out of range"
+	case m.Method == "" && len(m.Error) > 0 && string(m.Error) != "null" && !wireError(m.Error):
+		return "Invalid Request: error must be an object with an integer code and a string message"
+	}
+	return ""
+}
+
+// idInRange reports whether a raw id that is a number fits a float64, as
+// the SDK decodes it (other ids are in range).
+func idInRange(id json.RawMessage) bool {
+	if len(id) == 0 || (id[0] != '-' && (id[0] < '0' || id[0] > '9')) {
+		return true
+	}
+	_, err := strconv.ParseFloat(string(id), 64)
+	return err == nil
+}
+
+// wireError reports whether raw (valid JSON) is a JSON-RPC error object
+// the SDK decodes: code an integer (int64), message a string when present.
+func wireError(raw json.RawMessage) bool {
+	ok := true
+	isObject := jsonscan.Members(raw, func(k, v []byte) {
+		switch {
+		case jsonscan.KeyIs(k, "code"):
+			if _, err := strconv.ParseInt(string(v), 10, 64); err != nil {
+				ok = false
+			}
+		case jsonscan.KeyIs(k, "message"):
+			ok = ok && (v[0] == '"' || string(v) == "null")
+		}
+	})
+	return isObject && ok
+}
+
+// refuseClash answers message m, which gives member c twice (see package
+// fields), with HTTP 400 and JSON-RPC -32600 naming the member, under m's
+// id (null when the id itself is what clashed, or is not a request's).
+func (s *Service) refuseClash(w http.ResponseWriter, r *http.Request, v *view, m *probeMsg, c fields.Clash, start time.Time) {
+	id := m.ID
+	if c == "id" || !validID(id) {
+		id = nil
+	}
+	writeRPCError(w, http.StatusBadRequest, id, int(jsonrpc.CodeInvalidRequest), c.Message())
+	s.refused(r, v, m.Method, int64(jsonrpc.CodeInvalidRequest), start)
+}
+
 // parseBody decodes a POST body: a batch into msgs, a single message into
 // single (and msgs). ok is false for a body that is not JSON, or whose
-// messages are not objects with string jsonrpc and method members. A
-// single message, the hot case, is read in place without encoding/json.
+// messages are not objects (a null in a batch is kept as nil) with string
+// jsonrpc and method members. Every message is read in place, as the
+// single message of the hot case, and its members are matched exactly as
+// the SDK's decoder matches them (encoding/json would match "Method" to
+// method); a member given twice is noted in the message (probeMsg.clash),
+// not read twice.
 func parseBody(body []byte) (msgs []*probeMsg, single *probeMsg, ok bool) {
 	trimmed := bytes.TrimLeft(body, " \t\r\n")
 	if len(trimmed) > 0 && trimmed[0] == '[' {
-		if json.Unmarshal(body, &msgs) != nil {
+		var raws []json.RawMessage
+		if json.Unmarshal(body, &raws) != nil {
 			return nil, nil, false
+		}
+		msgs = make([]*probeMsg, len(raws))
+		for i, raw := range raws {
+			if string(raw) == "null" {
+				continue
+			}
+			if msgs[i], ok = parseMessage(raw); !ok {
+				return nil, nil, false
+			}
 		}
 		return msgs, nil, true
 	}
 	if !json.Valid(body) {
 		return nil, nil, false
 	}
-	single = &probeMsg{}
-	typed := true
-	isObject := jsonscan.Members(body, func(k, v []byte) {
-		switch {
-		case jsonscan.KeyIs(k, "jsonrpc"):
-			single.JSONRPC, typed = stringValue(v, typed)
-		case jsonscan.KeyIs(k, "method"):
-			single.Method, typed = stringValue(v, typed)
-		case jsonscan.KeyIs(k, "id"):
-			single.ID = v
-		case jsonscan.KeyIs(k, "params"):
-			single.Params = v
-		}
-	})
-	if !isObject || !typed {
+	if single, ok = parseMessage(body); !ok {
 		return nil, nil, false
 	}
 	return []*probeMsg{single}, single, true
+}
+
+// parseMessage reads one message (valid JSON) in place; ok is false when
+// it is not an object or its jsonrpc or method is not a string (or null).
+func parseMessage(raw []byte) (*probeMsg, bool) {
+	m := &probeMsg{}
+	typed := true
+	sc := fields.Envelope.Scan()
+	isObject := jsonscan.Members(raw, func(k, v []byte) {
+		switch sc.Key(k) {
+		case fields.EnvJSONRPC:
+			m.JSONRPC, typed = stringValue(v, typed)
+		case fields.EnvMethod:
+			m.Method, typed = stringValue(v, typed)
+		case fields.EnvID:
+			m.ID = v
+		case fields.EnvParams:
+			m.Params = v
+		case fields.EnvError:
+			m.Error = v
+		}
+	})
+	if !isObject || !typed {
+		return nil, false
+	}
+	if name, dup := sc.Clash(); dup {
+		m.clash = fields.Clash(name)
+	}
+	return m, true
 }
 
 // stringValue is the string a raw JSON value holds ("" for null); ok
@@ -160,12 +266,26 @@ func stringValue(v []byte, ok bool) (string, bool) {
 
 // probeMsg is one JSON-RPC message as precheck and the fast path see it.
 type probeMsg struct {
-	JSONRPC string          `json:"jsonrpc"`
-	ID      json.RawMessage `json:"id"`
-	Method  string          `json:"method"`
-	Params  json.RawMessage `json:"params"`
+	JSONRPC string
+	ID      json.RawMessage
+	Method  string
+	Params  json.RawMessage
+	Error   json.RawMessage // a response's
 
-	p *probeParams // decoded on first use
+	clash fields.Clash // an envelope member given twice (see fields)
+	read  bool         // p is read (params)
+	p     probeParams
+}
+
+// clashed returns the first member of the message the gateway decides on
+// that it gives twice (envelope, params, _meta, ref: package fields), ""
+// when none. Such a message is refused (-32600): the gateway and a
+// lenient upstream decoder could read different values from it.
+func (m *probeMsg) clashed() fields.Clash {
+	if m.clash != "" {
+		return m.clash
+	}
+	return m.params().clash
 }
 
 // probeParams are the params members the edge looks at, as raw JSON.
@@ -173,35 +293,72 @@ type probeParams struct {
 	Name      string          // tools/call
 	Meta      json.RawMessage // any request: the _meta object
 	RequestID json.RawMessage // notifications/cancelled
+
+	// metaAt locates the members of fields.Meta (by index) in Meta: the
+	// value is Meta[at[0]-1:at[1]]; zero when absent.
+	metaAt [fields.MetaCount][2]uint32
+	clash  fields.Clash
 }
 
-// params reads the message's params once; params that are not an object,
-// or whose name is not a string, give the zero value (the SDK then answers
-// them).
+// params reads the message's params once, in one pass over their members
+// and one over their _meta (the members of fields.Meta are located for
+// meta) and a completion's ref, noting the first member given twice.
+// Params that are not an object, or whose name is not a string, give the
+// zero value but for the clash (the SDK then answers them).
 func (m *probeMsg) params() *probeParams {
-	if m.p != nil {
-		return m.p
+	p := &m.p
+	if m.read {
+		return p
 	}
-	m.p = &probeParams{}
+	m.read = true
 	typed := true
+	sc := fields.Params.Scan()
 	jsonscan.Members(m.Params, func(k, v []byte) {
-		switch {
-		case jsonscan.KeyIs(k, "name"):
-			m.p.Name, typed = stringValue(v, typed)
-		case jsonscan.KeyIs(k, "_meta"):
-			m.p.Meta = v
-		case jsonscan.KeyIs(k, "requestId"):
-			m.p.RequestID = v
+		switch sc.Key(k) {
+		case fields.ParamName:
+			p.Name, typed = stringValue(v, typed)
+		case fields.ParamMeta:
+			p.Meta = v
+			if v[0] != '{' {
+				return
+			}
+			msc := fields.Meta.Scan()
+			jsonscan.Members(v, func(k, val []byte) {
+				if i := msc.Key(k); i >= 0 {
+					at := cap(v) - cap(val) // val's offset in v: Members slices v
+					p.metaAt[i] = [2]uint32{uint32(at) + 1, uint32(at + len(val))}
+				}
+			})
+			if name, dup := msc.Clash(); dup && p.clash == "" {
+				p.clash = fields.Clash("params._meta." + name)
+			}
+		case fields.ParamRef:
+			if c := fields.CheckIn(v, fields.Ref, "params.ref."); c != "" && p.clash == "" {
+				p.clash = c
+			}
+		case fields.ParamRequestID:
+			p.RequestID = v
 		}
 	})
-	if !typed {
-		*m.p = probeParams{}
+	if name, dup := sc.Clash(); dup {
+		p.clash = fields.Clash("params." + name) // before any of _meta's or ref's
 	}
-	return m.p
+	if !typed {
+		*p = probeParams{clash: p.clash}
+	}
+	return p
 }
 
 // meta returns the raw value of key in the params' _meta, nil if absent.
+// The members of fields.Meta (every key the edge reads) were read with the
+// params; another key costs a pass over _meta.
 func (p *probeParams) meta(key string) json.RawMessage {
+	if i := fields.Meta.Index(key); i >= 0 {
+		if at := p.metaAt[i]; at[0] != 0 {
+			return p.Meta[at[0]-1 : at[1] : at[1]]
+		}
+		return nil
+	}
 	var out json.RawMessage
 	jsonscan.Members(p.Meta, func(k, v []byte) {
 		if jsonscan.KeyIs(k, key) {

@@ -134,7 +134,9 @@ func (s *Service) answer(reply string, res mcp.Result, err error) {
 	if err != nil {
 		var je *jsonrpc.Error
 		if !errors.As(err, &je) {
-			je = &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "client not reached: " + err.Error()}
+			// For the upstream: err names the gateway's internals.
+			s.log.Debug("relayed request not answered", proto.LogErr, err)
+			je = &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "client not reached"}
 		}
 		e, _ := json.Marshal(je)
 		body = append(append([]byte(`{"jsonrpc":"2.0","id":0,"error":`), e...), '}')

@@ -4,8 +4,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
+	"io"
 	"net/http"
 	"net/url"
+	"strconv"
+	"strings"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -29,6 +34,9 @@ func (s *Service) serveSSEBound(w http.ResponseWriter, r *http.Request, v *view,
 		if sid := r.URL.Query().Get("sessionid"); sid != "" {
 			if owner, ok := s.sseOwners.Load(sid); !ok || owner != sseOwner(v, id) {
 				http.Error(w, "session not found", http.StatusNotFound)
+				return
+			}
+			if r.Method == http.MethodPost && !s.sseBodyOK(w, r, v) {
 				return
 			}
 		}
@@ -57,6 +65,50 @@ func (s *Service) serveSSEBound(w http.ResponseWriter, r *http.Request, v *view,
 		r.URL = &u
 	}
 	v.serveSSE(c, r)
+}
+
+// sseBodyOK reads a legacy SSE POST's body (bounded as the SDK bounds it)
+// and refuses a message that gives a member the gateway decides on twice
+// (package fields), as precheck refuses it on streamable HTTP: HTTP 400
+// with the JSON-RPC -32600 error as the body. The transport has no other
+// way to answer a message the SDK session never receives (its responses
+// travel on the session's GET stream, which the SDK writes), and the SDK
+// answers bodies it cannot take the same way, with a 400. Other bodies are
+// restored for the SDK, which answers what is wrong with them; it reports
+// whether the request may go on.
+func (s *Service) sseBodyOK(w http.ResponseWriter, r *http.Request, v *view) bool {
+	ct, _, _ := strings.Cut(r.Header.Get("Content-Type"), ";")
+	if !strings.EqualFold(strings.TrimSpace(ct), "application/json") || r.Body == nil {
+		return true // the SDK answers 415
+	}
+	start := time.Now()
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxRequestBodyBytes))
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			http.Error(w, "request body exceeds "+strconv.FormatInt(mbe.Limit, 10)+" bytes", http.StatusRequestEntityTooLarge)
+		} else {
+			http.Error(w, "failed to read body", http.StatusBadRequest)
+		}
+		s.refused(r, v, "", int64(jsonrpc.CodeInvalidRequest), start)
+		return false
+	}
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	r.ContentLength = int64(len(body))
+	msgs, _, ok := parseBody(body)
+	if !ok {
+		return true // the SDK answers 400
+	}
+	for _, m := range msgs {
+		if m == nil {
+			continue
+		}
+		if c := m.clashed(); c != "" {
+			s.refuseClash(w, r, v, m, c, start)
+			return false
+		}
+	}
+	return true
 }
 
 // legacySSEKey marks the context of a legacy HTTP+SSE session's requests.
@@ -121,6 +173,14 @@ func (c *sseCapture) Write(b []byte) (int, error) {
 				c.buf = nil
 			}
 		}
+	}
+	if bytes.Contains(b, []byte(`"message":"`+sdkErrorPrefix)) {
+		// A params decoding error of the SDK's on the session's stream:
+		// see sdkErrorWriter.
+		if _, err := c.ResponseWriter.Write(scrubSDKErrors(b)); err != nil {
+			return 0, err
+		}
+		return len(b), nil
 	}
 	return c.ResponseWriter.Write(b)
 }

@@ -56,7 +56,7 @@ func TestEdgeTasks(t *testing.T) {
 		{"not declared", body("tasks/get", `{}`, `"taskId":"sy1.x"`), h2026("tasks/get", "sy1.x"), 400, -32021, ""},
 		{"no taskId", body("tasks/get", declared, ""), h2026("tasks/get", ""), 400, -32602, ""},
 		{"Mcp-Name base64", body("tasks/get", declared, `"taskId":"sy1.x"`), h2026("tasks/get", "=?base64?c3kxLng=?="), 200, 0, proto.OpTasksGet},
-		{"taskId twice, by case", body("tasks/get", declared, `"taskId":"sy1.x","TaskId":"up-own"`), h2026("tasks/get", "sy1.x"), 400, -32602, ""},
+		{"taskId twice, by case", body("tasks/get", declared, `"taskId":"sy1.x","TaskId":"up-own"`), h2026("tasks/get", "sy1.x"), 400, -32600, ""}, // precheck: fields.Params
 		{"taskId a number", body("tasks/get", declared, `"taskId":7`), h2026("tasks/get", "7"), 400, -32602, ""},
 		{"declared false", body("tasks/get", `{"extensions":{"io.modelcontextprotocol/tasks":false}}`, `"taskId":"sy1.x"`), h2026("tasks/get", "sy1.x"), 400, -32021, ""},
 		{"no _meta version", `{"jsonrpc":"2.0","id":7,"method":"tasks/get","params":{"taskId":"sy1.x","_meta":{"io.modelcontextprotocol/clientCapabilities":` + declared + `}}}`, h2026("tasks/get", "sy1.x"), 400, -32602, ""},

@@ -324,7 +324,8 @@ func (s *Service) serve(w http.ResponseWriter, r *http.Request, v *view) {
 	defer done()
 	w, audited := s.watchSDK(w, r, v, m)
 	defer audited()
-	v.ServeHTTP(w, r)
+	// Outermost: the audit and the metrics see the rewritten error too.
+	v.ServeHTTP(&sdkErrorWriter{ResponseWriter: w}, r)
 }
 
 // sessionMatches reports whether the client session r names, if the edge

@@ -9,9 +9,9 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/switchyard-mcp/switchyard/internal/bus"
+	"github.com/switchyard-mcp/switchyard/internal/fields"
 	"github.com/switchyard-mcp/switchyard/internal/grant"
 	"github.com/switchyard-mcp/switchyard/internal/hop"
-	"github.com/switchyard-mcp/switchyard/internal/jsonscan"
 	"github.com/switchyard-mcp/switchyard/internal/paramhdr"
 	"github.com/switchyard-mcp/switchyard/internal/policy"
 	"github.com/switchyard-mcp/switchyard/internal/trace"
@@ -53,7 +53,7 @@ func (s *Service) route(m *nats.Msg, req *proto.Request, sc *scope) {
 	// nothing of it is kept once the handler (or its fan-out) is done.
 	if err := proto.UnmarshalView(m.Data, req); err != nil {
 		s.log.Warn("bad request envelope", proto.LogSubject, m.Subject, proto.LogErr, err)
-		s.failIn(m, sc, proto.Errorf(proto.CodeBadEnvelope, "router: undecodable request: %v", err))
+		s.failIn(m, sc, errBadRequestEnvelope)
 		return
 	}
 	// The tenancy snapshot is read once: the tenant's policy and the
@@ -116,6 +116,10 @@ func (s *Service) fail(m *nats.Msg, e *proto.Error) {
 		s.log.Warn("reply failed", proto.LogSubject, m.Subject, proto.LogErr, err)
 	}
 }
+
+// errBadRequestEnvelope answers a route message that does not decode; the
+// decoder's text (Go types) is in the log.
+var errBadRequestEnvelope = &proto.Error{Code: proto.CodeBadEnvelope, Msg: "the router could not decode the request"}
 
 // errUnknownTenant answers a route subject naming a tenant that is not in
 // the router's tenancy snapshot. The edge sends only tenants it resolved,
@@ -191,7 +195,12 @@ func (s *Service) toolsCall(m *nats.Msg, sc *scope, req *proto.Request) {
 		return
 	}
 	if len(e.Params) > 0 && req.Protocol >= protocol2026 {
-		if err := paramhdr.Validate(e.Params, http.Header(m.Header), arguments(req.Params)); err != nil {
+		args, perr := arguments(req.Params)
+		if perr != nil {
+			s.failIn(m, sc, perr)
+			return
+		}
+		if err := paramhdr.Validate(e.Params, http.Header(m.Header), args); err != nil {
 			s.failIn(m, sc, &proto.Error{Code: paramhdr.CodeHeaderMismatch, Msg: err.Error()})
 			return
 		}
@@ -351,7 +360,7 @@ func (s *Service) onUndelivered(m *nats.Msg) {
 	}
 	worker, reply := rest[:i], rest[i+1:]
 	s.presence.Suspect(worker)
-	e := proto.Errorf(proto.CodeNotDelivered, "worker %s went away before the call started", worker)
+	e := &proto.Error{Code: proto.CodeNotDelivered, Msg: "the worker placed for the call went away before it started"}
 	if err := bus.RespondError(s.nc, reply, e); err != nil {
 		s.log.Warn("reply failed", proto.LogWorker, worker, proto.LogErr, err)
 	}
@@ -362,12 +371,12 @@ func (s *Service) onUndelivered(m *nats.Msg) {
 const protocol2026 = "2026-07-28"
 
 // arguments returns the raw "arguments" member of tools/call params.
-func arguments(params []byte) []byte {
+func arguments(params []byte) ([]byte, *proto.Error) {
 	var args []byte
-	jsonscan.Members(params, func(k, v []byte) {
-		if jsonscan.KeyIs(k, "arguments") {
+	perr := paramMembers(params, func(i int, v []byte) {
+		if i == fields.ParamArguments {
 			args = v
 		}
 	})
-	return args
+	return args, perr
 }

@@ -115,14 +115,6 @@ func (s *Service) taskCall(m *nats.Msg, sc *scope, req *proto.Request) {
 	s.to(m, sc, req, u, "")
 }
 
-type completeParams struct {
-	Ref struct {
-		Type string `json:"type"`
-		Name string `json:"name"`
-		URI  string `json:"uri"`
-	} `json:"ref"`
-}
-
 // complete routes completion/complete by its reference: a prompt by name
 // (renamed like prompts/get), a resource template by its URI template (or
 // a resource by its URI) to the upstream that lists it
@@ -136,17 +128,17 @@ func (s *Service) complete(m *nats.Msg, sc *scope, req *proto.Request) {
 			return
 		}
 	}
-	var p completeParams
-	if err := decodeParams(req.Params, &p); err != nil {
-		s.failIn(m, sc, proto.Errorf(proto.CodeInvalidParams, "invalid params: %v", err))
+	ref, perr := completionRef(req.Params)
+	if perr != nil {
+		s.failIn(m, sc, perr)
 		return
 	}
-	switch p.Ref.Type {
+	switch ref.typ {
 	case "ref/prompt":
-		req.Name = p.Ref.Name
+		req.Name = ref.name
 		s.promptsGet(m, sc, req)
 	case "ref/resource":
-		req.Name = p.Ref.URI
+		req.Name = ref.uri
 		u, ok := sc.cat.CompletionUpstream(req.View, req.Name, sc.pol)
 		if !ok {
 			s.failIn(m, sc, resourceNotFound(req.Name))
@@ -154,7 +146,7 @@ func (s *Service) complete(m *nats.Msg, sc *scope, req *proto.Request) {
 		}
 		s.to(m, sc, req, u, "")
 	default:
-		s.failIn(m, sc, proto.Errorf(proto.CodeInvalidParams, "unknown completion reference type %q", p.Ref.Type))
+		s.failIn(m, sc, proto.Errorf(proto.CodeInvalidParams, "unknown completion reference type %q", ref.typ))
 	}
 }
 
@@ -224,11 +216,11 @@ func (s *Service) ask(req proto.Request, t fanTarget, hdr nats.Header, timeout t
 	req.Upstream, req.Name = upstream, ""
 	data, err := proto.Marshal(&req)
 	if err != nil {
-		return proto.Errorf(proto.CodeInternal, "router: %v", err)
+		return s.internal("request not encoded", upstream, err)
 	}
 	subj, err := proto.AppendWorkerSubject(nil, worker, proto.Op(req.Method))
 	if err != nil {
-		return proto.Errorf(proto.CodeInternal, "router: %v", err)
+		return s.internal("worker subject not built", upstream, err)
 	}
 	var h nats.Header
 	if t.auth != nil {
@@ -242,11 +234,21 @@ func (s *Service) ask(req proto.Request, t fanTarget, hdr nats.Header, timeout t
 	case errors.Is(err, nats.ErrTimeout):
 		return proto.Errorf(proto.CodeTimeout, "upstream %s did not answer in time", upstream)
 	case err != nil:
-		return proto.Errorf(proto.CodeUpstreamUnavailable, "upstream %s: %v", upstream, err)
+		s.log.Warn("fan-out request failed", proto.LogUpstream, upstream, proto.LogWorker, worker, proto.LogErr, err)
+		return proto.Errorf(proto.CodeUpstreamUnavailable, "upstream %s is unavailable (its worker did not take the request)", upstream)
 	}
 	var rep proto.Reply
 	if err := proto.Unmarshal(msg.Data, &rep); err != nil {
-		return proto.Errorf(proto.CodeBadEnvelope, "upstream %s: undecodable reply: %v", upstream, err)
+		s.log.Warn("bad reply envelope", proto.LogUpstream, upstream, proto.LogWorker, worker, proto.LogErr, err)
+		return proto.Errorf(proto.CodeBadEnvelope, "upstream %s: the router could not decode the worker's reply", upstream)
 	}
 	return rep.Error
+}
+
+// internal is the error of a request the router could not send for a
+// reason of its own: the client gets a correlation id, the log the rest.
+func (s *Service) internal(what, upstream string, err error) *proto.Error {
+	id := bus.RandomToken(5)
+	s.log.Error(what, proto.LogUpstream, upstream, "correlation_id", id, proto.LogErr, err)
+	return proto.Errorf(proto.CodeInternal, "internal error (correlation id %s)", id)
 }

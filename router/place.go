@@ -1,8 +1,6 @@
 package router
 
 import (
-	"encoding/json"
-
 	"github.com/switchyard-mcp/switchyard/internal/bus"
 	"github.com/switchyard-mcp/switchyard/proto"
 )
@@ -32,10 +30,9 @@ func (s *Service) place(req *proto.Request, upstream string) (string, *proto.Err
 		}
 	}
 	if up == 0 {
-		if reason == "" {
-			reason = "not connected"
-		}
-		return "", proto.Errorf(proto.CodeUpstreamUnavailable, "upstream %s is unavailable: %s", upstream, reason)
+		// The workers' reason is for operators (it names the upstream's
+		// URL, addresses, command): the client gets a fixed phrase for it.
+		return "", proto.Errorf(proto.CodeUpstreamUnavailable, "upstream %s is unavailable (%s)", upstream, bus.UnavailableReason(reason))
 	}
 	if best != nil {
 		return best.ID, nil
@@ -50,11 +47,4 @@ func (s *Service) place(req *proto.Request, upstream string) (string, *proto.Err
 		}
 	}
 	return "", proto.Errorf(proto.CodeInternal, "placement failed")
-}
-
-func decodeParams(raw []byte, v any) error {
-	if len(raw) == 0 || string(raw) == "null" {
-		return nil
-	}
-	return json.Unmarshal(raw, v)
 }

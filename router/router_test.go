@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -191,12 +192,16 @@ func (g *rig) silence(id string) {
 func (g *rig) publishBeat(id string, up map[string]bool) {
 	hb := &proto.Heartbeat{Worker: id, Boot: 1, IntervalMs: 60_000}
 	for n, u := range up {
-		hb.Upstreams = append(hb.Upstreams, proto.UpstreamState{Name: n, Up: u, Err: "refused"})
+		hb.Upstreams = append(hb.Upstreams, proto.UpstreamState{Name: n, Up: u, Err: downDetail})
 	}
 	data, _ := proto.Marshal(hb)
 	subj, _ := proto.EvtWorkerSubject(id)
 	_ = g.nc.Publish(subj, data) // fails only once the test is over
 }
+
+// downDetail is what the rig's workers report for an upstream that is
+// down, as a real worker does: for operators, naming the upstream's URL.
+const downDetail = `connect: calling "initialize": Post "http://127.0.0.1:1/mcp": dial tcp 127.0.0.1:1: connect: connection refused`
 
 func (g *rig) call(op string, req *proto.Request) (map[string]string, error) {
 	return g.callAs(DefaultTenant, op, req)
@@ -331,6 +336,17 @@ func TestRouterErrors(t *testing.T) {
 		{"completion ref of no known type", proto.OpCompletionComplete, proto.Request{Method: "completion/complete", Params: []byte(`{"ref":{"type":"ref/x"}}`)}, proto.CodeInvalidParams},
 		{"completion params not an object", proto.OpCompletionComplete, proto.Request{Method: "completion/complete", Params: []byte(`[1]`)}, proto.CodeInvalidParams},
 		{"bad cursor", proto.OpToolsList, proto.Request{Method: "tools/list", Params: []byte(`{"cursor":"%%%"}`)}, proto.CodeInvalidParams},
+		{"completion ref name not a string", proto.OpCompletionComplete, proto.Request{Method: "completion/complete", Params: []byte(`{"ref":{"type":"ref/prompt","name":5}}`)}, proto.CodeInvalidParams},
+		// Members the router reads, given twice (package fields): a
+		// lenient decoder further on could read the other one.
+		{"completion ref twice", proto.OpCompletionComplete, proto.Request{Method: "completion/complete",
+			Params: []byte(`{"ref":{"type":"ref/prompt","name":"c__echo"},"Ref":{"type":"ref/prompt","name":"c__secret"}}`)}, proto.CodeInvalidRequest},
+		{"completion ref name by case", proto.OpCompletionComplete, proto.Request{Method: "completion/complete",
+			Params: []byte(`{"ref":{"type":"ref/prompt","name":"c__echo","Name":"c__secret"}}`)}, proto.CodeInvalidRequest},
+		{"completion ref type twice", proto.OpCompletionComplete, proto.Request{Method: "completion/complete",
+			Params: []byte(`{"ref":{"type":"ref/resource","type":"ref/prompt","name":"c__echo"}}`)}, proto.CodeInvalidRequest},
+		{"cursor by case", proto.OpToolsList, proto.Request{Method: "tools/list", Params: []byte(`{"cursor":"a","CURSOR":"b"}`)}, proto.CodeInvalidRequest},
+		{"cursor twice", proto.OpToolsList, proto.Request{Method: "tools/list", Params: []byte(`{"cursor":"a","cursor":"b"}`)}, proto.CodeInvalidRequest},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -338,6 +354,12 @@ func TestRouterErrors(t *testing.T) {
 			var pe *proto.Error
 			if !errors.As(err, &pe) || pe.Code != tc.code {
 				t.Fatalf("got %v, want code %d", err, tc.code)
+			}
+			// What the workers report for operators stays with them: the
+			// client gets a fixed phrase, and no worker's name.
+			if strings.Contains(pe.Msg, "127.0.0.1") || strings.Contains(pe.Msg, "http") || strings.Contains(pe.Msg, "w-1") ||
+				(pe.Code == proto.CodeUpstreamUnavailable && !strings.Contains(pe.Msg, "(connection refused)")) {
+				t.Fatalf("message %q", pe.Msg)
 			}
 		})
 	}
@@ -583,10 +605,20 @@ func TestRouterParamHeaders(t *testing.T) {
 		{"mismatch", "2026-07-28", "us", paramhdr.CodeHeaderMismatch},
 		{"missing", "2026-07-28", "", paramhdr.CodeHeaderMismatch},
 		{"2025 era: not checked", "2025-11-25", "", 0},
+		// The arguments the header mirrors, given twice: a lenient
+		// upstream decoder may read the one the header does not match.
+		{"arguments twice", "2026-07-28", "eu", proto.CodeInvalidRequest},
+		{"argument by case", "2026-07-28", "eu", paramhdr.CodeHeaderMismatch},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			req := &proto.Request{Method: "tools/call", Name: "a__deploy", Protocol: c.protocol,
-				Params: []byte(`{"name":"a__deploy","arguments":{"region":"eu"}}`)}
+			params := `{"name":"a__deploy","arguments":{"region":"eu"}}`
+			switch c.name {
+			case "arguments twice":
+				params = `{"name":"a__deploy","arguments":{"region":"eu"},"Arguments":{"region":"us"}}`
+			case "argument by case":
+				params = `{"name":"a__deploy","arguments":{"region":"eu","Region":"us"}}`
+			}
+			req := &proto.Request{Method: "tools/call", Name: "a__deploy", Protocol: c.protocol, Params: []byte(params)}
 			msg := &nats.Msg{Header: nats.Header{}}
 			if c.header != "" {
 				msg.Header.Set("Mcp-Param-Region", c.header)

@@ -5,13 +5,13 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/binary"
-	"encoding/json"
 	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 
 	"github.com/switchyard-mcp/switchyard/internal/bus"
+	"github.com/switchyard-mcp/switchyard/internal/fields"
 	"github.com/switchyard-mcp/switchyard/internal/jsonscan"
 	"github.com/switchyard-mcp/switchyard/internal/policy"
 	"github.com/switchyard-mcp/switchyard/internal/trace"
@@ -339,19 +339,13 @@ func cursorBinding(tenant, kind, view string) uint64 {
 // listCursor returns the cursor of list params (nil when absent, null or
 // empty) as a view of params where it can.
 func listCursor(params []byte) ([]byte, *proto.Error) {
-	if len(params) == 0 || string(params) == "null" {
-		return nil, nil
-	}
-	if !json.Valid(params) {
-		return nil, proto.Errorf(proto.CodeInvalidParams, "invalid params: not JSON")
-	}
 	var raw []byte
-	if !jsonscan.Members(params, func(k, v []byte) {
-		if jsonscan.KeyIs(k, "cursor") {
+	if perr := paramMembers(params, func(i int, v []byte) {
+		if i == fields.ParamCursor {
 			raw = v
 		}
-	}) {
-		return nil, proto.Errorf(proto.CodeInvalidParams, "invalid params: not an object")
+	}); perr != nil {
+		return nil, perr
 	}
 	switch {
 	case raw == nil || string(raw) == "null":

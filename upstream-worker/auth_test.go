@@ -372,7 +372,12 @@ func TestWorkerUpstreamAuthMissing(t *testing.T) {
 	}
 	wantDown("env", "SY_TEST_UPSTREAM_MISSING")
 	wantDown("file", absent, badFile)
-	wantError(t, e.callAuth(toolCall("env", "echo", `{"text":"x"}`), ""), proto.CodeUpstreamUnavailable, "SY_TEST_UPSTREAM_MISSING")
+	// The client is told why, not which variable: that is the worker's.
+	r := e.callAuth(toolCall("env", "echo", `{"text":"x"}`), "")
+	wantError(t, r, proto.CodeUpstreamUnavailable, "credentials are missing or invalid")
+	if strings.Contains(r.Error.Msg, "SY_TEST_UPSTREAM_MISSING") {
+		t.Errorf("client error %q names the worker's variable", r.Error.Msg)
+	}
 	if n := len(up.seen()); n != 0 {
 		t.Fatalf("%d requests reached the upstream without their credentials: %v", n, up.seen())
 	}

@@ -148,7 +148,7 @@ func (s *Service) onMsg(m *nats.Msg, pool string) {
 }
 
 func (s *Service) unknownOp(m *nats.Msg, op string) {
-	s.respond(m, &proto.Reply{Error: proto.Errorf(proto.CodeMethodNotFound, "worker %s: unknown op %q", s.cfg.ID, op)})
+	s.respond(m, &proto.Reply{Error: proto.Errorf(proto.CodeMethodNotFound, "method of op %q not served by workers", op)})
 }
 
 // forwardedOp reports whether op is the op of req's forwarded method (any
@@ -192,7 +192,7 @@ func (s *Service) onGranted(m *nats.Msg) {
 		if !errors.Is(err, grant.ErrExpired) {
 			s.log.Warn("route grant refused", proto.LogTenant, req.Tenant, proto.LogUpstream, req.Upstream, proto.LogErr, err)
 		}
-		s.respond(m, &proto.Reply{Error: proto.Errorf(proto.CodeNotDelivered, "worker %s: route grant refused (%v): place the call through a router", s.cfg.ID, err)})
+		s.respond(m, &proto.Reply{Error: proto.Errorf(proto.CodeNotDelivered, "route grant refused (%v): place the call through a router", err)})
 		return
 	}
 	s.serve(m, op, "", &req)
@@ -301,7 +301,7 @@ func (s *Service) dispatch(m *nats.Msg, key callKey, ctx context.Context, cancel
 		defer cancel()
 		r := work(ctx)
 		if r.Error != nil && s.callBase.Err() != nil {
-			r.Error = proto.Errorf(proto.CodeWorkerLost, "worker %s shut down during the call", s.cfg.ID)
+			r.Error = errShutDown
 		}
 		// The span the histogram below observes (it reads the clock again
 		// a few nanoseconds later).
@@ -317,17 +317,27 @@ func (s *Service) dispatch(m *nats.Msg, key callKey, ctx context.Context, cancel
 	})
 }
 
+// The worker's own errors, as clients may see them: no worker id (an
+// operator's name for a host, often its hostname), no decoder's text; the
+// log has both.
+var (
+	errShutDown     = &proto.Error{Code: proto.CodeWorkerLost, Msg: "the worker serving the call shut down during it"}
+	errShuttingDown = &proto.Error{Code: proto.CodeUnavailable, Msg: "the worker is shutting down"}
+	errTooManyCalls = &proto.Error{Code: proto.CodeOverloaded, Msg: "the worker has too many calls in flight"}
+	errBadEnvelope  = &proto.Error{Code: proto.CodeBadEnvelope, Msg: "the worker could not decode the request"}
+)
+
 // admit takes an in-flight token.
 func (s *Service) admit() *proto.Error {
 	s.intakeMu.RLock()
 	defer s.intakeMu.RUnlock()
 	if !s.intakeOpen {
-		return proto.Errorf(proto.CodeUnavailable, "worker %s is shutting down", s.cfg.ID)
+		return errShuttingDown
 	}
 	select {
 	case s.sem <- struct{}{}:
 	default:
-		return proto.Errorf(proto.CodeOverloaded, "worker %s: %d calls in flight", s.cfg.ID, cap(s.sem))
+		return errTooManyCalls
 	}
 	s.inflight.Add(1)
 	return nil
@@ -390,7 +400,7 @@ func (s *Service) onSessionClosed(m *nats.Msg) {
 
 func (s *Service) badEnvelope(m *nats.Msg, err error) {
 	s.log.Warn("bad envelope", proto.LogSubject, m.Subject, proto.LogErr, err)
-	s.respond(m, &proto.Reply{Error: proto.Errorf(proto.CodeBadEnvelope, "worker %s: cannot decode message: %v", s.cfg.ID, err)})
+	s.respond(m, &proto.Reply{Error: errBadEnvelope})
 }
 
 // replyTo is where m is answered: the edge's subject that a router puts in

@@ -10,9 +10,9 @@ import (
 
 	"github.com/nats-io/nats.go"
 
-	"github.com/switchyard-mcp/switchyard/testutil/natstest"
-
+	"github.com/switchyard-mcp/switchyard/internal/bus"
 	"github.com/switchyard-mcp/switchyard/proto"
+	"github.com/switchyard-mcp/switchyard/testutil/natstest"
 )
 
 func streamableSpec(name, url string) proto.UpstreamSpec {
@@ -193,22 +193,31 @@ func TestWorkerStdioProcesses(t *testing.T) {
 }
 
 // TestWorkerBadEnvelope: undecodable messages and unknown ops get an error
-// reply, and the worker keeps serving.
+// reply, and the worker keeps serving. The replies name neither the
+// worker (an operator's name for a host: here one that looks like it) nor
+// the decoder's text.
 func TestWorkerBadEnvelope(t *testing.T) {
 	h := serveHTTP(t, newUpstream(0), "streamable")
-	e := startWorker(t, Config{}, streamableSpec("up", h.ts.URL))
+	const id = "ip-10-0-3-7"
+	e := startWorker(t, Config{ID: id}, streamableSpec("up", h.ts.URL))
 	for _, op := range []string{proto.OpToolsCall, proto.OpCancel, proto.OpCatalog} {
 		r, err := e.request(t.Context(), op, []byte{0xc1, 0xff, 0x00})
 		if err != nil {
 			t.Fatal(err)
 		}
 		wantError(t, r, proto.CodeBadEnvelope, "decode")
+		if strings.Contains(r.Error.Msg, id) || strings.Contains(r.Error.Msg, "msgpack") {
+			t.Fatalf("%s: %q", op, r.Error.Msg)
+		}
 	}
 	r, err := e.callErr(t.Context(), "tools_frobnicate", toolCall("up", "echo", `{}`))
 	if err != nil {
 		t.Fatal(err)
 	}
 	wantError(t, r, proto.CodeMethodNotFound, "tools_frobnicate")
+	if strings.Contains(r.Error.Msg, id) {
+		t.Fatalf("unknown op: %q", r.Error.Msg)
+	}
 	r, err = e.callErr(t.Context(), proto.OpToolsCall, toolCall("other", "echo", `{}`))
 	if err != nil {
 		t.Fatal(err)
@@ -257,21 +266,28 @@ func TestWorkerToolSet(t *testing.T) {
 }
 
 // TestWorkerUpstreamKilled: once the upstream dies, calls fail as
-// unavailable naming it and heartbeats report it down.
+// unavailable naming it (why, in a fixed phrase) and heartbeats report it
+// down (why, in detail, for operators).
 func TestWorkerUpstreamKilled(t *testing.T) {
 	h := serveHTTP(t, newUpstream(0), "streamable")
 	e := startWorker(t, Config{}, streamableSpec("up", h.ts.URL))
 	e.waitUp("up")
 	wantResult(t, e.call(toolCall("up", "echo", `{"text":"a"}`)), `{"content":[{"type":"text","text":"a"}]}`)
 	h.kill()
-	wantError(t, e.call(toolCall("up", "echo", `{}`)), proto.CodeUpstreamUnavailable, "upstream up unavailable")
-	wantError(t, e.call(toolCall("up", "echo", `{}`)), proto.CodeUpstreamUnavailable, "upstream up unavailable")
+	wantError(t, e.call(toolCall("up", "echo", `{}`)), proto.CodeUpstreamUnavailable, "upstream up is unavailable")
+	wantError(t, e.call(toolCall("up", "echo", `{}`)), proto.CodeUpstreamUnavailable, "upstream up is unavailable")
 	eventually(t, 10*time.Second, "heartbeat with the upstream down", func() bool {
 		s, ok := e.state("up")
 		return ok && !s.Up && s.Err != ""
 	})
+	// The heartbeat's detail is the operators' (it names the upstream's
+	// address); the client gets the fixed phrase for it.
 	s, _ := e.state("up")
-	wantError(t, e.call(toolCall("up", "echo", `{}`)), proto.CodeUpstreamUnavailable, s.Err)
+	r := e.call(toolCall("up", "echo", `{}`))
+	wantError(t, r, proto.CodeUpstreamUnavailable, "("+bus.UnavailableReason(s.Err)+")")
+	if strings.Contains(r.Error.Msg, "127.0.0.1") || !strings.Contains(s.Err, "127.0.0.1") {
+		t.Fatalf("client error %q, heartbeat detail %q", r.Error.Msg, s.Err)
+	}
 }
 
 // TestWorkerCancel: a cancel stops a blocked call, the upstream hears of
@@ -438,7 +454,7 @@ func TestWorkerStdioRestart(t *testing.T) {
 	e.waitUp("io")
 	before := e.call(toolCall("io", "pid", `{}`)).Result
 	r := e.call(toolCall("io", "exit", `{}`))
-	wantError(t, r, proto.CodeUpstreamUnavailable, "upstream io unavailable")
+	wantError(t, r, proto.CodeUpstreamUnavailable, "upstream io is unavailable")
 	eventually(t, 10*time.Second, "the upstream down after the exit", func() bool {
 		s, ok := e.state("io")
 		return ok && !s.Up && strings.Contains(s.Err, "exited")

@@ -309,10 +309,12 @@ func (c *Caller) onMsg(m *nats.Msg) {
 // sent to a worker directly, that worker is gone and the call did not run.
 func (k *Call) noResponders() {
 	k.mu.Lock()
-	worker, direct := k.worker, k.direct
+	direct := k.direct
 	k.mu.Unlock()
 	if direct {
-		k.finish(nil, proto.Errorf(proto.CodeNotDelivered, "worker %s went away before the call started", worker))
+		// No worker id: it is an operator's name for a host, and the
+		// client sees this error once the edge stops placing the call.
+		k.finish(nil, &proto.Error{Code: proto.CodeNotDelivered, Msg: "the worker placed for the call went away before it started"})
 		return
 	}
 	k.finish(nil, proto.Errorf(proto.CodeUnavailable, "no responder on the bus for this request"))
@@ -326,7 +328,7 @@ func (k *Call) placed(worker string, grant []byte) {
 	}
 	k.mu.Unlock()
 	if k.c.Gone != nil && k.c.Gone(worker) {
-		k.finish(nil, proto.Errorf(proto.CodeWorkerLost, "worker %s went away before the call started", worker))
+		k.finish(nil, &proto.Error{Code: proto.CodeWorkerLost, Msg: "the worker placed for the call went away before it started"})
 	}
 }
 

@@ -9,7 +9,9 @@
 // bus are not trusted): it stops and reports false at what it cannot read,
 // having called fn for the members before it. On duplicate keys fn sees
 // each member, in order (encoding/json keeps the last); keys match exactly
-// (encoding/json also matches struct fields case-insensitively).
+// (encoding/json also matches struct fields case-insensitively). [Names]
+// and [Scan] find the members a lenient decoder would read in place of the
+// exact one, so that a caller can refuse them (package fields).
 package jsonscan
 
 import (

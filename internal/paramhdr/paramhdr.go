@@ -17,6 +17,8 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+
+	"github.com/switchyard-mcp/switchyard/internal/jsonscan"
 )
 
 // Prefix starts every parameter header name.
@@ -138,10 +140,19 @@ func Values(bindings []Binding, args json.RawMessage) map[string]string {
 // Validate checks the parameter headers h of a tools/call whose arguments
 // are args against bindings, as a server must; the error says what does
 // not match.
+//
+// An argument on a binding's path that the arguments give twice, or also
+// under another name that differs only in letter case, '_' or '-', is a
+// mismatch too: the header matches one of them, and the upstream's
+// decoder may read the other (Go's encoding/json keeps the last and
+// matches struct fields case-insensitively).
 func Validate(bindings []Binding, h http.Header, args json.RawMessage) error {
 	var obj map[string]json.RawMessage
 	_ = json.Unmarshal(args, &obj) // absent or not an object: no argument is present
 	for _, b := range bindings {
+		if p, twice := givenTwice(args, b.Path); twice {
+			return fmt.Errorf("header mismatch: parameter %q is given more than once (names that differ only in letter case, \"_\" or \"-\" are the same parameter)", p)
+		}
 		got := h.Get(b.Header)
 		v, ok := lookup(obj, b.Path)
 		if !ok || string(v) == "null" {
@@ -162,6 +173,33 @@ func Validate(bindings []Binding, h http.Header, args json.RawMessage) error {
 		}
 	}
 	return nil
+}
+
+// givenTwice reports whether the objects along path in args (raw JSON)
+// give one of its members more than once, exactly or loosely (see
+// jsonscan.LooseEqual), and which: the path up to it, dotted.
+func givenTwice(args []byte, path []string) (string, bool) {
+	cur := args
+	for i, part := range path {
+		if len(cur) == 0 || cur[0] != '{' {
+			return "", false
+		}
+		var next []byte
+		n, exact := 0, false
+		jsonscan.Members(cur, func(k, v []byte) {
+			if jsonscan.LooseEqual(k, part) {
+				n++
+				if jsonscan.KeyIs(k, part) {
+					next, exact = v, true
+				}
+			}
+		})
+		if n > 1 || (n == 1 && !exact) {
+			return strings.Join(path[:i+1], "."), true
+		}
+		cur = bytes.TrimSpace(next)
+	}
+	return "", false
 }
 
 func lookup(args map[string]json.RawMessage, path []string) (json.RawMessage, bool) {

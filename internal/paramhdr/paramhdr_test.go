@@ -50,6 +50,14 @@ func TestParamhdrValidate(t *testing.T) {
 		{"bad base64", hdr("Mcp-Param-Region", "=?base64?***?="), `{"region":"eu"}`, false},
 		{"number as text", hdr("Mcp-Param-Count", "3.0"), `{"n":3}`, true},
 		{"fraction", hdr("Mcp-Param-Count", "3.5"), `{"n":3}`, false},
+		// An argument the header mirrors, given twice: a lenient upstream
+		// decoder may read the one the header does not match.
+		{"argument by case", hdr("Mcp-Param-Region", "eu"), `{"region":"eu","Region":"us"}`, false},
+		{"argument twice", hdr("Mcp-Param-Region", "eu"), `{"region":"us","region":"eu"}`, false},
+		{"argument only by case", hdr(), `{"REGION":"us"}`, false},
+		{"nested argument by case", hdr("Mcp-Param-Dry", "true"), `{"opts":{"dry":true,"DRY":false}}`, false},
+		{"nested object by case", hdr("Mcp-Param-Dry", "true"), `{"opts":{"dry":true},"Opts":{"dry":false}}`, false},
+		{"unbound argument by case", hdr("Mcp-Param-Region", "eu"), `{"region":"eu","other":1,"Other":2}`, true},
 	} {
 		err := Validate(b, c.h, []byte(c.args))
 		if (err == nil) != c.ok {

@@ -243,7 +243,7 @@ func TestIntegrationTasks(t *testing.T) {
 	forged := id[:len(id)-3] + "AAA"
 	c.wantError(c.call("tasks/get", forged, `{"taskId":"`+forged+`"}`), -32602, "a forged id")
 	c.wantError(c.call("tasks/get", "t-1", `{"taskId":"t-1"}`), -32602, "an upstream id")
-	c.wantError(c.call("tasks/get", id, `{"taskId":"`+id+`","TaskId":"t-1"}`), -32602, "a second taskId, by case")
+	c.wantError(c.call("tasks/get", id, `{"taskId":"`+id+`","TaskId":"t-1"}`), -32600, "a second taskId, by case") // docs/architecture.md, Request validation
 	undeclared := newTaskClient(t, pass, "2026-07-28", `{}`)
 	undeclared.wantError(undeclared.call("tasks/get", id, `{"taskId":"`+id+`"}`), -32021, "an undeclared client")
 	c.call("tasks/cancel", id, `{"taskId":"`+id+`"}`)

@@ -1,8 +1,6 @@
 package upstream
 
 import (
-	"github.com/switchyard-mcp/switchyard/internal/hop"
-
 	"bytes"
 	"context"
 	"encoding/json"
@@ -13,6 +11,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/switchyard-mcp/switchyard/internal/bus"
+	"github.com/switchyard-mcp/switchyard/internal/hop"
 	"github.com/switchyard-mcp/switchyard/internal/trace"
 	"github.com/switchyard-mcp/switchyard/proto"
 	"github.com/switchyard-mcp/switchyard/upstream-worker/internal/capture"
@@ -115,25 +115,23 @@ func (u *Upstream) send(ctx context.Context, req *proto.Request, st *callState, 
 	}
 }
 
+// callParams is the SDK path's form of the params of req (tools/call):
+// the params newRawParams prepares for the raw paths (checked the same
+// way, the upstream's tool name in place of the client's), decoded.
 func (u *Upstream) callParams(req *proto.Request) (*mcp.CallToolParams, *proto.Error) {
+	rp, perr := newRawParams(req)
+	if perr != nil {
+		return nil, perr
+	}
 	var p callParams
-	if raw := bytes.TrimSpace(req.Params); len(raw) > 0 && !bytes.Equal(raw, []byte("null")) {
-		if err := json.Unmarshal(raw, &p); err != nil {
-			return nil, proto.Errorf(proto.CodeInvalidParams, "invalid tools/call params: %v", err)
-		}
-	}
-	name := req.Name
-	if name == "" {
-		name = p.Name
-	}
-	if name == "" {
-		return nil, proto.Errorf(proto.CodeInvalidParams, "tools/call without a tool name")
+	if err := json.Unmarshal(rp.appendParams(nil, nil), &p); err != nil {
+		return nil, invalidParams(methodToolsCall, "%s", decodeProblem(err))
 	}
 	args := p.Arguments
 	if len(args) == 0 || bytes.Equal(args, []byte("null")) {
 		args = json.RawMessage("{}")
 	}
-	out := &mcp.CallToolParams{Name: name, Arguments: args, InputResponses: p.InputResponses, RequestState: p.RequestState}
+	out := &mcp.CallToolParams{Name: p.Name, Arguments: args, InputResponses: p.InputResponses, RequestState: p.RequestState}
 	for k, v := range p.Meta {
 		if hopMeta[k] {
 			continue
@@ -276,7 +274,7 @@ func (u *Upstream) callError(ctx context.Context, err error, l *lazy) *proto.Err
 	}
 	var tl *tooLargeError
 	if errors.As(err, &tl) { // the session is fine
-		return proto.Errorf(proto.CodePayloadTooLarge, "upstream %s: %v", u.name, err)
+		return proto.Errorf(proto.CodePayloadTooLarge, "upstream %s: %s", u.name, tl.Error()) // tl's text only: err's wrappers may name the URL
 	}
 	switch {
 	case l == u.pool:
@@ -286,7 +284,12 @@ func (u *Upstream) callError(ctx context.Context, err error, l *lazy) *proto.Err
 			l.drop(s)
 		}
 	}
-	return u.unavailable(err.Error())
+	// The transport's error names the upstream's URL and addresses: it
+	// goes to the log under a correlation id the client is given.
+	id := bus.RandomToken(5)
+	u.log.WarnContext(ctx, "upstream call failed", "correlation_id", id, proto.LogErr, err)
+	return proto.Errorf(proto.CodeUpstreamUnavailable, "upstream %s is unavailable (%s; correlation id %s)",
+		u.name, bus.UnavailableReason(err.Error()), id)
 }
 
 // localErrors are the SDK's own jsonrpc errors (jsonrpc2.ErrRejected,

@@ -968,7 +968,7 @@ func TestUpstreamRawSessionEnd(t *testing.T) {
 	recv(t, started, "the upstream to get the call")
 	u.SessionClosed("e1", "s1")
 	perr := recv(t, errc, "the call on the closed session")
-	if perr == nil || perr.Code != proto.CodeUpstreamUnavailable || !strings.Contains(perr.Error(), "context canceled") {
+	if perr == nil || perr.Code != proto.CodeUpstreamUnavailable || !strings.Contains(perr.Error(), "(cancelled") {
 		t.Fatalf("the call on the closed session: %v", perr)
 	}
 	recv(t, gone, "the upstream to see the POST go")

@@ -3,9 +3,13 @@ package upstream
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
+	"reflect"
+	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/switchyard-mcp/switchyard/internal/fields"
 	"github.com/switchyard-mcp/switchyard/internal/jsonscan"
 	"github.com/switchyard-mcp/switchyard/proto"
 )
@@ -77,6 +81,67 @@ func invalidParams(method, format string, a ...any) *proto.Error {
 	return proto.Errorf(proto.CodeInvalidParams, "invalid "+method+" params: "+format, a...)
 }
 
+// decodeProblem says, for a client, what encoding/json found wrong in
+// params it decoded into the SDK's types: which member has which JSON type
+// where the MCP schema wants another. err's own text is not used: it names
+// Go types and fields ("into Go struct field CallToolParams.name of type
+// string").
+func decodeProblem(err error) string {
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) {
+		where := "params"
+		if te.Field != "" {
+			where += "." + te.Field
+		}
+		value, _, _ := strings.Cut(te.Value, " ") // "number 1e999": the literal stays out
+		return where + " is " + withArticle(value) + ", not " + jsonKind(te.Type)
+	}
+	var se *json.SyntaxError
+	if errors.As(err, &se) {
+		return "not valid JSON"
+	}
+	return "they do not match the MCP schema"
+}
+
+// jsonKind names the JSON values a Go type decodes from.
+func jsonKind(t reflect.Type) string {
+	for t != nil && t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t == nil {
+		return "a JSON value"
+	}
+	switch t.Kind() {
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "a boolean"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr,
+		reflect.Float32, reflect.Float64:
+		return "a number"
+	case reflect.Slice, reflect.Array:
+		return "an array"
+	case reflect.Map, reflect.Struct:
+		return "an object"
+	}
+	return "a JSON value of another type"
+}
+
+// withArticle is a JSON value kind as encoding/json names it ("number",
+// "object", "array", "string", "bool") with its article.
+func withArticle(kind string) string {
+	switch kind {
+	case "object", "array":
+		return "an " + kind
+	case "bool":
+		return "a boolean"
+	case "":
+		return "a value"
+	}
+	return "a " + kind
+}
+
 // objectParams returns the client's params if they are a JSON object, nil
 // if they are absent or null, or an invalid-params error.
 func objectParams(method string, params []byte) ([]byte, *proto.Error) {
@@ -100,18 +165,24 @@ func newRawParams(req *proto.Request) (*rawParams, *proto.Error) {
 		return nil, perr
 	}
 	var name, args, meta, state []byte
+	sc := fields.Params.Scan()
 	jsonscan.Members(raw, func(k, v []byte) {
-		switch {
-		case jsonscan.KeyIs(k, "name"):
+		switch sc.Key(k) {
+		case fields.ParamName:
 			name = v
-		case jsonscan.KeyIs(k, "arguments"):
+		case fields.ParamArguments:
 			args = v
-		case jsonscan.KeyIs(k, "_meta"):
+		case fields.ParamMeta:
 			meta = v
-		case jsonscan.KeyIs(k, "requestState"):
+		case fields.ParamRequestState:
 			state = v
 		}
 	})
+	// The name replaced below must be the only one: a second, or one in
+	// another case, would reach the upstream beside ours.
+	if perr := clashed(&sc, "params."); perr != nil {
+		return nil, perr
+	}
 	// The members the SDK path types are checked as it checks them.
 	switch {
 	case !isNull(name) && name[0] != '"':
@@ -134,7 +205,9 @@ func newRawParams(req *proto.Request) (*rawParams, *proto.Error) {
 	dropState := isNull(state) || string(state) == `""`
 
 	p := &rawParams{method: methodToolsCall, hdr: hdrCall, name: toolName, args: args}
-	p.meta, p.caps, p.level = forwardMeta(meta)
+	if p.meta, p.caps, p.level, perr = forwardMeta(meta); perr != nil {
+		return nil, perr
+	}
 	p.caps = ownCaps(req, p.caps)
 	m := make([]byte, 0, len(raw)+len(toolName)+32)
 	m = append(m, `"name":`...)
@@ -172,12 +245,15 @@ func newForwardParams(req *proto.Request) (*rawParams, *proto.Error) {
 	var meta []byte
 	m := make([]byte, 0, len(raw)+len(req.Name)+8)
 	sawName := false
+	sc := fields.Params.Scan()
+	var refErr *proto.Error
 	jsonscan.Members(raw, func(k, v []byte) {
+		i := sc.Key(k)
 		switch {
-		case jsonscan.KeyIs(k, "_meta"):
+		case i == fields.ParamMeta:
 			meta = v
 			return
-		case method == methodPromptsGet && jsonscan.KeyIs(k, "name"):
+		case method == methodPromptsGet && i == fields.ParamName:
 			sawName = true
 			if req.Name != "" {
 				v = appendJSONString(nil, req.Name)
@@ -185,19 +261,27 @@ func newForwardParams(req *proto.Request) (*rawParams, *proto.Error) {
 			if v[0] == '"' {
 				p.name = jsonscan.Unquote(v)
 			}
-		case method == methodRead && jsonscan.KeyIs(k, "uri"),
-			isTaskMethod(method) && jsonscan.KeyIs(k, "taskId"):
+		case method == methodRead && i == fields.ParamURI,
+			isTaskMethod(method) && i == fields.ParamTaskID:
 			if v[0] == '"' {
 				p.name = jsonscan.Unquote(v)
 			}
-		case method == methodComplete && jsonscan.KeyIs(k, "ref") && req.Name != "":
-			v = renamePromptRef(v, req.Name)
+		case method == methodComplete && i == fields.ParamRef && req.Name != "":
+			v, refErr = renamePromptRef(v, req.Name)
 		}
 		if len(m) > 0 {
 			m = append(m, ',')
 		}
 		m = append(append(append(m, k...), ':'), v...)
 	})
+	// What is replaced or routed by must be the only such member: a
+	// second, or one in another case, would reach the upstream beside it.
+	if perr := clashed(&sc, "params."); perr != nil {
+		return nil, perr
+	}
+	if refErr != nil {
+		return nil, refErr
+	}
 	if method == methodPromptsGet && !sawName && req.Name != "" {
 		n := appendJSONString([]byte(`"name":`), req.Name)
 		if len(m) > 0 {
@@ -210,24 +294,42 @@ func newForwardParams(req *proto.Request) (*rawParams, *proto.Error) {
 		return nil, invalidParams(method, "_meta is not an object")
 	}
 	p.members = m
-	p.meta, p.caps, p.level = forwardMeta(meta)
+	var perr2 *proto.Error
+	if p.meta, p.caps, p.level, perr2 = forwardMeta(meta); perr2 != nil {
+		return nil, perr2
+	}
 	p.caps = ownCaps(req, p.caps)
 	return p, nil
+}
+
+// clashed is the error for an object whose scan found a member given
+// twice (package fields), prefix naming the object ("params." or
+// "params._meta."); nil when none was.
+func clashed(sc *jsonscan.Scan, prefix string) *proto.Error {
+	if name, dup := sc.Clash(); dup {
+		return &proto.Error{Code: proto.CodeInvalidRequest, Msg: fields.Clash(prefix + name).Message()}
+	}
+	return nil
 }
 
 // renamePromptRef returns ref (a completion/complete "ref" value) with its
 // "name" replaced by name when it is an object of type "ref/prompt";
 // other members keep their bytes and order. Any other ref is returned
-// as is.
-func renamePromptRef(ref []byte, name string) []byte {
+// as is. A ref that gives its type, name or uri twice (package fields) is
+// refused: the name replaced must be its only one.
+func renamePromptRef(ref []byte, name string) ([]byte, *proto.Error) {
 	isPrompt := false
+	sc := fields.Ref.Scan()
 	jsonscan.Members(ref, func(k, v []byte) {
-		if jsonscan.KeyIs(k, "type") && v[0] == '"' && jsonscan.Unquote(v) == "ref/prompt" {
+		if sc.Key(k) == fields.RefType && v[0] == '"' && jsonscan.Unquote(v) == "ref/prompt" {
 			isPrompt = true
 		}
 	})
+	if perr := clashed(&sc, "params.ref."); perr != nil {
+		return nil, perr
+	}
 	if !isPrompt {
-		return ref
+		return ref, nil
 	}
 	out := make([]byte, 0, len(ref)+len(name)+10)
 	out = append(out, '{')
@@ -248,18 +350,23 @@ func renamePromptRef(ref []byte, name string) []byte {
 		}
 		out = appendJSONString(append(out, `"name":`...), name)
 	}
-	return append(out, '}')
+	return append(out, '}'), nil
 }
 
 // forwardMeta returns the members of meta (a raw _meta object, or nil)
 // that are forwarded: all but the hop keys, encoded, byte for byte; the
 // hop key clientCapabilities' value, when it is an object; and the hop key
-// logLevel as an encoded member, when it is a string.
-func forwardMeta(meta []byte) (out, caps, level []byte) {
+// logLevel as an encoded member, when it is a string. A _meta that gives
+// one of the keys the gateway reads twice (package fields: the hop keys,
+// the progress token) is refused: the one dropped or replaced must be the
+// only one.
+func forwardMeta(meta []byte) (out, caps, level []byte, perr *proto.Error) {
 	if isNull(meta) {
-		return nil, nil, nil
+		return nil, nil, nil, nil
 	}
+	sc := fields.Meta.Scan()
 	jsonscan.Members(meta, func(k, v []byte) {
+		sc.Key(k)
 		if isHopKey(k) {
 			switch {
 			case jsonscan.KeyIs(k, mcp.MetaKeyClientCapabilities) && len(v) > 0 && v[0] == '{':
@@ -274,7 +381,7 @@ func forwardMeta(meta []byte) (out, caps, level []byte) {
 		}
 		out = append(append(append(out, k...), ':'), v...)
 	})
-	return out, caps, level
+	return out, caps, level, clashed(&sc, "params._meta.")
 }
 
 // ownCaps is the capabilities of req's own client: req.ClientCaps when it

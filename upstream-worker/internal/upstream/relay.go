@@ -282,7 +282,7 @@ func (u *Upstream) ask(ctx context.Context, r Relay, m *upMsg, reply replier) {
 		reply(nil, errAskCancelled)
 	case err != nil:
 		u.log.Debug("relayed request not answered", proto.LogMethod, m.method, proto.LogErr, err)
-		reply(nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "client not reached: " + err.Error()})
+		reply(nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "client not reached"}) // err, logged, names the gateway's internals
 	default:
 		reply(parseAnswer(resp))
 	}

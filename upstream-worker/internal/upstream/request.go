@@ -178,7 +178,7 @@ func sdkRequest(p *rawParams) (*sdkForward, *proto.Error) {
 		return nil, proto.Errorf(proto.CodeMethodNotFound, "method %q is not forwarded", p.method)
 	}
 	if err != nil {
-		return nil, invalidParams(p.method, "%v", err)
+		return nil, invalidParams(p.method, "%s", decodeProblem(err))
 	}
 	return f, nil
 }

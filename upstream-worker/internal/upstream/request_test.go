@@ -473,11 +473,11 @@ func TestUpstreamRequestEquivalence(t *testing.T) {
 // TestUpstreamForwardMetaLevel: a 2026-era client's logLevel is kept apart
 // from the forwarded _meta, to be sent on a 2026-07-28 session.
 func TestUpstreamForwardMetaLevel(t *testing.T) {
-	out, caps, level := forwardMeta([]byte(`{"k":1,"io.modelcontextprotocol/logLevel":"debug","io.modelcontextprotocol/clientCapabilities":{"sampling":{}}}`))
-	if string(out) != `"k":1` || string(caps) != `{"sampling":{}}` || string(level) != `"io.modelcontextprotocol/logLevel":"debug"` {
+	out, caps, level, perr := forwardMeta([]byte(`{"k":1,"io.modelcontextprotocol/logLevel":"debug","io.modelcontextprotocol/clientCapabilities":{"sampling":{}}}`))
+	if perr != nil || string(out) != `"k":1` || string(caps) != `{"sampling":{}}` || string(level) != `"io.modelcontextprotocol/logLevel":"debug"` {
 		t.Fatalf("out %s caps %s level %s", out, caps, level)
 	}
-	if _, _, level := forwardMeta([]byte(`{"io.modelcontextprotocol/logLevel":5}`)); level != nil {
+	if _, _, level, _ := forwardMeta([]byte(`{"io.modelcontextprotocol/logLevel":5}`)); level != nil {
 		t.Fatalf("a level that is not a string kept: %s", level)
 	}
 }

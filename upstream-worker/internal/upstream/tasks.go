@@ -50,7 +50,7 @@ func (u *Upstream) mintTaskID(req *proto.Request, res []byte) ([]byte, *proto.Er
 	scope := scopeOf(req)
 	out, err := taskid.Rewrite(res, func(id string) string { return c.Mint(scope, u.name, id) }, true)
 	if err != nil {
-		return nil, proto.Errorf(proto.CodeInternal, "upstream %s: malformed task result: %v", u.name, err)
+		return nil, proto.Errorf(proto.CodeInternal, "upstream %s: malformed task result: its taskId is not a string", u.name)
 	}
 	return out, nil
 }
@@ -79,7 +79,7 @@ func (u *Upstream) taskRequest(ctx context.Context, req *proto.Request) ([]byte,
 	fwd := *req
 	var err error
 	if fwd.Params, err = taskid.Rewrite(req.Params, func(string) string { return id }, false); err != nil {
-		return nil, proto.Errorf(proto.CodeInvalidParams, "%s: %v", req.Method, err)
+		return nil, proto.Errorf(proto.CodeInvalidParams, "%s: params.taskId is not a string", req.Method)
 	}
 	res, perr := u.request(ctx, &fwd)
 	if perr != nil {
@@ -88,7 +88,7 @@ func (u *Upstream) taskRequest(ctx context.Context, req *proto.Request) ([]byte,
 	// The answer is about the task asked for, whatever id the upstream
 	// wrote in it.
 	if res, err = taskid.Rewrite(res, func(string) string { return gid }, false); err != nil {
-		return nil, proto.Errorf(proto.CodeInternal, "upstream %s: malformed %s result: %v", u.name, req.Method, err)
+		return nil, proto.Errorf(proto.CodeInternal, "upstream %s: malformed %s result: its taskId is not a string", u.name, req.Method)
 	}
 	return res, nil
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/switchyard-mcp/switchyard/internal/bus"
 	"github.com/switchyard-mcp/switchyard/internal/paramhdr"
 	"github.com/switchyard-mcp/switchyard/proto"
 	"github.com/switchyard-mcp/switchyard/upstream-worker/internal/capture"
@@ -291,8 +292,12 @@ func (u *Upstream) setState(s *snapshot) {
 	u.opts.OnState()
 }
 
-func (u *Upstream) unavailable(reason string) *proto.Error {
-	return proto.Errorf(proto.CodeUpstreamUnavailable, "upstream %s unavailable: %s", u.name, reason)
+// unavailable is the error of a call to an upstream that is down: detail
+// (its state's text, or the transport's error) says why, for operators;
+// the client is told only a fixed phrase for it (bus.UnavailableReason),
+// since the detail names the upstream's URL, addresses or command.
+func (u *Upstream) unavailable(detail string) *proto.Error {
+	return proto.Errorf(proto.CodeUpstreamUnavailable, "upstream %s is unavailable (%s)", u.name, bus.UnavailableReason(detail))
 }
 
 func (u *Upstream) isHTTP() bool { return u.opts.Spec.Transport != proto.TransportStdio }
