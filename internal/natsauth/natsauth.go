@@ -203,6 +203,16 @@ func (m *Material) Rotate(id proto.Identity) error {
 	return m.revoke(oldPub)
 }
 
+// Revoked reports whether the account revokes JWTs of user key pub.
+func (m *Material) Revoked(pub string) bool {
+	ac, err := jwt.DecodeAccountClaims(m.AccountJWT)
+	if err != nil {
+		return false
+	}
+	_, ok := ac.Revocations[pub]
+	return ok
+}
+
 // revoke revokes every JWT of user key pub issued until now.
 func (m *Material) revoke(pub string) error {
 	ac, err := jwt.DecodeAccountClaims(m.AccountJWT)

@@ -101,8 +101,19 @@ func helperSwitchyard() int {
 	if len(args) == 0 {
 		return 2
 	}
+	if len(args) > 2 && args[0] == "nats" && args[1] == "init" {
+		// The auth directory: StartCluster only passes its path on.
+		if err := os.MkdirAll(args[2], 0o700); err != nil {
+			return 1
+		}
+		return 0
+	}
 	fs := flag.NewFlagSet(args[0], flag.ContinueOnError)
 	addr := fs.String("addr", "", "")
+	fs.String("auth", "", "")
+	fs.Bool("no-tls", false, "")
+	fs.String("nats-creds", "", "")
+	fs.String("nats-ca", "", "")
 	listen := fs.String("listen", "", "")
 	id := fs.String("id", "", "")
 	cfg := fs.String("config", "", "")
@@ -224,13 +235,14 @@ func TestLaunchCluster(t *testing.T) {
 	if pids := c.PIDs(); len(pids) != 1+1+2+3+2 || slices.Contains(pids, 0) {
 		t.Errorf("PIDs = %v, want 9 processes", pids)
 	}
-	if c.GOGC != GatewayGOGC || c.GOMAXPROCS != GatewayGOMAXPROCS || !strings.HasPrefix(c.NATSURL, "nats://127.0.0.1:") {
+	if c.GOGC != GatewayGOGC || c.GOMAXPROCS != GatewayGOMAXPROCS || !strings.HasPrefix(c.NATSURL, "tls://127.0.0.1:") {
 		t.Errorf("GOGC %q, GOMAXPROCS %q, NATS URL %q", c.GOGC, c.GOMAXPROCS, c.NATSURL)
 	}
 	if !strings.Contains(c.String(), "2 edges, 2 routers, 3 workers") {
 		t.Errorf("String = %q", c.String())
 	}
-	common := []string{"--config", c.ConfigPath, "--nats", c.NATSURL, "--log-format", "json"}
+	auth := filepath.Join(c.store, "auth")
+	common := []string{"--config", c.ConfigPath, "--nats", c.NATSURL, "--log-format", "json", "--nats-creds", auth, "--nats-ca", filepath.Join(auth, "ca.pem")}
 	for name, want := range map[string][]string{
 		"tenancy-svc": slices.Concat([]string{"tenancy-svc"}, common),
 		"router-2":    slices.Concat([]string{"router"}, common),
@@ -248,8 +260,19 @@ func TestLaunchCluster(t *testing.T) {
 			t.Errorf("%s: GOGC %q, GOMAXPROCS %q", name, first.GOGC, first.GOMAXPROCS)
 		}
 	}
-	if nats := firstLogLine(t, filepath.Join(dir, "nats.log")); !slices.Equal(nats.Argv, []string{"nats", "--addr", strings.TrimPrefix(c.NATSURL, "nats://"), "--store", c.store}) {
+	// The default bus: authenticated with switchyard nats init's material,
+	// over TLS; every role with the creds directory and the CA (above).
+	if nats := firstLogLine(t, filepath.Join(dir, "nats.log")); !slices.Equal(nats.Argv, []string{"nats", "--addr", strings.TrimPrefix(c.NATSURL, "tls://"), "--store", c.store, "--auth", auth}) {
 		t.Errorf("nats argv = %q", nats.Argv)
+	}
+	if c.Topology.NATS != NATSTLS || !strings.HasPrefix(c.NATSURL, "tls://") {
+		t.Errorf("NATS security %q, URL %s: want tls", c.Topology.NATS, c.NATSURL)
+	}
+	for _, p := range slices.Concat(c.Routers, c.Workers, c.Edges, []*Process{c.Tenancy}) {
+		argv := firstLogLine(t, filepath.Join(dir, p.Name+".log")).Argv
+		if !slices.Contains(argv, "--nats-creds") || !slices.Contains(argv, auth) || !slices.Contains(argv, filepath.Join(auth, "ca.pem")) {
+			t.Errorf("%s argv %q: want --nats-creds %s --nats-ca %s/ca.pem", p.Name, argv, auth, auth)
+		}
 	}
 	if fi, err := os.Stat(c.store); err != nil || !fi.IsDir() {
 		t.Errorf("nats store %q: %v", c.store, err)
@@ -384,5 +407,64 @@ func TestLaunchWatcherCounts(t *testing.T) {
 	}
 	if got := <-w.found; !strings.Contains(got, `"upstream":"a"`) {
 		t.Errorf("first match %q", got)
+	}
+}
+
+// TestLaunchClusterNATSSecurity: creds runs NATS with --auth and --no-tls
+// and the roles with the creds and no CA over nats://; none runs both
+// without authentication; anything else is refused.
+func TestLaunchClusterNATSSecurity(t *testing.T) {
+	t.Setenv(helperEnv, "switchyard")
+	for _, tc := range []struct {
+		sec, scheme      string
+		natsHas, roleHas []string
+		roleHasNot       []string
+	}{
+		{NATSCreds, "nats://", []string{"--auth", "--no-tls"}, []string{"--nats-creds"}, []string{"--nats-ca"}},
+		{NATSNone, "nats://", nil, nil, []string{"--nats-creds", "--nats-ca"}},
+	} {
+		t.Run(tc.sec, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "logs")
+			ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+			defer cancel()
+			c, err := StartCluster(ctx, ClusterOptions{
+				SwitchyardBin: os.Args[0], Topology: report.Topology{Edges: 1, Routers: 1, Workers: 1},
+				Upstreams: []Upstream{{Name: "fixture", URL: "http://127.0.0.1:1/mcp"}},
+				LogDir:    dir, Protocol: session.Protocol2025, WantTools: 2, NATS: tc.sec,
+			})
+			if err != nil {
+				t.Fatalf("StartCluster: %v", err)
+			}
+			defer func() { _ = c.Stop() }()
+			if c.Topology.NATS != tc.sec || !strings.HasPrefix(c.NATSURL, tc.scheme) {
+				t.Errorf("NATS %q at %s", c.Topology.NATS, c.NATSURL)
+			}
+			nats := firstLogLine(t, filepath.Join(dir, "nats.log")).Argv
+			for _, a := range tc.natsHas {
+				if !slices.Contains(nats, a) {
+					t.Errorf("nats argv %q: want %s", nats, a)
+				}
+			}
+			if tc.sec == NATSNone && slices.Contains(nats, "--auth") {
+				t.Errorf("nats argv %q: want no --auth", nats)
+			}
+			role := firstLogLine(t, filepath.Join(dir, "edge-1.log")).Argv
+			for _, a := range tc.roleHas {
+				if !slices.Contains(role, a) {
+					t.Errorf("edge argv %q: want %s", role, a)
+				}
+			}
+			for _, a := range tc.roleHasNot {
+				if slices.Contains(role, a) {
+					t.Errorf("edge argv %q: want no %s", role, a)
+				}
+			}
+		})
+	}
+	if _, err := StartCluster(t.Context(), ClusterOptions{
+		SwitchyardBin: os.Args[0], Topology: report.Topology{Edges: 1, Routers: 1, Workers: 1},
+		Upstreams: []Upstream{{Name: "fixture", URL: "http://127.0.0.1:1/mcp"}}, LogDir: t.TempDir(), NATS: "plaintext",
+	}); err == nil || !strings.Contains(err.Error(), "plaintext") {
+		t.Errorf("NATS plaintext: %v", err)
 	}
 }
