@@ -3,8 +3,10 @@ package main
 import (
 	"context"
 	"crypto/tls"
+	"errors"
 	"flag"
 	"fmt"
+	"io/fs"
 	"net"
 	"os"
 	"os/signal"
@@ -120,6 +122,9 @@ func runDev(args []string) int {
 // (switchyard nats init's layout) when dir has none, and the listener's
 // TLS configuration from its server certificate.
 func devAuthDir(dir string, p proto.AccessParams) (*natsauth.Material, *tls.Config, error) {
+	if err := privateDir(dir); err != nil {
+		return nil, nil, err
+	}
 	m, err := natsauth.LoadDir(dir)
 	if err != nil {
 		if _, serr := os.Stat(filepath.Join(dir, natsauth.FileAuthConf)); serr == nil {
@@ -140,6 +145,31 @@ func devAuthDir(dir string, p proto.AccessParams) (*natsauth.Material, *tls.Conf
 	c, err := natsauth.ServerTLS(cert, key, nil)
 	clear(key)
 	return m, c, err
+}
+
+// privateDir refuses an existing dir that another user could have
+// planted or can read (its default is a predictable path under the
+// temporary directory): a symlink, not a directory, owned by another
+// user, or open to group or others. A missing dir is fine (Init creates
+// it 0700).
+func privateDir(dir string) error {
+	st, err := os.Lstat(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if !st.IsDir() || st.Mode()&os.ModeSymlink != 0 {
+		return fmt.Errorf("nats auth directory %s is not a directory", dir)
+	}
+	if sys, ok := st.Sys().(*syscall.Stat_t); ok && int(sys.Uid) != os.Getuid() {
+		return fmt.Errorf("nats auth directory %s belongs to another user: refusing credentials someone else made (remove it, or pass --nats-auth)", dir)
+	}
+	if st.Mode().Perm()&0o077 != 0 {
+		return fmt.Errorf("nats auth directory %s is open to other users (mode %v): chmod 700 it or remove it", dir, st.Mode().Perm())
+	}
+	return nil
 }
 
 // announce prints how to connect once every role is ready. audit says

@@ -15,7 +15,11 @@ const usage = `usage: switchyard <command> [flags]
 
 commands:
   dev              all roles and an embedded NATS server in one process
-  nats             a standalone NATS server with JetStream
+  nats             a standalone NATS server with JetStream (--auth DIR: authenticated, TLS)
+  nats init DIR    generate the deployment's NATS identities, CA and certificate
+  nats rotate DIR ID|all
+                   replace an identity's credentials and revoke the old ones
+  nats provision   create (or --update) every bucket and stream (admin identity)
   run              a set of roles (--roles edge,router,...) against a NATS server
   edge | router | upstream-worker | tenancy-svc
                    one role against a NATS server
