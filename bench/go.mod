@@ -14,7 +14,7 @@ require (
 	github.com/klauspost/compress v1.20.3 // indirect
 	github.com/nats-io/nkeys v0.4.16 // indirect
 	github.com/nats-io/nuid v1.0.1 // indirect
-	github.com/switchyard-mcp/switchyard/proto v0.0.0-00010101000000-000000000000 // indirect
+	github.com/switchyard-mcp/switchyard/proto v0.0.0-00010101000000-000000000000
 	github.com/vmihailenco/msgpack/v5 v5.4.1 // indirect
 	github.com/vmihailenco/tagparser/v2 v2.0.0 // indirect
 	go.yaml.in/yaml/v3 v3.0.6
