@@ -368,17 +368,19 @@ func (s *Service) start() error {
 	if err := s.presence.Start(); err != nil {
 		return fmt.Errorf("edge: presence: %w", err)
 	}
-	if _, err := s.nc.Subscribe(proto.SubjEvtRoutes, func(*nats.Msg) { s.grants.dropAll() }); err != nil {
+	// Every subscription is guarded (bus.Guard): a message a JetStream
+	// consumer delivers there keeps its stored subject and is dropped.
+	if _, err := s.nc.Subscribe(proto.SubjEvtRoutes, bus.Guard(proto.SubjEvtRoutes, func(*nats.Msg) { s.grants.dropAll() })); err != nil {
 		return fmt.Errorf("edge: subscribe: %w", err)
 	}
-	if _, err := s.nc.Subscribe(proto.SubjEvtListChangedAll, s.onListChanged); err != nil {
+	if _, err := s.nc.Subscribe(proto.SubjEvtListChangedAll, bus.Guard(proto.SubjEvtListChangedAll, s.onListChanged)); err != nil {
 		return fmt.Errorf("edge: subscribe: %w", err)
 	}
 	msgs, err := proto.EdgeMsgSubject(s.cfg.ID)
 	if err != nil {
 		return err
 	}
-	if _, err := s.nc.Subscribe(msgs, s.onSessionMsg); err != nil {
+	if _, err := s.nc.Subscribe(msgs, bus.Guard(msgs, s.onSessionMsg)); err != nil {
 		return fmt.Errorf("edge: subscribe: %w", err)
 	}
 	return nil

@@ -332,7 +332,8 @@ func Permissions(id Identity, p AccessParams) (pub, sub []string) {
 }
 
 // SubjectMatch reports whether subject (no wildcards) matches pattern,
-// whose tokens may be '*' (one token) or a final '>' (one or more).
+// whose tokens may be '*' (one non-empty token) or a final '>' (one or
+// more).
 func SubjectMatch(pattern, subject string) bool {
 	for {
 		pt, prest, pmore := strings.Cut(pattern, ".")
@@ -340,7 +341,7 @@ func SubjectMatch(pattern, subject string) bool {
 		switch {
 		case pt == ">":
 			return st != ""
-		case pt != "*" && pt != st:
+		case pt == "*" && st == "", pt != "*" && pt != st:
 			return false
 		case !pmore || !smore:
 			return pmore == smore

@@ -220,13 +220,15 @@ func (s *Service) Run(ctx context.Context) error {
 		return fmt.Errorf("router: presence: %w", err)
 	}
 	s.fwdPrefix = s.nc.NewInbox() + ".f."
-	undelivered, err := s.nc.Subscribe(s.fwdPrefix+">", s.onUndelivered)
+	// Guarded (bus.Guard): a message a JetStream consumer delivers to a
+	// subscription keeps its stored subject and is dropped.
+	undelivered, err := s.nc.Subscribe(s.fwdPrefix+">", bus.Guard(s.fwdPrefix+">", s.onUndelivered))
 	if err != nil {
 		return fmt.Errorf("router: subscribe: %w", err)
 	}
 	subs := []*nats.Subscription{undelivered}
 	for range s.cfg.Subscriptions {
-		sub, err := s.nc.QueueSubscribe(proto.SubjRouteAll, proto.QueueRouter, s.onCall)
+		sub, err := s.nc.QueueSubscribe(proto.SubjRouteAll, proto.QueueRouter, bus.Guard(proto.SubjRouteAll, s.onCall))
 		if err != nil {
 			return fmt.Errorf("router: subscribe: %w", err)
 		}

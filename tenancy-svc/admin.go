@@ -85,8 +85,14 @@ func newJob(o op, data []byte) job { return job{op: o, data: data, res: make(cha
 // full. Each endpoint's handler runs on its own subscription's goroutine,
 // so waiting holds up only that endpoint's later requests (bounded by its
 // pending limits), never the resolve endpoints.
-func (s *Service) enqueuer(o op) micro.Handler {
+func (s *Service) enqueuer(o op, subject string) micro.Handler {
 	return micro.HandlerFunc(func(req micro.Request) {
+		if req.Subject() != subject {
+			// Not published to the endpoint: a JetStream consumer's
+			// delivery keeps its stored subject (see bus.Guard). Dropped
+			// unanswered.
+			return
+		}
 		j := newJob(o, req.Data())
 		select {
 		case s.mailbox <- j:

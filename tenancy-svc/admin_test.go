@@ -515,7 +515,7 @@ func TestTenancyAdminOverload(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := svc.enqueuer(opTenantList)
+	h := svc.enqueuer(opTenantList, tenancy.SubjTenantList)
 	for range mailboxLen {
 		svc.mailbox <- newJob(opTenantList, nil)
 	}

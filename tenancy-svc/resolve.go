@@ -32,7 +32,7 @@ var resolveEndpoints = []struct {
 func (s *Service) addResolve(svc micro.Service) error {
 	g := svc.AddGroup(tenancy.ResolveGroup)
 	for _, ep := range resolveEndpoints {
-		if err := g.AddEndpoint(ep.name, s.resolver(ep.fn), micro.WithEndpointSubject(ep.subject)); err != nil {
+		if err := g.AddEndpoint(ep.name, s.resolver(ep.fn, tenancy.ResolveGroup+"."+ep.subject), micro.WithEndpointSubject(ep.subject)); err != nil {
 			return fmt.Errorf("endpoint %s: %w", ep.name, err)
 		}
 	}
@@ -44,8 +44,11 @@ func (s *Service) addResolve(svc micro.Service) error {
 // through the micro.Request, which also keeps $SRV.STATS' error counts
 // right. It never touches the admin mailbox: lookups are not queued
 // behind admin writes or reconciliation.
-func (s *Service) resolver(fn resolveFunc) micro.Handler {
+func (s *Service) resolver(fn resolveFunc, subject string) micro.Handler {
 	return micro.HandlerFunc(func(req micro.Request) {
+		if req.Subject() != subject {
+			return // a JetStream delivery, not a request (see bus.Guard)
+		}
 		var (
 			out any
 			err error

@@ -358,10 +358,16 @@ type resolveRequest struct {
 	micro.Request
 	data       []byte
 	code, body string
+	subject    string // "" is tenancy.SubjResolveKey
 }
 
-func (f *resolveRequest) Data() []byte    { return f.data }
-func (f *resolveRequest) Subject() string { return tenancy.SubjResolveKey }
+func (f *resolveRequest) Data() []byte { return f.data }
+func (f *resolveRequest) Subject() string {
+	if f.subject != "" {
+		return f.subject
+	}
+	return tenancy.SubjResolveKey
+}
 func (f *resolveRequest) Respond(data []byte, _ ...micro.RespondOpt) error {
 	f.body = string(data)
 	return nil
@@ -384,14 +390,15 @@ func TestTenancyResolveNotLoaded(t *testing.T) {
 	}
 	key, _ := keyFor(t, "default", "p")
 	for _, ep := range resolveEndpoints {
-		f := &resolveRequest{data: []byte(keyBody(key))}
-		svc.resolver(ep.fn).Handle(f)
+		subj := tenancy.ResolveGroup + "." + ep.subject
+		f := &resolveRequest{data: []byte(keyBody(key)), subject: subj}
+		svc.resolver(ep.fn, subj).Handle(f)
 		if f.code != tenancy.AdminCodeUnavailable || !strings.Contains(f.body, "not loaded") {
 			t.Errorf("%s before load: code %q body %s", ep.name, f.code, f.body)
 		}
 	}
 	f := &resolveRequest{data: make([]byte, maxRequestBytes+1)}
-	svc.resolver(resolveKey).Handle(f)
+	svc.resolver(resolveKey, tenancy.SubjResolveKey).Handle(f)
 	if f.code != tenancy.AdminCodeBadRequest {
 		t.Errorf("oversized: code %q body %s", f.code, f.body)
 	}

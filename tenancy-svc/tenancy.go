@@ -239,7 +239,7 @@ func (s *Service) startAdmin() (micro.Service, error) {
 		// An admin handler waits while the Run goroutine serves its
 		// request: bound what queues behind it.
 		limits := micro.WithEndpointPendingLimits(mailboxLen, mailboxLen*maxRequestBytes)
-		if err := g.AddEndpoint(ep.name, s.enqueuer(ep.op), micro.WithEndpointSubject(ep.subject), limits); err != nil {
+		if err := g.AddEndpoint(ep.name, s.enqueuer(ep.op, tenancy.AdminGroup+"."+ep.subject), micro.WithEndpointSubject(ep.subject), limits); err != nil {
 			_ = svc.Stop()
 			return nil, fmt.Errorf("endpoint %s: %w", ep.name, err)
 		}

@@ -42,7 +42,9 @@ func (s *Service) subscribe() error {
 		{proto.SubjEvtPresence, "", func(*nats.Msg) { s.kickHeartbeat() }},
 		{proto.SubjEvtSessionClosedAll, "", s.onSessionClosed},
 	} {
-		ns, err := s.nc.QueueSubscribe(sub.subj, sub.queue, sub.cb)
+		// Guarded (bus.Guard): a message a JetStream consumer delivers to
+		// a subscription keeps its stored subject and is dropped.
+		ns, err := s.nc.QueueSubscribe(sub.subj, sub.queue, bus.Guard(sub.subj, sub.cb))
 		if err != nil {
 			return err
 		}
@@ -82,7 +84,7 @@ func (s *Service) subscribePool(name string) (*nats.Subscription, error) {
 	if err != nil {
 		return nil, err
 	}
-	return s.nc.QueueSubscribe(subj, proto.PoolQueue(name), func(m *nats.Msg) { s.onMsg(m, name) })
+	return s.nc.QueueSubscribe(subj, proto.PoolQueue(name), bus.Guard(subj, func(m *nats.Msg) { s.onMsg(m, name) }))
 }
 
 // loadGrantKey reads the fleet's route grant key, waiting until

@@ -46,7 +46,7 @@ func NewCaller(nc *nats.Conn, maxResult int) *Caller {
 
 // Start subscribes the inbox.
 func (c *Caller) Start() error {
-	sub, err := c.nc.Subscribe(c.prefix+"*", c.onMsg)
+	sub, err := c.nc.Subscribe(c.prefix+"*", Guard(c.prefix+"*", c.onMsg))
 	if err != nil {
 		return err
 	}

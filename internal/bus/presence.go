@@ -61,6 +61,7 @@ type Presence struct {
 	inbox    chan *nats.Msg
 	suspect  chan string
 	interval time.Duration
+	subject  func(string) bool // matches proto.SubjEvtWorkerAll
 }
 
 type entry struct {
@@ -73,7 +74,8 @@ func NewPresence(nc *nats.Conn, log *slog.Logger) *Presence {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	p := &Presence{nc: nc, log: log, workers: map[string]*entry{}, inbox: make(chan *nats.Msg, 1024), suspect: make(chan string, 64), interval: 100 * time.Millisecond}
+	p := &Presence{nc: nc, log: log, workers: map[string]*entry{}, inbox: make(chan *nats.Msg, 1024), suspect: make(chan string, 64), interval: 100 * time.Millisecond,
+		subject: Matcher(proto.SubjEvtWorkerAll)}
 	p.view.Store(&View{Workers: map[string]*WorkerInfo{}, ByUpstream: map[string][]*WorkerInfo{}})
 	return p
 }
@@ -135,8 +137,12 @@ func (p *Presence) Run(ctx context.Context) error {
 }
 
 func (p *Presence) apply(m *nats.Msg) {
+	if !p.subject(m.Subject) {
+		return // not published on a heartbeat subject (a JetStream delivery: see Guard)
+	}
 	var hb proto.Heartbeat
-	if err := proto.Unmarshal(m.Data, &hb); err != nil || !proto.ValidSlug(hb.Worker) {
+	// A heartbeat speaks for the worker its subject names, and no other.
+	if err := proto.Unmarshal(m.Data, &hb); err != nil || !proto.ValidSlug(hb.Worker) || proto.LastToken(m.Subject) != hb.Worker {
 		p.log.Warn("bad heartbeat", proto.LogSubject, m.Subject, proto.LogErr, err)
 		return
 	}

@@ -2,6 +2,7 @@ package integration
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -253,6 +254,72 @@ api_keys:
 			}
 		})
 	}
+
+	t.Run("a JetStream consumer publishes nothing", func(t *testing.T) {
+		// An edge may write its liveness bucket and create consumers on
+		// it; a push consumer delivers stored messages to any subject it
+		// names, unchecked by the permissions. The endpoints that
+		// subscribe there drop what was not published to them.
+		a := newAttacker(t, natsURL, auth, proto.IdentityEdge)
+		ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+		defer cancel()
+		body := `{"tenant":{"name":"open","anonymous":true,"policy":{"all_upstreams":true,"default":"allow"}}}`
+		if _, err := a.js.Publish(ctx, "$KV."+proto.BucketEdges+".x1", []byte(body)); err != nil {
+			t.Fatal(err)
+		}
+		for _, deliver := range []struct{ subject, group string }{
+			{proto.SubjTenancyAdmin + ".tenant.put", proto.ServiceTenancy}, // the endpoint's queue group
+			{proto.SubjEvtRoutes, ""},
+		} {
+			req := fmt.Sprintf(`{"stream_name":"KV_%s","config":{"deliver_subject":%q,"deliver_group":%q,"filter_subject":"$KV.%s.x1","deliver_policy":"last_per_subject","ack_policy":"none"}}`,
+				proto.BucketEdges, deliver.subject, deliver.group, proto.BucketEdges)
+			msg, err := a.nc.Request("$JS.API.CONSUMER.CREATE.KV_"+proto.BucketEdges, []byte(req), 5*time.Second)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var created struct {
+				Name  string `json:"name"`
+				Error any    `json:"error"`
+			}
+			if err := json.Unmarshal(msg.Data, &created); err != nil || created.Name == "" {
+				t.Fatalf("consumer create: %s", msg.Data)
+			}
+			// JetStream did deliver it (there is interest on the subject).
+			eventually(t, 5*time.Second, func() error {
+				msg, err := a.nc.Request("$JS.API.CONSUMER.INFO.KV_"+proto.BucketEdges+"."+created.Name, nil, 2*time.Second)
+				if err != nil {
+					return err
+				}
+				var info struct {
+					Delivered struct {
+						Consumer uint64 `json:"consumer_seq"`
+					} `json:"delivered"`
+				}
+				if json.Unmarshal(msg.Data, &info) != nil || info.Delivered.Consumer == 0 {
+					return fmt.Errorf("not delivered yet: %s", msg.Data)
+				}
+				return nil
+			})
+		}
+		tenants, err := tenancy.js.KeyValue(t.Context(), proto.BucketTenants)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// What tenancy-svc would have stored stays absent.
+		for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline); {
+			if _, err := tenants.Get(t.Context(), "open"); !errors.Is(err, jetstream.ErrKeyNotFound) {
+				t.Fatalf("the consumer's delivery stored a tenant: %v", err)
+			}
+			select {
+			case <-t.Context().Done():
+				t.Fatal(t.Context().Err())
+			case <-time.After(100 * time.Millisecond):
+			}
+		}
+		if _, err := dialKey(t.Context(), mcpURL, v2026, "", nil); err == nil {
+			t.Fatal("an anonymous client connected")
+		}
+	})
 
 	t.Run("an edge's direct call needs a router's grant", func(t *testing.T) {
 		a := newAttacker(t, natsURL, auth, proto.IdentityEdge)
