@@ -74,8 +74,9 @@ type Access struct {
 	// Resource names what the row is about as the docs do: a subject with
 	// <placeholders>, "KV <bucket>", "stream <name>" or "streams".
 	Resource string
-	// Verb is what the identities may do: publish, subscribe, read, write,
-	// create or manage (update, purge, delete).
+	// Verb is what the identities may do: publish, subscribe, read, get
+	// (a bucket's keys one at a time), watch (a bucket's keys and their
+	// changes), write, create or manage (update, purge, delete).
 	Verb string
 	// Who are the identities the row grants it to.
 	Who []Identity
@@ -118,6 +119,20 @@ func streamRead(stream string) []string {
 		jsAPI + "CONSUMER.INFO." + stream + ".*",
 		jsAPI + "CONSUMER.DELETE." + stream + ".*",
 		jsFC + stream + ".>",
+	}
+}
+
+// streamGet is what reading single messages of a stream takes (a KV get):
+// its info and direct and stored message gets, and no consumer: a
+// consumer can deliver a stream's messages to any subject, so an
+// identity that may write a bucket gets consumers on it only where it
+// must watch it (see bus.Guard).
+func streamGet(stream string) []string {
+	return []string{
+		jsAPI + "STREAM.INFO." + stream,
+		jsAPI + "DIRECT.GET." + stream,
+		jsAPI + "DIRECT.GET." + stream + ".>",
+		jsAPI + "STREAM.MSG.GET." + stream,
 	}
 }
 
@@ -167,7 +182,8 @@ func AccessTable(p AccessParams) []Access {
 	for _, s := range p.Streams() {
 		manage = append(manage, streamManage(s)...)
 	}
-	kvRead := func(b string) []string { return streamRead(KVStream(b)) }
+	kvWatch := func(b string) []string { return streamRead(KVStream(b)) }
+	kvGet := func(b string) []string { return streamGet(KVStream(b)) }
 	audit := p.auditStream()
 
 	t := []Access{
@@ -256,35 +272,40 @@ func AccessTable(p AccessParams) []Access {
 		{Resource: "stream " + audit, Verb: "read", Who: ids(IdentityAdmin, IdentityAudit),
 			Pub: streamRead(audit), Why: "search the audit trail"},
 
-		// KV buckets.
+		// KV buckets. "watch" is reading every key and its changes (an
+		// ordered consumer); "get" is reading keys one at a time.
 		{Resource: "KV " + BucketUpstreams, Verb: "write", Who: ids(IdentityTenancy),
 			Pub: kvWrite(BucketUpstreams), Why: "the catalog, seeded from the config file"},
-		{Resource: "KV " + BucketUpstreams, Verb: "read", Who: ids(IdentityEdge, IdentityRouter, IdentityWorker, IdentityTenancy),
-			Pub: kvRead(BucketUpstreams), Why: "the catalog (edges: passthrough views)"},
+		{Resource: "KV " + BucketUpstreams, Verb: "watch", Who: ids(IdentityEdge, IdentityRouter, IdentityWorker, IdentityTenancy),
+			Pub: kvWatch(BucketUpstreams), Why: "the catalog (edges: passthrough views; tenancy-svc: what to reconcile)"},
 		{Resource: "KV " + BucketLists, Verb: "write", Who: ids(IdentityWorker),
 			Pub: kvWrite(BucketLists), Why: "every upstream's lists"},
-		{Resource: "KV " + BucketLists, Verb: "read", Who: ids(IdentityRouter, IdentityWorker),
-			Pub: kvRead(BucketLists), Why: "merged, namespaced lists"},
+		{Resource: "KV " + BucketLists, Verb: "get", Who: ids(IdentityWorker),
+			Pub: kvGet(BucketLists), Why: "skip writing a list that did not change"},
+		{Resource: "KV " + BucketLists, Verb: "watch", Who: ids(IdentityRouter),
+			Pub: kvWatch(BucketLists), Why: "merged, namespaced lists"},
 		{Resource: "KV " + BucketTenants, Verb: "write", Who: ids(IdentityTenancy),
 			Pub: kvWrite(BucketTenants), Why: "tenants and their policy"},
-		{Resource: "KV " + BucketTenants, Verb: "read", Who: ids(IdentityEdge, IdentityRouter, IdentityTenancy),
-			Pub: kvRead(BucketTenants), Why: "authentication and limits (edge), policy (router)"},
+		{Resource: "KV " + BucketTenants, Verb: "watch", Who: ids(IdentityEdge, IdentityRouter, IdentityTenancy),
+			Pub: kvWatch(BucketTenants), Why: "authentication and limits (edge), policy (router)"},
 		{Resource: "KV " + BucketAPIKeys, Verb: "write", Who: ids(IdentityTenancy),
 			Pub: kvWrite(BucketAPIKeys), Why: "API key records (hashes only)"},
-		{Resource: "KV " + BucketAPIKeys, Verb: "read", Who: ids(IdentityEdge, IdentityTenancy),
-			Pub: kvRead(BucketAPIKeys), Why: "authenticate API keys"},
+		{Resource: "KV " + BucketAPIKeys, Verb: "watch", Who: ids(IdentityEdge, IdentityTenancy),
+			Pub: kvWatch(BucketAPIKeys), Why: "authenticate API keys"},
 		{Resource: "KV " + BucketTenancySeeded, Verb: "write", Who: ids(IdentityTenancy),
 			Pub: kvWrite(BucketTenancySeeded), Why: "what was seeded from the config file"},
-		{Resource: "KV " + BucketTenancySeeded, Verb: "read", Who: ids(IdentityEdge, IdentityRouter, IdentityTenancy),
-			Pub: kvRead(BucketTenancySeeded), Why: "wait until tenancy-svc has seeded"},
+		{Resource: "KV " + BucketTenancySeeded, Verb: "get", Who: ids(IdentityEdge, IdentityRouter),
+			Pub: kvGet(BucketTenancySeeded), Why: "wait until tenancy-svc has seeded"},
+		{Resource: "KV " + BucketTenancySeeded, Verb: "watch", Who: ids(IdentityTenancy),
+			Pub: kvWatch(BucketTenancySeeded), Why: "what the config file owns"},
 		{Resource: "KV " + BucketKeys, Verb: "write", Who: ids(IdentityTenancy),
 			Pub: kvWrite(BucketKeys), Why: "create the fleet's secrets (task id sealing, grant MAC)"},
-		{Resource: "KV " + BucketKeys, Verb: "read", Who: ids(IdentityRouter, IdentityWorker, IdentityTenancy),
-			Pub: kvRead(BucketKeys), Why: "sign route grants (router); verify them and seal task ids (worker); create a secret only where none is (tenancy-svc)"},
+		{Resource: "KV " + BucketKeys, Verb: "get", Who: ids(IdentityRouter, IdentityWorker, IdentityTenancy),
+			Pub: kvGet(BucketKeys), Why: "sign route grants (router); verify them and seal task ids (worker); create a secret only where none is (tenancy-svc)"},
 		{Resource: "KV " + BucketEdges, Verb: "write", Who: ids(IdentityEdge),
 			Pub: kvWrite(BucketEdges), Why: "an edge's liveness, for fleet-wide limit shares"},
-		{Resource: "KV " + BucketEdges, Verb: "read", Who: ids(IdentityEdge),
-			Pub: kvRead(BucketEdges), Why: "the live edges"},
+		{Resource: "KV " + BucketEdges, Verb: "watch", Who: ids(IdentityEdge),
+			Pub: kvWatch(BucketEdges), Why: "the live edges"},
 
 		// Streams.
 		{Resource: "streams", Verb: "create", Who: ids(IdentityTenancy, IdentityAdmin),
