@@ -116,6 +116,14 @@ func (s *Service) seedUpstreams(ctx context.Context) error {
 	}
 	for _, k := range keys {
 		if !want[k] {
+			// An entry the config does not name was written outside it:
+			// by an older config, or with a credential that reaches the
+			// catalog (tenancy-svc's, or admin's through a stream it
+			// reconfigures). A catalog entry is a command every worker
+			// may run: say so.
+			if s.seeded {
+				s.log.Warn("catalog entry not in the config removed", proto.LogUpstream, k)
+			}
 			if err := kv.Delete(ctx, k); err != nil {
 				return err
 			}
