@@ -33,7 +33,7 @@ func runDev(args []string) int {
 	var f app.Flags
 	f.RegisterFormat(fs, "text")
 	natsAddr := fs.String("nats-listen", "", "also serve the embedded NATS on this TCP address (e.g. 127.0.0.1:4222), with credentials and TLS, so separate workers and the admin CLIs can join")
-	authDir := fs.String("nats-auth", "", "with --nats-listen: the directory of the NATS credentials (created with switchyard nats init's layout if missing, reused if present; default <tmp>/switchyard-dev-nats-<port>)")
+	authDir := fs.String("nats-auth", "", "with --nats-listen: the directory of the NATS credentials (created with switchyard nats init's layout if missing, reused if present and private to this user; default ~/.cache/switchyard/dev-nats-<port>)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -55,7 +55,7 @@ func runDev(args []string) int {
 	} else {
 		if *authDir == "" {
 			_, port, _ := net.SplitHostPort(*natsAddr)
-			*authDir = filepath.Join(os.TempDir(), "switchyard-dev-nats-"+port)
+			*authDir = filepath.Join(userStateDir(), "dev-nats-"+port)
 		}
 		m, nopts.TLS, err = devAuthDir(*authDir, params)
 	}
@@ -147,10 +147,22 @@ func devAuthDir(dir string, p proto.AccessParams) (*natsauth.Material, *tls.Conf
 	return m, c, err
 }
 
+// userStateDir is where switchyard keeps a user's own state: the user's
+// cache directory (os.UserCacheDir: $XDG_CACHE_HOME or ~/.cache) under
+// "switchyard", else the temporary directory (where privateDir's checks
+// matter most).
+func userStateDir() string {
+	if d, err := os.UserCacheDir(); err == nil {
+		return filepath.Join(d, "switchyard")
+	}
+	return filepath.Join(os.TempDir(), fmt.Sprintf("switchyard-%d", os.Getuid()))
+}
+
 // privateDir refuses an existing dir that another user could have
-// planted or can read (its default is a predictable path under the
-// temporary directory): a symlink, not a directory, owned by another
-// user, or open to group or others. A missing dir is fine (Init creates
+// planted or can read (the default NATS store and dev's credentials when
+// no cache directory exists are predictable paths under the temporary
+// directory): a symlink, not a directory, owned by another user, or open
+// to group or others. A missing dir is fine (Init creates
 // it 0700).
 func privateDir(dir string) error {
 	st, err := os.Lstat(dir)
@@ -161,13 +173,13 @@ func privateDir(dir string) error {
 		return err
 	}
 	if !st.IsDir() || st.Mode()&os.ModeSymlink != 0 {
-		return fmt.Errorf("nats auth directory %s is not a directory", dir)
+		return fmt.Errorf("%s is not a directory", dir)
 	}
 	if sys, ok := st.Sys().(*syscall.Stat_t); ok && int(sys.Uid) != os.Getuid() {
-		return fmt.Errorf("nats auth directory %s belongs to another user: refusing credentials someone else made (remove it, or pass --nats-auth)", dir)
+		return fmt.Errorf("%s belongs to another user: refusing what someone else made there (remove it, or name another directory)", dir)
 	}
 	if st.Mode().Perm()&0o077 != 0 {
-		return fmt.Errorf("nats auth directory %s is open to other users (mode %v): chmod 700 it or remove it", dir, st.Mode().Perm())
+		return fmt.Errorf("%s is open to other users (mode %v): chmod 700 it or remove it", dir, st.Mode().Perm())
 	}
 	return nil
 }

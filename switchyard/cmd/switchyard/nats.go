@@ -90,6 +90,16 @@ func runNATSServe(args []string, stderr io.Writer) int {
 	if dir == "" {
 		_, port, _ := net.SplitHostPort(*addr)
 		dir = filepath.Join(os.TempDir(), "switchyard-nats-"+port)
+		// A predictable path: use it only if this user made it and
+		// nobody else can reach it (another user could plant a store).
+		if err := privateDir(dir); err != nil {
+			fmt.Fprintln(stderr, "switchyard nats:", err)
+			return 1
+		}
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			fmt.Fprintln(stderr, "switchyard nats:", err)
+			return 1
+		}
 	}
 	o := embedded.Options{Addr: *addr, StoreDir: dir, Log: true}
 	loopback := embedded.Loopback(*addr)
