@@ -71,7 +71,7 @@ func (s *Service) logProvision(r provision.Result) {
 // seed makes the buckets match the configuration: the upstream catalog
 // entirely; tenants and API keys as far as the configuration owns them.
 func (s *Service) seed(ctx context.Context, js jetstream.JetStream) error {
-	res, err := provision.Ensure(ctx, js, *s.cfg.Provision, false)
+	res, err := provision.Ensure(ctx, js, *s.cfg.Provision, provision.Options{CreateSecrets: true})
 	s.logProvision(res)
 	if err != nil {
 		return fmt.Errorf("provision: %w", err)

@@ -87,13 +87,27 @@ type Result struct {
 	// Drift are those that exist with another configuration than planned
 	// and were left alone.
 	Drift []string
+	// Missing are the planned secrets that do not exist and were not
+	// created (Options.CreateSecrets off).
+	Missing []string
 }
 
-// Ensure creates what p plans and is missing; with update it also changes
-// existing buckets and streams that differ from the plan to it (which
-// needs the admin identity). It returns every problem joined; what
-// succeeded stays done.
-func Ensure(ctx context.Context, js jetstream.JetStream, p Plan, update bool) (Result, error) {
+// Options say how far [Ensure] goes.
+type Options struct {
+	// Update changes existing buckets and streams that differ from the
+	// plan to it (the admin identity only may).
+	Update bool
+	// CreateSecrets creates the plan's missing secrets (tenancy-svc only
+	// may write them); without it a missing secret is reported in
+	// Result.Missing.
+	CreateSecrets bool
+}
+
+// Ensure creates what p plans and is missing, and, as o says, changes
+// what differs and creates missing secrets. It returns every problem
+// joined; what succeeded stays done.
+func Ensure(ctx context.Context, js jetstream.JetStream, p Plan, o Options) (Result, error) {
+	update := o.Update
 	var r Result
 	var errs []error
 	for _, c := range p.KV {
@@ -147,18 +161,52 @@ func Ensure(ctx context.Context, js jetstream.JetStream, p Plan, update bool) (R
 		}
 	}
 	if len(p.Secrets) > 0 {
-		kv, err := js.KeyValue(ctx, proto.BucketKeys)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("open bucket %s: %w", proto.BucketKeys, err))
-		} else {
-			for _, k := range p.Secrets {
+		missing, err := missingSecrets(ctx, js, p.Secrets)
+		switch {
+		case err != nil:
+			errs = append(errs, err)
+		case len(missing) > 0 && !o.CreateSecrets:
+			for _, k := range missing {
+				r.Missing = append(r.Missing, "secret "+proto.BucketKeys+"/"+k)
+			}
+		case len(missing) > 0:
+			kv, err := js.KeyValue(ctx, proto.BucketKeys)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("open bucket %s: %w", proto.BucketKeys, err))
+				break
+			}
+			for _, k := range missing {
 				if err := ensureSecret(ctx, kv, k); err != nil {
 					errs = append(errs, err)
+					continue
 				}
+				r.Created = append(r.Created, "secret "+proto.BucketKeys+"/"+k)
 			}
 		}
 	}
 	return r, errors.Join(errs...)
+}
+
+// missingSecrets returns the keys of want that bucket proto.BucketKeys
+// does not hold, from the bucket's stream info (its subjects): reading
+// them needs no right to read the secrets, which the admin identity has
+// not.
+func missingSecrets(ctx context.Context, js jetstream.JetStream, want []string) ([]string, error) {
+	st, err := js.Stream(ctx, proto.KVStream(proto.BucketKeys))
+	if err != nil {
+		return nil, fmt.Errorf("bucket %s: %w", proto.BucketKeys, err)
+	}
+	info, err := st.Info(ctx, jetstream.WithSubjectFilter("$KV."+proto.BucketKeys+".>"))
+	if err != nil {
+		return nil, fmt.Errorf("bucket %s: %w", proto.BucketKeys, err)
+	}
+	var missing []string
+	for _, k := range want {
+		if info.State.Subjects["$KV."+proto.BucketKeys+"."+k] == 0 {
+			missing = append(missing, k)
+		}
+	}
+	return missing, nil
 }
 
 // kvDiffers reports whether a bucket's stream differs from c in what the

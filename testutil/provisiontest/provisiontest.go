@@ -22,7 +22,7 @@ func Provision(t testing.TB, nc *nats.Conn) {
 	if err != nil {
 		t.Fatalf("provisiontest: %v", err)
 	}
-	if _, err := provision.Ensure(t.Context(), js, provision.Plan{KV: provision.Buckets(), Secrets: provision.Secrets()}, false); err != nil {
+	if _, err := provision.Ensure(t.Context(), js, provision.Plan{KV: provision.Buckets(), Secrets: provision.Secrets()}, provision.Options{CreateSecrets: true}); err != nil {
 		t.Fatalf("provisiontest: %v", err)
 	}
 }

@@ -366,7 +366,7 @@ func runNATSProvision(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "switchyard nats provision:", err)
 		return 2
 	}
-	nc, err := c.connect("switchyard-nats-provision", *timeout, proto.IdentityAdmin, proto.IdentityTenancy)
+	nc, id, err := c.connectID("switchyard-nats-provision", *timeout, proto.IdentityAdmin, proto.IdentityTenancy)
 	if err != nil {
 		fmt.Fprintln(stderr, "switchyard nats provision:", err)
 		return 1
@@ -379,7 +379,9 @@ func runNATSProvision(args []string, stdout, stderr io.Writer) int {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
 	defer cancel()
-	res, err := provision.Ensure(ctx, js, provision.FromFile(cfg), *update)
+	// Only tenancy-svc may write the secrets; as admin, missing ones are
+	// reported (tenancy-svc creates them at start).
+	res, err := provision.Ensure(ctx, js, provision.FromFile(cfg), provision.Options{Update: *update, CreateSecrets: id == proto.IdentityTenancy})
 	for _, w := range res.Created {
 		fmt.Fprintln(stdout, "created", w)
 	}
@@ -389,11 +391,14 @@ func runNATSProvision(args []string, stdout, stderr io.Writer) int {
 	for _, w := range res.Drift {
 		fmt.Fprintln(stdout, "differs from the config (use --update to change it):", w)
 	}
+	for _, w := range res.Missing {
+		fmt.Fprintln(stdout, "missing (tenancy-svc creates it at start):", w)
+	}
 	if err != nil {
 		fmt.Fprintln(stderr, "switchyard nats provision:", err)
 		return 1
 	}
-	if len(res.Created)+len(res.Updated)+len(res.Drift) == 0 {
+	if len(res.Created)+len(res.Updated)+len(res.Drift)+len(res.Missing) == 0 {
 		fmt.Fprintln(stdout, "every bucket and stream is as the config says")
 	}
 	return 0
@@ -436,16 +441,22 @@ func (c *cliNATS) register(fs *flag.FlagSet) {
 // connect dials as identity want (or one of also, as the credentials
 // say); errors never show the URL's user information.
 func (c *cliNATS) connect(name string, timeout time.Duration, want proto.Identity, also ...proto.Identity) (*nats.Conn, error) {
+	nc, _, err := c.connectID(name, timeout, want, also...)
+	return nc, err
+}
+
+// connectID is connect that also returns the identity connected as.
+func (c *cliNATS) connectID(name string, timeout time.Duration, want proto.Identity, also ...proto.Identity) (*nats.Conn, proto.Identity, error) {
 	n := config.NATSFile{URL: c.url, Creds: c.creds, CA: c.ca, Cert: c.cert, Key: c.key}
-	opts, _, err := app.NATSOptions(n, want, name, slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})), also...)
+	opts, id, err := app.NATSOptions(n, want, name, slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})), also...)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	nc, err := nats.Connect(c.url, append(opts, nats.Timeout(timeout))...)
 	if err != nil {
-		return nil, fmt.Errorf("connect %s: %w", config.RedactURL(c.url), err)
+		return nil, "", fmt.Errorf("connect %s: %w", config.RedactURL(c.url), err)
 	}
-	return nc, nil
+	return nc, id, nil
 }
 
 // runProbe exits 0 if the URL answers 2xx within 2s (for healthchecks in
