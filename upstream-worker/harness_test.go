@@ -35,8 +35,9 @@ type env struct {
 	stop   context.CancelFunc
 	done   chan error
 
-	mu sync.Mutex
-	hb *proto.Heartbeat // guarded by mu: the latest heartbeat
+	mu  sync.Mutex
+	hb  *proto.Heartbeat // guarded by mu: the latest heartbeat
+	hbN int              // guarded by mu: heartbeats seen
 }
 
 // startWorker seeds the catalog with specs and runs a worker "w1".
@@ -117,6 +118,7 @@ func (e *env) onHeartbeat(m *nats.Msg) {
 	}
 	e.mu.Lock()
 	e.hb = &hb
+	e.hbN++
 	e.mu.Unlock()
 }
 

@@ -18,20 +18,37 @@ func (s *Service) kickHeartbeat() {
 	}
 }
 
-// heartbeats publishes a heartbeat every HeartbeatInterval and on every
-// kick, until ctx ends.
+// minKickGap is the least time between two heartbeats a kick asks for:
+// kicks coming faster (anyone who may publish a presence query can send
+// thousands) are coalesced into one heartbeat at the end of the gap.
+const minKickGap = 50 * time.Millisecond
+
+// heartbeats publishes a heartbeat every HeartbeatInterval and on kicks
+// (at most one per minKickGap), until ctx ends.
 func (s *Service) heartbeats(ctx context.Context) {
 	t := time.NewTicker(s.cfg.HeartbeatInterval)
 	defer t.Stop()
 	s.publishHeartbeat(false)
+	last := time.Now()
+	var held <-chan time.Time // a kick waiting out minKickGap
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
+		case <-held:
+			held = nil
 		case <-s.hbKick:
+			if held != nil {
+				continue // already due
+			}
+			if wait := minKickGap - time.Since(last); wait > 0 {
+				held = time.After(wait)
+				continue
+			}
 		}
 		s.publishHeartbeat(false)
+		last = time.Now()
 	}
 }
 

@@ -611,3 +611,43 @@ func TestWorkerDuplicateIDRefused(t *testing.T) {
 		t.Fatal("second worker with the same id kept running")
 	}
 }
+
+// TestWorkerPresenceKicksCoalesced: a flood of presence queries (anyone
+// who may publish one can send thousands) is answered with at most one
+// heartbeat per minKickGap, and at least one.
+func TestWorkerPresenceKicksCoalesced(t *testing.T) {
+	e := startWorker(t, Config{HeartbeatInterval: time.Hour})
+	e.mu.Lock()
+	before := e.hbN
+	e.mu.Unlock()
+	start := time.Now()
+	for range 5000 {
+		if err := e.nc.Publish(proto.SubjEvtPresence, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := e.nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 5*time.Second, "a heartbeat after the queries", func() bool {
+		e.mu.Lock()
+		defer e.mu.Unlock()
+		return e.hbN > before
+	})
+	// Let the coalesced ones come, then count against the time elapsed.
+	deadline := time.Now().Add(300 * time.Millisecond)
+	for time.Now().Before(deadline) {
+		select {
+		case <-t.Context().Done():
+			t.Fatal(t.Context().Err())
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	elapsed := time.Since(start)
+	e.mu.Lock()
+	n := e.hbN - before
+	e.mu.Unlock()
+	if limit := int(elapsed/minKickGap) + 2; n > limit {
+		t.Fatalf("%d heartbeats for 5000 presence queries in %v: want at most %d (one per %v)", n, elapsed, limit, minKickGap)
+	}
+}

@@ -48,22 +48,27 @@ func Secrets() []string { return []string{proto.KeyTasks, proto.KeyGrants} }
 
 // Buckets returns every KV bucket's configuration.
 func Buckets() []jetstream.KeyValueConfig {
-	kv := func(b, desc string) jetstream.KeyValueConfig {
-		return jetstream.KeyValueConfig{Bucket: b, History: 1, Description: desc}
+	// Each bucket is bounded (total and per value, writes refused past
+	// them): an identity that may write one cannot fill the server's
+	// store for the others.
+	kv := func(b, desc string, maxBytes int64, maxValue int32) jetstream.KeyValueConfig {
+		return jetstream.KeyValueConfig{Bucket: b, History: 1, Description: desc, MaxBytes: maxBytes, MaxValueSize: maxValue}
 	}
 	return []jetstream.KeyValueConfig{
-		kv(proto.BucketUpstreams, "Switchyard: the upstream catalog (tenancy-svc)"),
-		kv(proto.BucketLists, "Switchyard: every upstream's lists (upstream-workers)"),
-		kv(proto.BucketTenants, "Switchyard: tenants and policy (tenancy-svc)"),
-		kv(proto.BucketAPIKeys, "Switchyard: API key records, hashes only (tenancy-svc)"),
-		kv(proto.BucketTenancySeeded, "Switchyard: what tenancy-svc seeded from its config"),
-		kv(proto.BucketKeys, "Switchyard: keys shared by the fleet (task id sealing, route grant MACs)"),
+		kv(proto.BucketUpstreams, "Switchyard: the upstream catalog (tenancy-svc)", 64<<20, 1<<20),
+		kv(proto.BucketLists, "Switchyard: every upstream's lists (upstream-workers)", 1<<30, 8<<20),
+		kv(proto.BucketTenants, "Switchyard: tenants and policy (tenancy-svc)", 256<<20, 1<<20),
+		kv(proto.BucketAPIKeys, "Switchyard: API key records, hashes only (tenancy-svc)", 256<<20, 64<<10),
+		kv(proto.BucketTenancySeeded, "Switchyard: what tenancy-svc seeded from its config", 64<<20, 1<<10),
+		kv(proto.BucketKeys, "Switchyard: keys shared by the fleet (task id sealing, route grant MACs)", 1<<20, 1<<10),
 		{
-			Bucket:      proto.BucketEdges,
-			Description: "switchyard: live edges, for fleet-wide limit shares",
-			History:     1,
-			TTL:         EdgeHeartbeat * proto.HeartbeatMisses,
-			Storage:     jetstream.MemoryStorage,
+			Bucket:       proto.BucketEdges,
+			Description:  "switchyard: live edges, for fleet-wide limit shares",
+			History:      1,
+			TTL:          EdgeHeartbeat * proto.HeartbeatMisses,
+			Storage:      jetstream.MemoryStorage,
+			MaxBytes:     1 << 20,
+			MaxValueSize: 1 << 10,
 		},
 	}
 }
@@ -213,8 +218,15 @@ func missingSecrets(ctx context.Context, js jetstream.JetStream, want []string) 
 // plan sets.
 func kvDiffers(have jetstream.StreamConfig, c jetstream.KeyValueConfig) bool {
 	hist := int64(max(c.History, 1))
+	maxBytes, maxValue := c.MaxBytes, c.MaxValueSize
+	if maxBytes == 0 {
+		maxBytes = -1
+	}
+	if maxValue == 0 {
+		maxValue = -1
+	}
 	return have.MaxMsgsPerSubject != hist || have.MaxAge != c.TTL || have.Storage != c.Storage ||
-		have.Description != c.Description
+		have.Description != c.Description || have.MaxBytes != maxBytes || have.MaxMsgSize != maxValue
 }
 
 // streamDiffers reports whether a stream differs from c in what the plan
