@@ -215,7 +215,7 @@ func (s *Service) serve(m *nats.Msg, op, pool string, r *proto.Request) {
 	u := s.mgr.get(name)
 	if u == nil {
 		s.respond(m, &proto.Reply{Error: proto.Errorf(proto.CodeUpstreamUnavailable,
-			"upstream %s unavailable: not served by worker %s", name, s.cfg.ID)})
+			"upstream %s unavailable: not served by the worker the call reached", name)})
 		return
 	}
 	ctx, cancel := context.WithDeadline(s.callBase, s.deadline(&req, u))

@@ -446,7 +446,8 @@ func MountAudit(adm *admin.Server, cfg *config.File, nc *nats.Conn, log *slog.Lo
 }
 
 // PrintConfig writes the effective config as YAML, with the values of
-// upstream environment variables and tracing export headers (where
+// upstream environment variables, tracing export headers, the user
+// information of NATS and upstream URLs and upstream URLs' queries (where
 // secrets live) redacted. API keys and admin keys print as their source
 // (key_env, key_file): the keys themselves are not in the File's
 // printable fields.
@@ -461,6 +462,9 @@ func PrintConfig(w io.Writer, cfg *config.File) int {
 				env[k] = "<redacted>"
 			}
 			u.Env = env
+		}
+		if u.URL != "" {
+			u.URL = config.RedactHTTPURL(u.URL)
 		}
 		c.Upstreams[i] = u
 	}

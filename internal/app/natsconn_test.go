@@ -20,18 +20,18 @@ func TestAppPrintConfigRedactsNATS(t *testing.T) {
 	cfg := &config.File{NATS: config.NATSFile{
 		URL:   "nats://svc:hunter2@nats-1:4222,tls://s3cr3t-token@nats-2:4222",
 		Creds: "/etc/switchyard/nats/edge.creds",
-	}}
+	}, Upstreams: []config.Upstream{{Name: "u", URL: "https://bob:upw-secret@up.example/mcp?token=abc-secret"}}}
 	var b bytes.Buffer
 	if code := PrintConfig(&b, cfg); code != 0 {
 		t.Fatalf("exit %d", code)
 	}
 	out := b.String()
-	for _, secret := range []string{"hunter2", "s3cr3t-token"} {
+	for _, secret := range []string{"hunter2", "s3cr3t-token", "upw-secret", "abc-secret"} {
 		if strings.Contains(out, secret) {
 			t.Errorf("printed %q:\n%s", secret, out)
 		}
 	}
-	for _, keep := range []string{"nats-1:4222", "nats-2:4222", "/etc/switchyard/nats/edge.creds"} {
+	for _, keep := range []string{"nats-1:4222", "nats-2:4222", "/etc/switchyard/nats/edge.creds", "up.example/mcp"} {
 		if !strings.Contains(out, keep) {
 			t.Errorf("%q missing:\n%s", keep, out)
 		}

@@ -146,18 +146,41 @@ func RedactURL(s string) string {
 	}
 	parts := strings.Split(s, ",")
 	for i, p := range parts {
-		p = strings.TrimSpace(p)
-		u, err := url.Parse(p)
-		if err != nil {
-			if strings.Contains(p, "@") {
-				parts[i] = "<redacted>"
-			}
-			continue
-		}
-		if u.User != nil {
-			u.User = url.User("redacted")
-		}
-		parts[i] = u.String()
+		parts[i] = redactPart(strings.TrimSpace(p))
 	}
 	return strings.Join(parts, ",")
+}
+
+// redactPart redacts one URL: whatever precedes its last '@' after the
+// scheme (user information, however it parses: "tls://s3cr/et@host" is
+// a host "s3cr" to url.Parse), or all of it when it has an '@' but no
+// "scheme://" ("user:pass@host" parses as an opaque URL of scheme
+// "user").
+func redactPart(p string) string {
+	at := strings.LastIndexByte(p, '@')
+	if at < 0 {
+		return p
+	}
+	scheme, rest, ok := strings.Cut(p, "://")
+	if !ok || strings.IndexByte(rest, '@') < 0 {
+		return "<redacted>"
+	}
+	return scheme + "://redacted" + rest[strings.LastIndexByte(rest, '@'):]
+}
+
+// RedactHTTPURL returns an upstream's URL for printing: its user
+// information and its query (where tokens are put) replaced. A URL that
+// does not parse is replaced whole.
+func RedactHTTPURL(s string) string {
+	u, err := url.Parse(s)
+	if err != nil {
+		return "<redacted>"
+	}
+	if u.User != nil {
+		u.User = url.User("redacted")
+	}
+	if u.RawQuery != "" {
+		u.RawQuery = "redacted"
+	}
+	return u.String()
 }

@@ -23,6 +23,7 @@ func TestConfigNATS(t *testing.T) {
 		{name: "unknown key", yaml: "nats:\n  url: nats://x:1\n  password: hunter2\n", wantErr: "field password not found"},
 		{name: "bad scheme", yaml: "nats: http://bus:4222\n", wantErr: `scheme "http"`},
 		{name: "not a URL, password not echoed", yaml: "nats: \"nats://u:hunter2@\"\n", wantErr: "is not a URL"},
+		{name: "no scheme, password not echoed", yaml: "nats: \"alice:hunter2@127.0.0.1:4222\"\n", wantErr: "server 1 (<redacted>)"},
 		{name: "cert without key", yaml: "nats:\n  url: tls://x:1\n  cert: /c.pem\n", wantErr: "set both or neither"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -58,7 +59,10 @@ func TestConfigRedactURL(t *testing.T) {
 		"nats://bus:4222":             "nats://bus:4222",
 		"nats://u:p@bus:4222":         "nats://redacted@bus:4222",
 		"tls://token@a:1, nats://b:2": "tls://redacted@a:1,nats://b:2",
-		"nats://u:p%zz@bus":           "<redacted>",
+		"nats://u:p%zz@bus":           "nats://redacted@bus",
+		"alice:s3cret@127.0.0.1:4222": "<redacted>",
+		"tls://s3cr/et@host:4222":     "tls://redacted@host:4222",
+		"nats://a@b@host":             "nats://redacted@host",
 	} {
 		if got := RedactURL(in); got != want {
 			t.Errorf("RedactURL(%q) = %q, want %q", in, got, want)

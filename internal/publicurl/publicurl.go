@@ -226,15 +226,13 @@ func (x *Resolver) Origin(r *http.Request) Origin {
 	if !x.Trusted(r.RemoteAddr) {
 		return o
 	}
+	// One family of headers or the other, never a mix: a proxy that sets
+	// X-Forwarded-Proto but passes a client's Forwarded on would
+	// otherwise let the client choose the host. A request with any
+	// X-Forwarded-Proto or -Host takes both from that family only.
 	proto, host := lastValue(r.Header, "X-Forwarded-Proto"), lastValue(r.Header, "X-Forwarded-Host")
-	if proto == "" || host == "" {
-		fp, fh := forwarded(r.Header)
-		if proto == "" {
-			proto = fp
-		}
-		if host == "" {
-			host = fh
-		}
+	if proto == "" && host == "" {
+		proto, host = forwarded(r.Header)
 	}
 	if p := strings.ToLower(proto); p == "http" || p == "https" {
 		o.Scheme = p

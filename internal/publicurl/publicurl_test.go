@@ -151,8 +151,12 @@ func TestResolverOrigin(t *testing.T) {
 			"X-Forwarded-Proto", "http", "X-Forwarded-Host", "other.example", "X-Forwarded-Prefix", "/x"), "https://gw.example.com/tools"},
 		{"Forwarded, last element", plain, request("127.0.0.1:5000", "127.0.0.1:8080", "localhost",
 			"Forwarded", `for=1.2.3.4;host=forged.example, for=10.0.0.1;proto=https;host="gw.example.com:8443"`), "https://gw.example.com:8443"},
+		// One family only: X-Forwarded-Host present, Forwarded's proto is
+		// not taken with it (nor, below, its host with X-Forwarded-Proto).
 		{"Forwarded under X-Forwarded-Host", plain, request("127.0.0.1:5000", "127.0.0.1:8080", "localhost",
-			"Forwarded", "proto=https;host=a.example", "X-Forwarded-Host", "b.example"), "https://b.example"},
+			"Forwarded", "proto=https;host=a.example", "X-Forwarded-Host", "b.example"), "http://b.example"},
+		{"Forwarded's host under X-Forwarded-Proto", plain, request("127.0.0.1:5000", "127.0.0.1:8080", "localhost",
+			"X-Forwarded-Proto", "https", "Forwarded", "host=evil.example"), "https://localhost"},
 		{"several values: the last", plain, request("127.0.0.1:5000", "127.0.0.1:8080", "localhost",
 			"X-Forwarded-Host", "forged.example, gw.example.com", "X-Forwarded-Proto", "http", "X-Forwarded-Proto", "https",
 			"X-Forwarded-Prefix", "/forged,/tools"), "https://gw.example.com/tools"},
