@@ -268,7 +268,7 @@ func AccessTable(p AccessParams) []Access {
 
 		// Audit.
 		{Resource: SubjAudit + ".>", Verb: "publish", Who: ids(IdentityEdge),
-			Pub: []string{SubjAudit + ".>", jsAPI + "STREAM.INFO." + audit}, Why: "audit events, stored by the audit stream"},
+			Pub: []string{SubjAudit + ".>"}, Why: "audit events, stored by the audit stream (acknowledged on the edge's inbox)"},
 		{Resource: "stream " + audit, Verb: "read", Who: ids(IdentityAdmin, IdentityAudit),
 			Pub: streamRead(audit), Why: "search the audit trail"},
 

@@ -418,13 +418,12 @@ func (p *Publisher) Published() uint64 { return p.Stats().Published }
 // Dropped is Stats().Dropped().
 func (p *Publisher) Dropped() uint64 { return p.Stats().Dropped() }
 
-// Run checks that the audit stream exists and publishes recorded events
-// until ctx ends or Close is called; then it stops accepting events,
-// publishes what is buffered and waits for the acks, within FlushTimeout,
-// and returns nil. Events left over count as DroppedClosed. While the
-// stream does not exist (not provisioned yet, JetStream unavailable), Run
-// keeps publishing (events are dropped and counted) and checks again in
-// the background with backoff. Call Run once.
+// Run publishes recorded events until ctx ends or Close is called; then
+// it stops accepting events, publishes what is buffered and waits for the
+// acks, within FlushTimeout, and returns nil. Events left over count as
+// DroppedClosed. While the stream does not exist (not provisioned yet,
+// JetStream unavailable), Run keeps publishing (events are dropped and
+// counted) and logs it at most every 10 s. Call Run once.
 func (p *Publisher) Run(ctx context.Context) error {
 	if !p.running.CompareAndSwap(false, true) {
 		return errors.New("audit: Run called twice")
@@ -565,36 +564,28 @@ func (p *Publisher) pokeEnsure() {
 	}
 }
 
-// ensureLoop checks that the stream exists at start, retrying with
-// backoff until it does, and again whenever a publish finds no stream
-// (deleted, or a server that lost its store). It never creates or changes
-// the stream: tenancy-svc provisions it (internal/provision), and only the
-// admin identity may change it; until it exists, events are dropped and
+// ensureLoop says when publishes find no stream (not provisioned yet,
+// deleted, or a server that lost its store, until tenancy-svc's next
+// reconcile creates it again), at most once per missingLogEvery. It never
+// creates, changes or reads the stream: tenancy-svc provisions it
+// (internal/provision), only the admin identity may change it, and an
+// edge may not even read its info (per-subject counts would show other
+// tenants' activity). Until the stream exists, events are dropped and
 // counted.
 func (p *Publisher) ensureLoop(ctx context.Context) {
-	backoff := 250 * time.Millisecond
+	var last time.Time
 	for {
-		actx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		_, err := p.js.Stream(actx, p.cfg.Stream.name())
-		cancel()
-		if err == nil {
-			backoff = 250 * time.Millisecond
-			select {
-			case <-ctx.Done():
-				return
-			case <-p.ensureNow:
-				continue
-			}
-		}
-		if ctx.Err() != nil {
-			return
-		}
-		p.log.Warn("audit stream unavailable", "stream", p.cfg.Stream.name(), proto.LogErr, err)
 		select {
 		case <-ctx.Done():
 			return
-		case <-time.After(backoff):
+		case <-p.ensureNow:
+			if now := time.Now(); now.Sub(last) >= missingLogEvery {
+				p.log.Warn("audit stream missing: events are dropped until tenancy-svc creates it", "stream", p.cfg.Stream.name())
+				last = now
+			}
 		}
-		backoff = min(backoff*2, 10*time.Second)
 	}
 }
+
+// missingLogEvery bounds how often a missing stream is logged.
+const missingLogEvery = 10 * time.Second
