@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/pprof"
 	"os"
@@ -75,10 +76,16 @@ func (f *Flags) RegisterFormat(fs *flag.FlagSet, format string) {
 	fs.StringVar(&f.PprofAddr, "pprof", os.Getenv("SWITCHYARD_PPROF"), "serve net/http/pprof on this address (e.g. 127.0.0.1:6060); off by default")
 }
 
-// StartPprof serves the profiling endpoints when PprofAddr is set.
-func (f *Flags) StartPprof(log *slog.Logger) {
+// StartPprof serves the profiling endpoints when PprofAddr is set. It
+// refuses an address that is not loopback: profiles and heap dumps show
+// what the process holds, secrets included, and the endpoints take no
+// credential.
+func (f *Flags) StartPprof(log *slog.Logger) error {
 	if f.PprofAddr == "" {
-		return
+		return nil
+	}
+	if !loopbackAddr(f.PprofAddr) {
+		return fmt.Errorf("--pprof %s: not a loopback address (profiles show secrets; the endpoints take no credential): use 127.0.0.1:PORT and an SSH tunnel", f.PprofAddr)
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("/debug/pprof/", pprof.Index)
@@ -91,6 +98,21 @@ func (f *Flags) StartPprof(log *slog.Logger) {
 			log.Warn("pprof listener failed", "err", err)
 		}
 	}()
+	return nil
+}
+
+// loopbackAddr reports whether addr (host:port) names a loopback host: an
+// IP loopback address or "localhost".
+func loopbackAddr(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 func envOr(k, def string) string {
@@ -160,7 +182,10 @@ func (f *Flags) Prepare() (*config.File, *slog.Logger, int) {
 	if f.CheckConfig {
 		return nil, log, PrintConfig(os.Stdout, cfg)
 	}
-	f.StartPprof(log)
+	if err := f.StartPprof(log); err != nil {
+		log.Error("invalid configuration", "err", err)
+		return nil, log, 2
+	}
 	gcDefaults(log)
 	return cfg, log, -1
 }

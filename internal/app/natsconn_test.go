@@ -85,3 +85,21 @@ func TestAppCredsFor(t *testing.T) {
 		t.Fatalf("ConnectAudit with edge's creds = %v, %v", nc, err)
 	}
 }
+
+func TestAppPprofLoopbackOnly(t *testing.T) {
+	for addr, ok := range map[string]bool{
+		"":                true, // off
+		"127.0.0.1:0":     true,
+		"localhost:0":     true,
+		"[::1]:0":         true,
+		"0.0.0.0:6060":    false,
+		":6060":           false,
+		"10.0.0.5:6060":   false,
+		"pprof.example:1": false,
+	} {
+		f := Flags{PprofAddr: addr}
+		if err := f.StartPprof(slog.New(slog.DiscardHandler)); (err == nil) != ok {
+			t.Errorf("--pprof %q: %v, want accepted %v", addr, err, ok)
+		}
+	}
+}
