@@ -65,8 +65,12 @@ type Config struct {
 }
 
 // DefaultGrantValidity is Config.GrantValidity's default: the edges'
-// default route cache TTL (1s) and 5s of clock skew.
-const DefaultGrantValidity = 6 * time.Second
+// default route cache TTL (1s) and 5s of clock skew; MaxGrantValidity
+// caps it (the longest route cache TTL, a minute, and the skew).
+const (
+	DefaultGrantValidity = 6 * time.Second
+	MaxGrantValidity     = 65 * time.Second
+)
 
 // Service is a running router. Create it with [New]; [Service.Run] once.
 type Service struct {
@@ -126,6 +130,7 @@ func New(cfg Config, nc *nats.Conn, log *slog.Logger) (*Service, error) {
 	if cfg.GrantValidity <= 0 {
 		cfg.GrantValidity = DefaultGrantValidity
 	}
+	cfg.GrantValidity = min(cfg.GrantValidity, MaxGrantValidity)
 	if cfg.TenancyPoll == 0 {
 		cfg.TenancyPoll = 250 * time.Millisecond
 	}

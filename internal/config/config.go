@@ -49,6 +49,10 @@ func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
 // MarshalYAML prints the duration as a string.
 func (d Duration) MarshalYAML() (any, error) { return time.Duration(d).String(), nil }
 
+// MaxRouteCacheTTL bounds edge.route_cache_ttl: a route grant's token
+// is valid that long plus clock skew, also after a policy change.
+const MaxRouteCacheTTL = time.Minute
+
 // File is the whole configuration file.
 type File struct {
 	// NATS is how the roles connect to NATS (multi-process mode): a URL,
@@ -506,6 +510,11 @@ func (f *File) Validate() error {
 	}
 	if f.Edge.RouteCacheTTL != nil && *f.Edge.RouteCacheTTL < 0 {
 		bad(`edge.route_cache_ttl: must not be negative ("0s": off)`)
+	}
+	if f.Edge.RouteCacheTTL != nil && time.Duration(*f.Edge.RouteCacheTTL) > MaxRouteCacheTTL {
+		// A grant's token outlives a policy change by this much at a
+		// worker (docs/security.md): keep it short.
+		bad("edge.route_cache_ttl: at most %v", MaxRouteCacheTTL)
 	}
 	for i, e := range f.Edge.TrustedProxies {
 		if _, err := publicurl.ParseTrusted([]string{e}); err != nil {

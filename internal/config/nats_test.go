@@ -69,3 +69,14 @@ func TestConfigRedactURL(t *testing.T) {
 		}
 	}
 }
+
+func TestConfigRouteCacheTTLBounded(t *testing.T) {
+	var f File
+	if err := Parse([]byte("edge:\n  route_cache_ttl: 2m\n"), &f); err != nil {
+		t.Fatal(err)
+	}
+	f.fillDefaults()
+	if err := f.Validate(); err == nil || !strings.Contains(err.Error(), "route_cache_ttl: at most") {
+		t.Fatalf("route_cache_ttl 2m: %v", err)
+	}
+}
