@@ -124,7 +124,12 @@ func ConnectAs(n config.NATSFile, want proto.Identity, log *slog.Logger, also ..
 			fresh := err.Error() != last
 			last = err.Error()
 			lastMu.Unlock()
-			if fresh {
+			switch {
+			case !fresh:
+			case errors.Is(err, nats.ErrAuthorization), errors.Is(err, nats.ErrAuthRevoked), errors.Is(err, nats.ErrAuthExpired):
+				// The role will not work until its credentials do.
+				log.Error("nats refused the credentials", "identity", string(want), proto.LogErr, err)
+			default:
 				log.Warn("nats reconnect failed", proto.LogErr, err)
 			}
 		}),
