@@ -321,9 +321,9 @@ func TestIntegrationObservabilityEmbedded(t *testing.T) {
 	fxURL, _ := startFixtureHTTP(t)
 	edgeAddr, adminAddr := freeAddr(t), freeAddr(t)
 	cfgPath := t.TempDir() + "/switchyard.yaml"
-	// Route grants last the whole test: the router sees the first call
+	// Route grants last the whole test (the longest TTL, a minute): the router sees the first call
 	// (and one more per grant revoked while the catalog settles).
-	if err := writeFile(cfgPath, fmt.Sprintf("listen: %s\nadmin: %s\nedge:\n  route_cache_ttl: 1h\nupstreams:\n  - name: fixture\n    url: %s\n", edgeAddr, adminAddr, fxURL)); err != nil {
+	if err := writeFile(cfgPath, fmt.Sprintf("listen: %s\nadmin: %s\nedge:\n  route_cache_ttl: 1m\nupstreams:\n  - name: fixture\n    url: %s\n", edgeAddr, adminAddr, fxURL)); err != nil {
 		t.Fatal(err)
 	}
 	startProc(t, "dev", sy, "dev", "--config", cfgPath)

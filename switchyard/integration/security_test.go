@@ -415,3 +415,34 @@ api_keys:
 		}
 	})
 }
+
+// TestIntegrationNATSClientCerts: with --tls-verify, a client needs a
+// certificate the deployment's CA signed on top of its credentials.
+func TestIntegrationNATSClientCerts(t *testing.T) {
+	sy := bins.Build(t, "switchyard", "github.com/switchyard-mcp/switchyard/switchyard/cmd/switchyard")
+	dir := filepath.Join(t.TempDir(), "nats-auth")
+	if out, err := exec.Command(sy, "nats", "init", dir, "--client-certs").CombinedOutput(); err != nil {
+		t.Fatalf("init: %v\n%s", err, out)
+	}
+	addr := freeAddr(t)
+	startProc(t, "nats", sy, "nats", "--auth", dir, "--tls-verify", "--addr", addr, "--store", t.TempDir())
+	waitTCP(t, addr)
+	url := "tls://" + addr
+	creds := nats.UserCredentials(filepath.Join(dir, natsauth.CredsFile(proto.IdentityAdmin)))
+	ca := nats.RootCAs(filepath.Join(dir, natsauth.FileCA))
+	if nc, err := nats.Connect(url, creds, ca, nats.Timeout(5*time.Second)); err == nil {
+		nc.Close()
+		t.Fatal("a client without a certificate connected")
+	}
+	cert, key := natsauth.ClientCertFiles(proto.IdentityAdmin)
+	nc, err := nats.Connect(url, creds, ca, nats.ClientCert(filepath.Join(dir, cert), filepath.Join(dir, key)), nats.Timeout(5*time.Second))
+	if err != nil {
+		t.Fatalf("with the identity's client certificate: %v", err)
+	}
+	nc.Close()
+	// A certificate alone is not a credential.
+	if nc, err := nats.Connect(url, ca, nats.ClientCert(filepath.Join(dir, cert), filepath.Join(dir, key)), nats.Timeout(5*time.Second)); err == nil {
+		nc.Close()
+		t.Fatal("a client certificate without credentials connected")
+	}
+}
