@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/http/pprof"
 	"os"
@@ -84,7 +83,7 @@ func (f *Flags) StartPprof(log *slog.Logger) error {
 	if f.PprofAddr == "" {
 		return nil
 	}
-	if !loopbackAddr(f.PprofAddr) {
+	if !admin.IsLoopback(f.PprofAddr) {
 		return fmt.Errorf("--pprof %s: not a loopback address (profiles show secrets; the endpoints take no credential): use 127.0.0.1:PORT and an SSH tunnel", f.PprofAddr)
 	}
 	mux := http.NewServeMux()
@@ -99,20 +98,6 @@ func (f *Flags) StartPprof(log *slog.Logger) error {
 		}
 	}()
 	return nil
-}
-
-// loopbackAddr reports whether addr (host:port) names a loopback host: an
-// IP loopback address or "localhost".
-func loopbackAddr(addr string) bool {
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil {
-		return false
-	}
-	if host == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
 }
 
 func envOr(k, def string) string {

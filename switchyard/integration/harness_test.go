@@ -114,6 +114,21 @@ func (p *proc) stop() {
 	}
 }
 
+// waitReady waits until the /readyz of the listener at addr answers 200.
+func waitReady(t *testing.T, addr string) {
+	t.Helper()
+	eventually(t, 30*time.Second, func() error {
+		code, body, err := readyz(addr)
+		if err != nil {
+			return err
+		}
+		if code != 200 {
+			return fmt.Errorf("/readyz %d: %s", code, body)
+		}
+		return nil
+	})
+}
+
 // waitHTTP waits until addr accepts TCP connections.
 func waitTCP(t *testing.T, addr string) {
 	t.Helper()

@@ -3,7 +3,6 @@ package integration
 import (
 	"errors"
 	"fmt"
-	"net/http"
 	"os/exec"
 	"path/filepath"
 	"sync/atomic"
@@ -58,17 +57,7 @@ upstreams:
 	}
 	w1 := startProc(t, "worker-1", append([]string{sy, "upstream-worker", "--id", "worker-1"}, common...)...)
 	startProc(t, "worker-2", append([]string{sy, "upstream-worker", "--id", "worker-2"}, common...)...)
-	eventually(t, 30*time.Second, func() error {
-		resp, err := http.Get("http://" + edgeAddr + "/readyz")
-		if err != nil {
-			return err
-		}
-		resp.Body.Close()
-		if resp.StatusCode != 200 {
-			return errors.New(resp.Status)
-		}
-		return nil
-	})
+	waitReady(t, edgeAddr)
 
 	// Observe which worker serves each call (routed on its worker
 	// subject, granted on its grant subject), as a NATS subscriber with

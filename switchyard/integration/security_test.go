@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -121,17 +120,7 @@ api_keys:
 		startProc(t, role, append([]string{sy, role}, common...)...)
 	}
 	startProc(t, "worker-1", append([]string{sy, "upstream-worker", "--id", "worker-1"}, common...)...)
-	eventually(t, 30*time.Second, func() error {
-		resp, err := http.Get("http://" + edgeAddr + "/readyz")
-		if err != nil {
-			return err
-		}
-		resp.Body.Close()
-		if resp.StatusCode != 200 {
-			return errors.New(resp.Status)
-		}
-		return nil
-	})
+	waitReady(t, edgeAddr)
 	mcpURL := "http://" + edgeAddr + "/mcp"
 	echo := func(cs *mcp.ClientSession) error {
 		res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "fixture__echo", Arguments: map[string]any{"text": "genuine"}})

@@ -22,6 +22,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/switchyard-mcp/switchyard/internal/admin"
 	"github.com/switchyard-mcp/switchyard/internal/app"
 	"github.com/switchyard-mcp/switchyard/internal/config"
 	"github.com/switchyard-mcp/switchyard/internal/natsauth"
@@ -102,7 +103,7 @@ func runNATSServe(args []string, stderr io.Writer) int {
 		}
 	}
 	o := embedded.Options{Addr: *addr, StoreDir: dir, Log: true}
-	loopback := embedded.Loopback(*addr)
+	loopback := admin.IsLoopback(*addr) // IP literals only: a name may resolve anywhere
 	switch {
 	case *authDir == "" && !loopback && !*insecure:
 		fmt.Fprintf(stderr, "switchyard nats: refusing to serve %s without authentication: anyone who can connect could run commands on every worker, mint API keys and read every call.\n"+

@@ -93,18 +93,3 @@ func Start(o Options) (*server.Server, error) {
 	}
 	return s, nil
 }
-
-// Loopback reports whether addr (host:port) listens on loopback only: an
-// IP loopback address or "localhost". An empty host (every interface) is
-// not.
-func Loopback(addr string) bool {
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil {
-		return false
-	}
-	if host == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
-}
