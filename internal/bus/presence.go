@@ -67,6 +67,7 @@ type Presence struct {
 type entry struct {
 	info     *WorkerInfo
 	deadline time.Time
+	interval time.Duration // the worker's heartbeat interval
 }
 
 // NewPresence returns a registry on nc. Call Run to start it.
@@ -118,6 +119,13 @@ func (p *Presence) Start() error {
 func (p *Presence) Run(ctx context.Context) error {
 	t := time.NewTicker(p.interval)
 	defer t.Stop()
+	// While this connection is down, silence says nothing about the
+	// workers: none is expired, and when it is back every worker gets a
+	// fresh deadline and is asked to announce itself at once (else the
+	// calls placed right after a reconnect would fail as "worker gone"
+	// until the next heartbeats).
+	reconnected := p.nc.StatusChanged(nats.CONNECTED)
+	defer p.nc.RemoveStatusListener(reconnected)
 	for {
 		select {
 		case <-ctx.Done():
@@ -130,9 +138,22 @@ func (p *Presence) Run(ctx context.Context) error {
 				p.log.Warn("worker unreachable, dropped", proto.LogWorker, w)
 				p.publish(w)
 			}
+		case <-reconnected:
+			p.refresh(time.Now())
+			_ = p.nc.Publish(proto.SubjEvtPresence, nil)
 		case now := <-t.C:
-			p.expire(now)
+			if p.nc.IsConnected() {
+				p.expire(now)
+			}
 		}
+	}
+}
+
+// refresh gives every known worker a new deadline of HeartbeatMisses of
+// its intervals from now.
+func (p *Presence) refresh(now time.Time) {
+	for _, e := range p.workers {
+		e.deadline = now.Add(e.interval * proto.HeartbeatMisses)
 	}
 }
 
@@ -165,7 +186,7 @@ func (p *Presence) apply(m *nats.Msg) {
 	if old == nil {
 		p.gone.Delete(hb.Worker)
 	}
-	p.workers[hb.Worker] = &entry{info: info, deadline: time.Now().Add(iv * proto.HeartbeatMisses)}
+	p.workers[hb.Worker] = &entry{info: info, deadline: time.Now().Add(iv * proto.HeartbeatMisses), interval: iv}
 	gone := ""
 	if old != nil && old.info.Boot != hb.Boot {
 		gone = hb.Worker // restarted: its old sessions and calls are gone

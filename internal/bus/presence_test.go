@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 
 	"github.com/switchyard-mcp/switchyard/proto"
@@ -379,5 +380,101 @@ func TestBusPresenceOnChange(t *testing.T) {
 	v = recv(t, r.changes, "OnChange after a state flip")
 	if v.Up("a") {
 		t.Error("OnChange view still has a up")
+	}
+}
+
+// TestBusPresenceSurvivesOwnReconnect: while the registry's own
+// connection is down, silence says nothing about the workers; none is
+// dropped (no OnGone) and they are live right after the reconnect.
+func TestBusPresenceSurvivesOwnReconnect(t *testing.T) {
+	port := natstest.RestartablePort(t)
+	opts := &server.Options{Host: "127.0.0.1", Port: port, NoLog: true, NoSigs: true}
+	start := func() *server.Server {
+		s, err := server.NewServer(opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		go s.Start()
+		if !s.ReadyForConnections(5 * time.Second) {
+			t.Fatal("server not ready")
+		}
+		return s
+	}
+	s := start()
+	t.Cleanup(func() { s.Shutdown() })
+	url := s.ClientURL()
+	conn := func() *nats.Conn {
+		nc, err := nats.Connect(url, nats.MaxReconnects(-1), nats.ReconnectWait(20*time.Millisecond), nats.ReconnectJitter(0, 0))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(nc.Close)
+		return nc
+	}
+	p := NewPresence(conn(), nil)
+	gone := make(chan string, 8)
+	p.OnGone = func(w string) { gone <- w }
+	if err := p.Start(); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- p.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	peer := conn()
+	hb, _ := proto.Marshal(&proto.Heartbeat{Worker: "w1", Boot: 1, IntervalMs: 50})
+	subj, _ := proto.EvtWorkerSubject("w1")
+	stopBeats := make(chan struct{})
+	beats := make(chan struct{})
+	go func() { // a worker beating every 20 ms while it can
+		defer close(beats)
+		for {
+			_ = peer.Publish(subj, hb)
+			select {
+			case <-stopBeats:
+				return
+			case <-time.After(20 * time.Millisecond):
+			}
+		}
+	}()
+	defer func() { close(stopBeats); <-beats }()
+	waitUntil(t, "w1 live", func() bool { return p.Alive("w1") })
+
+	s.Shutdown()
+	s.WaitForShutdown()
+	// Down for several times the worker's 150 ms of allowed silence.
+	downFor := time.Now().Add(500 * time.Millisecond)
+	for time.Now().Before(downFor) {
+		select {
+		case w := <-gone:
+			t.Fatalf("%s dropped while the registry's own connection was down", w)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	s = start()
+	waitUntil(t, "reconnected", p.nc.IsConnected)
+	if !p.Alive("w1") {
+		t.Fatal("w1 not live right after the reconnect")
+	}
+	select {
+	case w := <-gone:
+		t.Fatalf("%s dropped across the reconnect", w)
+	default:
+	}
+}
+
+// waitUntil polls ok until it holds, failing after 10 s.
+func waitUntil(t *testing.T, what string, ok func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !ok() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting: %s", what)
+		}
+		select {
+		case <-t.Context().Done():
+			t.Fatal(t.Context().Err())
+		case <-time.After(5 * time.Millisecond):
+		}
 	}
 }
