@@ -300,3 +300,31 @@ func writeFile(path string, data []byte, secret bool) error {
 	}
 	return nil
 }
+
+// RenewServerCert issues a new server certificate and key into dir from
+// its CA (ca.pem and keys/ca-key.pem), valid for hosts and
+// [DefaultHosts].
+func RenewServerCert(dir string, hosts []string) error {
+	certPEM, err := os.ReadFile(filepath.Join(dir, FileCA))
+	if err != nil {
+		return fmt.Errorf("natsauth: %w", err)
+	}
+	keyPEM, err := os.ReadFile(filepath.Join(dir, DirKeys, fileCAKey))
+	if err != nil {
+		return fmt.Errorf("natsauth: %w", err)
+	}
+	defer clear(keyPEM)
+	ca, err := LoadCA(certPEM, keyPEM)
+	if err != nil {
+		return err
+	}
+	cert, key, err := ca.IssueServer(hosts)
+	if err != nil {
+		return err
+	}
+	defer clear(key)
+	if err := writeFile(filepath.Join(dir, FileServerKey), key, true); err != nil {
+		return err
+	}
+	return writeFile(filepath.Join(dir, FileServerCert), cert, false)
+}

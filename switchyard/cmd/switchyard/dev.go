@@ -203,8 +203,10 @@ func announce(ctx context.Context, set *roles.Set, natsAddr, authDir, adminAddr 
 	fmt.Fprintf(os.Stderr, "  one upstream, own names:  http://%s/mcp/<upstream>\n", addr)
 	if natsAddr != "" {
 		fmt.Fprintf(os.Stderr, "  NATS for extra workers:   tls://%s (credentials in %s)\n", natsAddr, authDir)
-		fmt.Fprintf(os.Stderr, "    admin CLIs:  SWITCHYARD_NATS=tls://%s SWITCHYARD_NATS_CREDS=%s SWITCHYARD_NATS_CA=%s bin/switchyard tenancy tenant list\n",
-			natsAddr, filepath.Join(authDir, natsauth.CredsFile(proto.IdentityAdmin)), filepath.Join(authDir, natsauth.FileCA))
+		fmt.Fprintf(os.Stderr, "    admin CLIs:  export SWITCHYARD_NATS=tls://%s SWITCHYARD_NATS_CREDS=%s SWITCHYARD_NATS_CA=%s\n",
+			natsAddr, authDir, filepath.Join(authDir, natsauth.FileCA))
+		fmt.Fprintf(os.Stderr, "                 bin/switchyard tenancy tenant list   (as admin: admin.creds)\n")
+		fmt.Fprintf(os.Stderr, "                 bin/switchyard audit search          (as audit: audit.creds)\n")
 		fmt.Fprintf(os.Stderr, "    a worker:    bin/switchyard upstream-worker --nats tls://%s --nats-creds %s --nats-ca %s --config ...\n",
 			natsAddr, authDir, filepath.Join(authDir, natsauth.FileCA))
 	}

@@ -20,6 +20,7 @@ commands:
   nats rotate DIR ID|all
                    replace an identity's credentials and revoke the old ones
   nats provision   create (or --update) every bucket and stream (admin identity)
+  nats cert DIR    a new server certificate from DIR's CA (renew, add --host names)
   run              a set of roles (--roles edge,router,...) against a NATS server
   edge | router | upstream-worker | tenancy-svc
                    one role against a NATS server

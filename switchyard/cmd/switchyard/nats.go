@@ -35,6 +35,7 @@ const natsUsage = `usage: switchyard nats [flags]                 serve NATS wit
        switchyard nats init DIR [flags]        generate the deployment's NATS auth material
        switchyard nats rotate DIR IDENTITY|all  replace an identity's credentials, revoke the old
        switchyard nats provision [flags]       create (or --update) every bucket and stream
+       switchyard nats cert DIR [--host NAME]  issue a new server certificate (renew, add names)
 
 Serve:
   switchyard nats --auth DIR --addr 0.0.0.0:4222 --store /data
@@ -58,6 +59,8 @@ func runNATS(args []string) int {
 			return runNATSRotate(args[1:], os.Stdout, os.Stderr)
 		case "provision":
 			return runNATSProvision(args[1:], os.Stdout, os.Stderr)
+		case "cert":
+			return runNATSCert(args[1:], os.Stdout, os.Stderr)
 		}
 	}
 	return runNATSServe(args, os.Stderr)
@@ -296,8 +299,11 @@ func runNATSRotate(args []string, stdout, stderr io.Writer) int {
 			"Gives the identity a new key and credentials (DIR/<identity>.creds, with the\n"+
 			"current permission table), revokes its old key, and rewrites DIR/auth.conf.\n"+
 			"A server run with --auth DIR reloads it within a second (a plain nats-server:\n"+
-			"send it SIGHUP); connections with the old key are closed and refused. Processes\n"+
-			"read their creds file again when they reconnect: copy the new file first.\n")
+			"send it SIGHUP); connections with the old key are then closed and refused, and\n"+
+			"the identity's processes reconnect with their creds file, read again (calls in\n"+
+			"the second or two between fail with -32067 and can be retried). When the server\n"+
+			"reads a copy of auth.conf on another host, copy the new creds to the identity's\n"+
+			"hosts first and auth.conf to the server last: the old key works until then.\n")
 	}
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -405,6 +411,41 @@ func runNATSProvision(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
+// runNATSCert issues a new server certificate from DIR's CA: to renew it
+// (valid natsauth.CertValidity) or to add names the server is reached
+// by. A server run with --auth DIR reads it when it starts: restart it.
+func runNATSCert(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("nats cert", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var hosts multiFlag
+	fs.Var(&hosts, "host", "a name or address the certificate is valid for, besides 127.0.0.1, ::1 and localhost (repeatable; the old certificate's are not kept)")
+	fs.Usage = func() {
+		fmt.Fprint(stderr, "usage: switchyard nats cert DIR [--host NAME]...\n\n"+
+			"Issues a new server certificate and key (DIR/server-cert.pem, server-key.pem)\n"+
+			"from the CA of switchyard nats init (DIR/ca.pem, DIR/keys/ca-key.pem), valid for\n"+
+			"the loopback names and every --host: to renew it, or to add a name. Clients\n"+
+			"keep trusting ca.pem. Restart the server to serve it.\n\nFlags:\n")
+		fs.PrintDefaults()
+	}
+	dir, rest := splitDirArg(args)
+	if err := fs.Parse(rest); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	if dir == "" || fs.NArg() > 0 {
+		fs.Usage()
+		return 2
+	}
+	if err := natsauth.RenewServerCert(dir, hosts); err != nil {
+		fmt.Fprintln(stderr, "switchyard nats cert:", err)
+		return 1
+	}
+	fmt.Fprintf(stdout, "new server certificate in %s (restart the server to serve it)\n", filepath.Join(dir, natsauth.FileServerCert))
+	return 0
+}
+
 // splitDirArg takes a leading positional argument (the directory) off
 // args, so flags may follow it.
 func splitDirArg(args []string) (string, []string) {
@@ -433,7 +474,8 @@ func (c *cliNATS) register(fs *flag.FlagSet) {
 		def = config.DefaultNATS
 	}
 	fs.StringVar(&c.url, "nats", def, "NATS server URL; env SWITCHYARD_NATS")
-	fs.StringVar(&c.creds, "creds", os.Getenv("SWITCHYARD_NATS_CREDS"), "NATS credentials file, or the directory of switchyard nats init; env SWITCHYARD_NATS_CREDS")
+	fs.StringVar(&c.creds, "creds", os.Getenv("SWITCHYARD_NATS_CREDS"), "NATS credentials file, or the directory of switchyard nats init (each command takes its identity's file); env SWITCHYARD_NATS_CREDS")
+	fs.StringVar(&c.creds, "nats-creds", os.Getenv("SWITCHYARD_NATS_CREDS"), "the same as --creds (the roles' name for it)")
 	fs.StringVar(&c.ca, "nats-ca", os.Getenv("SWITCHYARD_NATS_CA"), "CA (PEM) of the NATS server's certificate; env SWITCHYARD_NATS_CA")
 	fs.StringVar(&c.cert, "nats-cert", os.Getenv("SWITCHYARD_NATS_CERT"), "client certificate (PEM); env SWITCHYARD_NATS_CERT")
 	fs.StringVar(&c.key, "nats-key", os.Getenv("SWITCHYARD_NATS_KEY"), "client certificate key (PEM); env SWITCHYARD_NATS_KEY")

@@ -161,3 +161,33 @@ func verifyHost(caPEM, certPEM []byte, host string) error {
 	_, err = cert.Verify(x509.VerifyOptions{Roots: pool, DNSName: host, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}})
 	return err
 }
+
+// TestNATSCert: cert issues a new server certificate from the same CA,
+// valid for the names asked now (and loopback), not the old ones.
+func TestNATSCert(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "auth")
+	if r := runNATSCLI("init", dir, "--host", "old.example"); r.code != 0 {
+		t.Fatal(r.stderr)
+	}
+	old, _ := os.ReadFile(filepath.Join(dir, natsauth.FileServerCert))
+	var out, errb bytes.Buffer
+	if code := runNATSCert([]string{dir, "--host", "nats.example"}, &out, &errb); code != 0 {
+		t.Fatalf("cert: exit %d: %s", code, errb.String())
+	}
+	ca, _ := os.ReadFile(filepath.Join(dir, natsauth.FileCA))
+	cert, _ := os.ReadFile(filepath.Join(dir, natsauth.FileServerCert))
+	if bytes.Equal(cert, old) {
+		t.Fatal("the certificate was not replaced")
+	}
+	for h, want := range map[string]bool{"nats.example": true, "127.0.0.1": true, "::1": true, "localhost": true, "old.example": false} {
+		if err := verifyHost(ca, cert, h); (err == nil) != want {
+			t.Errorf("new certificate for %s: %v, want valid %v", h, err, want)
+		}
+	}
+	if st, err := os.Stat(filepath.Join(dir, natsauth.FileServerKey)); err != nil || st.Mode().Perm() != 0o600 {
+		t.Fatalf("server key: %v", err)
+	}
+	if code := runNATSCert([]string{filepath.Join(t.TempDir(), "none")}, &out, &errb); code != 1 {
+		t.Fatalf("cert without a CA: exit %d", code)
+	}
+}
