@@ -209,7 +209,43 @@ func (s *Service) Checks() []admin.Check {
 // Ready reports whether the router has loaded the catalog (and, when it
 // watches the tenancy buckets itself, the tenants) and is consuming calls.
 func (s *Service) Ready() bool {
+	return s.live.Load() && s.loaded()
+}
+
+// loaded reports whether the catalog, the lists and (when the router
+// watches them itself) the tenants are loaded.
+func (s *Service) loaded() bool {
 	return s.ready.Load() && (s.watcher == nil || s.watcher.Ready())
+}
+
+// presenceWarmup is how long a starting router waits, at most, for the
+// workers' answers to its presence query before it takes calls (they
+// come within milliseconds; a deployment without workers yet waits this
+// long once).
+const presenceWarmup = 300 * time.Millisecond
+
+// awaitLoaded waits until the router is loaded and, until warm or the
+// first worker heard, for the workers' answers to the presence query. It
+// reports false when ctx ended first.
+func (s *Service) awaitLoaded(ctx context.Context, warm time.Time) bool {
+	t := time.NewTicker(10 * time.Millisecond)
+	defer t.Stop()
+	logged := false
+	since := time.Now()
+	for {
+		if s.loaded() && (time.Now().After(warm) || len(s.presence.View().Workers) > 0) {
+			return true
+		}
+		if !logged && time.Since(since) > 5*time.Second {
+			s.log.Info("router waiting for the catalog, lists and tenants before taking calls")
+			logged = true
+		}
+		select {
+		case <-ctx.Done():
+			return false
+		case <-t.C:
+		}
+	}
 }
 
 // Run subscribes and serves until ctx ends, then drains its subscriptions.
@@ -224,36 +260,6 @@ func (s *Service) Run(ctx context.Context) error {
 	if err := s.presence.Start(); err != nil {
 		return fmt.Errorf("router: presence: %w", err)
 	}
-	s.fwdPrefix = s.nc.NewInbox() + ".f."
-	// Guarded (bus.Guard): a message a JetStream consumer delivers to a
-	// subscription keeps its stored subject and is dropped.
-	undelivered, err := s.nc.Subscribe(s.fwdPrefix+">", bus.Guard(s.fwdPrefix+">", s.onUndelivered))
-	if err != nil {
-		return fmt.Errorf("router: subscribe: %w", err)
-	}
-	subs := []*nats.Subscription{undelivered}
-	for range s.cfg.Subscriptions {
-		sub, err := s.nc.QueueSubscribe(proto.SubjRouteAll, proto.QueueRouter, bus.Guard(proto.SubjRouteAll, s.onCall))
-		if err != nil {
-			return fmt.Errorf("router: subscribe: %w", err)
-		}
-		_ = sub.SetPendingLimits(-1, 256<<20)
-		subs = append(subs, sub)
-	}
-	intake := subs[1:]
-	s.intake.Store(&intake)
-	defer s.intake.Store(nil)
-	s.live.Store(true)
-	svc, err := admin.AddService(s.nc, admin.ServiceConfig{
-		Name: MicroService, ID: s.cfg.ID, Version: metrics.Version(),
-		Description: "Switchyard router: federated lists, policy and placement",
-	})
-	if err != nil {
-		for _, sub := range subs {
-			_ = sub.Unsubscribe()
-		}
-		return fmt.Errorf("router: micro service: %w", err)
-	}
 	var wg sync.WaitGroup
 	run := func(f func()) { wg.Add(1); go func() { defer wg.Done(); f() }() }
 	run(func() { _ = s.presence.Run(ctx) })
@@ -264,6 +270,56 @@ func (s *Service) Run(ctx context.Context) error {
 	}
 	run(func() { s.announcer(ctx) })
 	run(func() { s.loadGrantKey(ctx, js) })
+	// Calls are taken only once they can be answered right: the catalog,
+	// the lists and the tenants loaded, and the workers heard (they
+	// answer the presence query within milliseconds). A router that
+	// subscribed first answered "unknown tool" and "tenant not available"
+	// to the calls it took meanwhile.
+	if !s.awaitLoaded(ctx, time.Now().Add(presenceWarmup)) {
+		cancel()
+		wg.Wait()
+		return nil
+	}
+	s.fwdPrefix = s.nc.NewInbox() + ".f."
+	// Guarded (bus.Guard): a message a JetStream consumer delivers to a
+	// subscription keeps its stored subject and is dropped.
+	undelivered, err := s.nc.Subscribe(s.fwdPrefix+">", bus.Guard(s.fwdPrefix+">", s.onUndelivered))
+	if err != nil {
+		cancel()
+		wg.Wait()
+		return fmt.Errorf("router: subscribe: %w", err)
+	}
+	subs := []*nats.Subscription{undelivered}
+	for range s.cfg.Subscriptions {
+		sub, err := s.nc.QueueSubscribe(proto.SubjRouteAll, proto.QueueRouter, bus.Guard(proto.SubjRouteAll, s.onCall))
+		if err != nil {
+			cancel()
+			wg.Wait()
+			return fmt.Errorf("router: subscribe: %w", err)
+		}
+		_ = sub.SetPendingLimits(-1, 256<<20)
+		subs = append(subs, sub)
+	}
+	intake := subs[1:]
+	s.intake.Store(&intake)
+	defer s.intake.Store(nil)
+	// Ready once the server has the subscriptions.
+	if err := s.nc.FlushTimeout(5 * time.Second); err != nil {
+		s.log.Warn("router: flush failed", proto.LogErr, err)
+	}
+	s.live.Store(true)
+	svc, err := admin.AddService(s.nc, admin.ServiceConfig{
+		Name: MicroService, ID: s.cfg.ID, Version: metrics.Version(),
+		Description: "Switchyard router: federated lists, policy and placement",
+	})
+	if err != nil {
+		for _, sub := range subs {
+			_ = sub.Unsubscribe()
+		}
+		cancel()
+		wg.Wait()
+		return fmt.Errorf("router: micro service: %w", err)
+	}
 	s.log.Info("router running")
 	<-ctx.Done()
 	s.ready.Store(false)
