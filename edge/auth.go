@@ -104,6 +104,12 @@ var principalPool = sync.Pool{New: func() any { return new(tenant.Principal) }}
 // principal against snap. A request without an Authorization header is
 // the anonymous tenant's, if there is one.
 func (s *Service) authenticate(r *http.Request, snap *tenancy.Snapshot) (*identity, *authFailure) {
+	if s.watcher != nil && !s.watcher.Ready() {
+		// Nothing is known yet, not even whether the request needs a
+		// credential: 503 and a retry, not a 401 whose challenge sends
+		// the client into a login flow.
+		return nil, &authFailure{status: http.StatusServiceUnavailable, desc: "the gateway has not loaded its tenants yet, retry"}
+	}
 	vals := r.Header.Values("Authorization")
 	if len(vals) > 1 {
 		// A proxy in front could read another one than the edge does.
