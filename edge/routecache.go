@@ -167,7 +167,7 @@ func (s *Service) routeOf(preq *proto.Request, op string) callRoute {
 	rt.gen = gen
 	if g != nil {
 		i := c.place(g, s.cfg.ID, preq.Session)
-		if s.presence.Gone(g.workers[i]) {
+		if w := g.workers[i]; s.presence.Gone(w) || s.presence.Draining(w) {
 			c.drop(rt.key, g)
 		} else {
 			rt.grant, rt.worker, rt.subject = g, g.workers[i], g.subjects[i]

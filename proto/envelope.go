@@ -90,6 +90,11 @@ type Heartbeat struct {
 	InFlight   int32           `msgpack:"f,omitempty"`
 	Upstreams  []UpstreamState `msgpack:"u,omitempty"`
 	Bye        bool            `msgpack:"y,omitempty"`
+	// Draining says the worker is stopping: it takes no new call and
+	// finishes those it has, then says Bye. Receivers place nothing more
+	// on it (its upstreams count as down) but keep it alive, so its
+	// calls in flight are not failed.
+	Draining bool `msgpack:"r,omitempty"`
 }
 
 // RouteGrant lets an edge route later tools/call requests of one tool in

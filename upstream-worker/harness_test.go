@@ -38,6 +38,13 @@ type env struct {
 	mu  sync.Mutex
 	hb  *proto.Heartbeat // guarded by mu: the latest heartbeat
 	hbN int              // guarded by mu: heartbeats seen
+	hbs []hbSeen         // guarded by mu: every heartbeat, in order
+}
+
+// hbSeen is one heartbeat as the test saw it.
+type hbSeen struct {
+	draining, bye bool
+	at            time.Time
 }
 
 // startWorker seeds the catalog with specs and runs a worker "w1".
@@ -119,6 +126,7 @@ func (e *env) onHeartbeat(m *nats.Msg) {
 	e.mu.Lock()
 	e.hb = &hb
 	e.hbN++
+	e.hbs = append(e.hbs, hbSeen{hb.Draining, hb.Bye, time.Now()})
 	e.mu.Unlock()
 }
 

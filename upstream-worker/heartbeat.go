@@ -80,6 +80,7 @@ func (s *Service) heartbeat(bye bool) *proto.Heartbeat {
 		InFlight:   int32(len(s.sem)),
 		Upstreams:  make([]proto.UpstreamState, 0, len(names)),
 		Bye:        bye,
+		Draining:   !bye && s.stopping.Load(),
 	}
 	for _, n := range names {
 		if u := actors[n]; u != nil {

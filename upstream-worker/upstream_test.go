@@ -171,6 +171,16 @@ func newUpstream(extra int) *upstreamServer {
 	add("pid", func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: strconv.Itoa(os.Getpid())}}}, nil
 	})
+	add("sleep", func(ctx context.Context, r *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		var a struct{ Ms int }
+		_ = json.Unmarshal(r.Params.Arguments, &a)
+		select {
+		case <-time.After(time.Duration(a.Ms) * time.Millisecond):
+			return textResult("slept"), nil
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	})
 	add("block", func(ctx context.Context, _ *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		u.blocked <- struct{}{}
 		<-ctx.Done()
@@ -211,7 +221,7 @@ func (u *upstreamServer) addPrompt(name string) {
 }
 
 // fixedTools is the number of tools besides the extras.
-const fixedTools = 15
+const fixedTools = 16
 
 func textResult(s string) *mcp.CallToolResult {
 	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: s}}}

@@ -305,13 +305,39 @@ func (s *Service) Run(ctx context.Context) error {
 }
 
 // shutdown runs after ctx ended and the Run children have exited.
+//
+// It drains: a draining heartbeat first (routers and edges place nothing
+// more here, but keep the worker alive, so its calls in flight are not
+// failed), then intake stops, the calls in flight finish (with draining
+// heartbeats meanwhile, so silence does not make it gone), and only then
+// the goodbye. A call is thus answered by the worker that ran it, and a
+// client never gets "worker lost" for a call that completes.
 func (s *Service) shutdown(stopActors context.CancelFunc) {
 	deadline := time.Now().Add(s.cfg.ShutdownGrace)
 	s.stopping.Store(true)
+	s.publishHeartbeat(false) // Draining
+	_ = s.nc.FlushTimeout(time.Second)
+	beating := make(chan struct{})
+	beats := make(chan struct{})
+	go func() {
+		defer close(beats)
+		t := time.NewTicker(s.cfg.HeartbeatInterval)
+		defer t.Stop()
+		for {
+			select {
+			case <-beating:
+				return
+			case <-t.C:
+				s.publishHeartbeat(false)
+			}
+		}
+	}()
 	s.stopIntake(deadline)
+	s.waitInFlight(deadline)
+	close(beating)
+	<-beats
 	s.publishHeartbeat(true)
 	_ = s.nc.FlushTimeout(time.Second)
-	s.waitInFlight(deadline)
 	s.runner.stop()
 	stopActors()
 	s.mgr.wait()

@@ -651,3 +651,62 @@ func TestWorkerPresenceKicksCoalesced(t *testing.T) {
 		t.Fatalf("%d heartbeats for 5000 presence queries in %v: want at most %d (one per %v)", n, elapsed, limit, minKickGap)
 	}
 }
+
+// TestWorkerGracefulStopDrains: a worker told to stop with a call in
+// flight says it is draining (alive, taking nothing new), keeps beating
+// while the call runs, answers it, and only then says goodbye: no edge
+// fails the call as "worker lost", and it runs once.
+func TestWorkerGracefulStopDrains(t *testing.T) {
+	h := serveHTTP(t, newUpstream(0), "streamable")
+	e := startWorker(t, Config{HeartbeatInterval: 50 * time.Millisecond, ShutdownGrace: 10 * time.Second}, streamableSpec("up", h.ts.URL))
+	e.waitUp("up")
+	type answer struct {
+		r   *proto.Reply
+		err error
+		at  time.Time
+	}
+	answered := make(chan answer, 1)
+	before := h.toolCalls.Load()
+	go func() {
+		r, err := e.callErr(t.Context(), proto.OpToolsCall, toolCall("up", "sleep", `{"ms":600}`))
+		answered <- answer{r, err, time.Now()}
+	}()
+	eventually(t, 5*time.Second, "the call in flight", func() bool { return h.toolCalls.Load() > before })
+	stopped := time.Now()
+	e.stop()
+	a := recv(t, answered, 10*time.Second, "the call's answer")
+	if a.err != nil || a.r.Error != nil {
+		t.Fatalf("the call in flight at stop: %v %+v", a.err, a.r.Error)
+	}
+	wantText(t, a.r, "slept")
+	if n := h.toolCalls.Load() - before; n != 1 {
+		t.Fatalf("the upstream ran the call %d times", n)
+	}
+	eventually(t, 5*time.Second, "the goodbye", func() bool {
+		e.mu.Lock()
+		defer e.mu.Unlock()
+		return len(e.hbs) > 0 && e.hbs[len(e.hbs)-1].bye
+	})
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	var after []hbSeen
+	for _, hb := range e.hbs {
+		if hb.at.After(stopped) {
+			after = append(after, hb)
+		}
+	}
+	if len(after) < 3 || !after[0].draining || after[0].bye {
+		t.Fatalf("heartbeats after the stop %+v: want draining ones first", after)
+	}
+	for _, hb := range after[:len(after)-1] {
+		if hb.bye || !hb.draining {
+			t.Fatalf("heartbeats after the stop %+v: a goodbye before the end, or one not draining", after)
+		}
+	}
+	// (The answer and the heartbeats are read on two goroutines of the
+	// test's connection: a goodbye sent right after the answer may be
+	// timed a little before it.)
+	if bye := after[len(after)-1]; bye.at.Before(a.at.Add(-100 * time.Millisecond)) {
+		t.Fatalf("goodbye at %v, before the call's answer at %v", bye.at, a.at)
+	}
+}

@@ -15,9 +15,13 @@ import (
 
 // WorkerInfo is one live worker as the presence registry sees it.
 type WorkerInfo struct {
-	ID        string
-	Boot      int64
-	InFlight  int32
+	ID       string
+	Boot     int64
+	InFlight int32
+	// Draining: the worker is stopping (proto.Heartbeat.Draining). It is
+	// alive, so its calls in flight stand, but every upstream on it
+	// reads as down (Err "worker draining"): nothing new is placed there.
+	Draining  bool
 	Upstreams map[string]proto.UpstreamState
 }
 
@@ -97,6 +101,13 @@ func (p *Presence) Suspect(worker string) {
 	}
 }
 
+// Draining reports whether worker is live and stopping: a call already
+// placed on it stands, a new one goes elsewhere.
+func (p *Presence) Draining(worker string) bool {
+	w := p.View().Workers[worker]
+	return w != nil && w.Draining
+}
+
 // Gone reports whether worker left (goodbye or silence) within the last
 // minute and has not come back. Unlike !Alive it is false for a worker this
 // registry has not heard of yet, so a call placed by a router that saw a
@@ -174,8 +185,11 @@ func (p *Presence) apply(m *nats.Msg) {
 		}
 		return
 	}
-	info := &WorkerInfo{ID: hb.Worker, Boot: hb.Boot, InFlight: hb.InFlight, Upstreams: make(map[string]proto.UpstreamState, len(hb.Upstreams))}
+	info := &WorkerInfo{ID: hb.Worker, Boot: hb.Boot, InFlight: hb.InFlight, Draining: hb.Draining, Upstreams: make(map[string]proto.UpstreamState, len(hb.Upstreams))}
 	for _, u := range hb.Upstreams {
+		if hb.Draining { // alive, but no new call goes there
+			u.Up, u.Err = false, "worker draining"
+		}
 		info.Upstreams[u.Name] = u
 	}
 	iv := time.Duration(hb.IntervalMs) * time.Millisecond
@@ -201,7 +215,7 @@ func (p *Presence) apply(m *nats.Msg) {
 }
 
 func sameUpstreams(a, b *WorkerInfo) bool {
-	if len(a.Upstreams) != len(b.Upstreams) {
+	if a.Draining != b.Draining || len(a.Upstreams) != len(b.Upstreams) {
 		return false
 	}
 	for n, s := range a.Upstreams {

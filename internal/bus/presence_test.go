@@ -226,6 +226,33 @@ func TestBusPresence(t *testing.T) {
 			},
 		},
 		{
+			name: "a draining worker stays alive with its upstreams down",
+			run: func(t *testing.T, r *presenceRig) {
+				r.beat(t, hb("w-1", 1, up("a")))
+				r.beat(t, hb("w-2", 1, up("a")))
+				waitFor(t, "w-1 and w-2 alive", func() bool { return r.p.Alive("w-1") && r.p.Alive("w-2") })
+				drain := hb("w-1", 1, up("a"))
+				drain.Draining = true
+				r.beat(t, drain)
+				waitFor(t, "w-1 draining", func() bool { return r.p.Draining("w-1") })
+				w := r.p.View().Workers["w-1"]
+				if st := w.Upstreams["a"]; st.Up || st.Err != "worker draining" {
+					t.Errorf("draining w-1's upstream a = %+v, want down with \"worker draining\"", st)
+				}
+				if !r.p.Alive("w-1") || r.p.Gone("w-1") || r.p.Draining("w-2") || !r.p.View().Up("a") {
+					t.Errorf("Alive(w-1)=%t Gone(w-1)=%t Draining(w-2)=%t Up(a)=%t, want true false false true",
+						r.p.Alive("w-1"), r.p.Gone("w-1"), r.p.Draining("w-2"), r.p.View().Up("a"))
+				}
+				r.noGone(t)
+				// The last one draining: the upstream is down, no worker gone.
+				drain2 := hb("w-2", 1, up("a"))
+				drain2.Draining = true
+				r.beat(t, drain2)
+				waitFor(t, "Up(a) false", func() bool { return !r.p.View().Up("a") })
+				r.noGone(t)
+			},
+		},
+		{
 			name: "goodbye from an unknown worker is ignored",
 			run: func(t *testing.T, r *presenceRig) {
 				bye := hb("w-x", 1)
