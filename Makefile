@@ -11,7 +11,7 @@ MODULES := proto internal testutil edge router upstream-worker tenancy-svc bench
 TEST_FLAGS ?= -race -count=1 -shuffle=on -timeout 25m
 ROLES := edge router upstream-worker tenancy-svc
 
-.PHONY: all build dev test vet fmt-check lint fuzz bench bench-gate bench-hops bench-micro bench-bus loadtest loadtest-cluster loadtest-scale compose-bench tidy check-mods upstreams clean conformance conformance-direct conformance-install
+.PHONY: all build dev test vet fmt-check lint fuzz bench bench-gate bench-hops bench-micro bench-bus bench-sessions loadtest loadtest-cluster loadtest-scale compose-bench tidy check-mods upstreams clean conformance conformance-direct conformance-install
 
 all: build
 
@@ -149,6 +149,12 @@ bench-micro:
 bench-bus: build
 	@set -e; for s in false true; do $(BIN)/bench bus -mode inproc -stamps=$$s -out results; done
 	@set -e; for s in false true; do $(BIN)/bench bus -mode tcp -switchyard $(BIN)/switchyard -stamps=$$s -out results; done
+
+## bench-sessions: the edge's resident memory holding 0 to 10,000 idle
+## 2025-era sessions (multi-process: one edge, router, worker); the goal is
+## under 150 MB at 10,000 (docs/benchmarks.md, docs/limits.md)
+bench-sessions: build
+	$(BIN)/bench sessions -switchyard $(BIN)/switchyard -n 10000 -out results
 
 ## loadtest: concurrency and federation sweep into results/sweep-<timestamp>/,
 ## with the floor: the fixture through a bare reverse proxy (bench proxy)

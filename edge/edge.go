@@ -57,6 +57,38 @@ type Config struct {
 	MaxRequestBodyBytes int64
 	// MaxResultBytes bounds one reassembled result. Default 64 MiB.
 	MaxResultBytes int64
+	// ReadHeaderTimeout bounds the arrival of a request's header, from
+	// the connection's first byte of it. Default 10s; negative: none.
+	ReadHeaderTimeout time.Duration
+	// ReadTimeout bounds the arrival of a request's body, from the start
+	// of the request; a client that sends it slower is cut (conns.go).
+	// Default 30s; negative: none.
+	ReadTimeout time.Duration
+	// WriteTimeout bounds each write to a client: a response, or an
+	// event of an SSE stream, that the client does not take within it
+	// ends the connection. A stream that stays idle is not cut. Default
+	// 30s; negative: none.
+	WriteTimeout time.Duration
+	// IdleTimeout closes a keep-alive connection with no request for this
+	// long. Default 120s; negative: none.
+	IdleTimeout time.Duration
+	// MaxConnections caps the edge's open client connections; one more
+	// is answered 503 with Retry-After and closed. Default: three
+	// quarters of the process's open-file limit, at most 16,384;
+	// negative: none.
+	MaxConnections int
+	// MaxSessions caps the stateful client sessions the edge holds (and
+	// is opening); one more initialize is answered 503 with Retry-After
+	// (sessioncap.go). Default 10,000; negative: none.
+	MaxSessions int
+	// MaxTenantSessions caps one tenant's sessions on the edge; the
+	// tenant's own limits.max_sessions (its share on this edge) applies
+	// too, the lower winning. One more is answered 429, -32069
+	// {"limit":"sessions"}. Default 10,000: a single tenant may fill an
+	// edge at its default MaxSessions, but not one whose MaxSessions was
+	// raised; lower it where tenants must not crowd each other out.
+	// Negative: none.
+	MaxTenantSessions int
 	// JSONResponse answers POSTs with application/json instead of SSE.
 	JSONResponse bool
 	// ShutdownGrace bounds the HTTP shutdown. Default 5s.
@@ -246,11 +278,38 @@ func (c *Config) fill() error {
 	if c.ShutdownGrace == 0 {
 		c.ShutdownGrace = 5 * time.Second
 	}
+	for _, d := range []struct {
+		v   *time.Duration
+		def time.Duration
+	}{{&c.ReadHeaderTimeout, 10 * time.Second}, {&c.ReadTimeout, 30 * time.Second},
+		{&c.WriteTimeout, 30 * time.Second}, {&c.IdleTimeout, 120 * time.Second}} {
+		if *d.v == 0 {
+			*d.v = d.def
+		}
+	}
+	if c.MaxConnections == 0 {
+		c.MaxConnections = defaultMaxConnections()
+	}
+	if c.MaxSessions == 0 {
+		c.MaxSessions = DefaultMaxSessions
+	}
+	if c.MaxTenantSessions == 0 {
+		c.MaxTenantSessions = DefaultMaxTenantSessions
+	}
 	if c.CallTimeout < 0 || c.MaxRequestBodyBytes < 0 || c.MaxResultBytes < 0 {
 		return errors.New("edge: call timeout and size limits must not be negative")
 	}
 	return nil
 }
+
+// The edge's default session caps (Config.MaxSessions, MaxTenantSessions).
+const (
+	DefaultMaxSessions       = 10000
+	DefaultMaxTenantSessions = 10000
+)
+
+// orNone is d, or 0 (net/http's "none") for a negative d.
+func orNone(d time.Duration) time.Duration { return max(d, 0) }
 
 // Ready reports whether the edge is listening, has loaded the catalog and
 // the tenancy state, and is connected to NATS.
@@ -297,7 +356,14 @@ func (s *Service) Run(ctx context.Context) error {
 		_ = ln.Close()
 		return fmt.Errorf("edge: micro service: %w", err)
 	}
-	srv := &http.Server{Handler: s.handler(), ReadHeaderTimeout: 10 * time.Second}
+	if s.cfg.MaxConnections > 0 {
+		ln = &capListener{Listener: ln, max: int64(s.cfg.MaxConnections), refused: func() { s.met.Limited("edge_connections") }}
+	}
+	srv := &http.Server{
+		Handler:           withDeadlines(s.handler(), orNone(s.cfg.ReadTimeout), orNone(s.cfg.WriteTimeout)),
+		ReadHeaderTimeout: orNone(s.cfg.ReadHeaderTimeout),
+		IdleTimeout:       s.cfg.IdleTimeout, // negative: none (net/http)
+	}
 	js, err := jetstream.New(s.nc)
 	if err != nil {
 		return fmt.Errorf("edge: jetstream: %w", err)

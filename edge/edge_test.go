@@ -28,7 +28,7 @@ import (
 
 // rig is an edge on embedded NATS with a fake router the test scripts.
 type rig struct {
-	t    *testing.T
+	t    testing.TB
 	nc   *nats.Conn
 	e    *Service
 	url  string
@@ -50,10 +50,11 @@ type rigOpts struct {
 	audit          *audit.Config  // nil: no audit trail
 	log            *slog.Logger   // nil: discard
 	trustedProxies []netip.Prefix // besides loopback peers
+	cfg            func(*Config)  // last changes to the edge's Config
 }
 
 // newRigWith is newRig with an edge configured by o (nil: the defaults).
-func newRigWith(t *testing.T, router nats.MsgHandler, o *rigOpts) *rig {
+func newRigWith(t testing.TB, router nats.MsgHandler, o *rigOpts) *rig {
 	if o == nil {
 		o = &rigOpts{}
 	}
@@ -77,6 +78,9 @@ func newRigWith(t *testing.T, router nats.MsgHandler, o *rigOpts) *rig {
 		MaxRequestBodyBytes: 64 << 10, SessionTimeout: o.sessionTimeout, Tenancy: o.tenancy, Auth: o.auth, Audit: o.audit, TrustedProxies: o.trustedProxies}
 	if cfg.Tenancy == nil {
 		cfg.Tenancy = tenancy.Static{Snap: tenancy.NewSnapshot(config.DefaultTenants(), nil)}
+	}
+	if o.cfg != nil {
+		o.cfg(&cfg)
 	}
 	e, err := New(cfg, natstest.Connect(t, s), o.log)
 	if err != nil {

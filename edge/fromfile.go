@@ -32,6 +32,27 @@ func FromFile(f *config.File) Config {
 			c.RouteCacheTTL = -1 // "0s" in the file means off (Validate refuses negatives)
 		}
 	}
+	for _, d := range []struct {
+		from *config.Duration
+		to   *time.Duration
+	}{{f.Edge.ReadHeaderTimeout, &c.ReadHeaderTimeout}, {f.Edge.ReadTimeout, &c.ReadTimeout},
+		{f.Edge.WriteTimeout, &c.WriteTimeout}, {f.Edge.IdleTimeout, &c.IdleTimeout}} {
+		if d.from != nil {
+			if *d.to = time.Duration(*d.from); *d.to == 0 {
+				*d.to = -1 // "0s" in the file means none
+			}
+		}
+	}
+	for _, n := range []struct {
+		from *int
+		to   *int
+	}{{f.Edge.MaxConnections, &c.MaxConnections}, {f.Edge.MaxSessions, &c.MaxSessions}, {f.Edge.MaxTenantSessions, &c.MaxTenantSessions}} {
+		if n.from != nil {
+			if *n.to = *n.from; *n.to == 0 {
+				*n.to = -1 // 0 in the file means no cap
+			}
+		}
+	}
 	if f.SessionTimeout != nil {
 		c.SessionTimeout = time.Duration(*f.SessionTimeout)
 		if c.SessionTimeout == 0 {

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/switchyard-mcp/switchyard/internal/bus"
 )
 
 // clientSession is a stateful (2025-era) client session as the edge tracks
@@ -19,6 +21,7 @@ type clientSession struct {
 	id       string // the SDK's session id, or the edge's for a legacy SSE session
 	ss       *mcp.ServerSession
 	view     string      // the view's key (tenant/name)
+	tenant   string      // the view's tenant, for the per-tenant cap
 	owner    string      // the identity's user that created it ("" anonymous)
 	protocol string      // negotiated by initialize
 	caps     []byte      // the client's capabilities from initialize, as JSON
@@ -34,14 +37,92 @@ type clientSession struct {
 	asks     sync.WaitGroup                // session-level relayed requests in flight
 	aliased  aliases                       // ids the SDK could not echo, in flight
 	logLevel atomic.Pointer[string]        // the level of the client's last logging/setLevel
+	gone     func(id string)               // told when the session ends
 }
 
 // sessionTable holds the edge's stateful client sessions by session id,
 // and by SDK session. Safe for concurrent use.
 type sessionTable struct {
-	mu    sync.RWMutex
-	m     map[string]*clientSession             // guarded by mu
-	bySDK map[*mcp.ServerSession]*clientSession // guarded by mu
+	mu       sync.RWMutex
+	m        map[string]*clientSession             // guarded by mu
+	bySDK    map[*mcp.ServerSession]*clientSession // guarded by mu
+	pending  int                                   // guarded by mu: sessions being opened (reserve)
+	byTenant map[string]int                        // guarded by mu: sessions open and being opened, by tenant
+	slots    map[string]*sessionSlot               // guarded by mu: reservations by token
+}
+
+// sessionSlot is a reservation of [sessionTable.reserve]: the opening
+// session's place under the caps until it is added (the place passes to
+// the session) or released.
+type sessionSlot struct {
+	tenant string
+	done   bool // guarded by the table's mu: added or released
+}
+
+// hdrSessionSlot carries a reservation's token from the initialize POST to
+// the SDK's initialize handler (RequestExtra.Header), so that the session
+// takes over its reservation's place. The edge deletes it from every
+// request a client sends.
+const hdrSessionSlot = "Switchyard-Session-Slot"
+
+// The cap a reservation ran into.
+const (
+	capNone = iota
+	capEdge
+	capTenant
+)
+
+// reserve counts a session of tenant being opened against the caps (the
+// edge's maxAll, the tenant's maxTenant; negative: none) until the
+// returned func is called, or until [sessionTable.add] is given the
+// returned token (the session then takes its place); it reports the cap
+// that refused it instead (then nothing is counted).
+func (t *sessionTable) reserve(tenant string, maxAll, maxTenant int) (release func(), token string, which int) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if maxAll >= 0 && len(t.m)+t.pending >= maxAll {
+		return nil, "", capEdge
+	}
+	if maxTenant >= 0 && t.byTenant[tenant] >= maxTenant {
+		return nil, "", capTenant
+	}
+	t.pending++
+	t.countTenant(tenant, 1)
+	token = bus.RandomToken(15)
+	slot := &sessionSlot{tenant: tenant}
+	if t.slots == nil {
+		t.slots = map[string]*sessionSlot{}
+	}
+	t.slots[token] = slot
+	return func() {
+		t.mu.Lock()
+		defer t.mu.Unlock()
+		delete(t.slots, token)
+		if !slot.done {
+			slot.done = true
+			t.pending--
+			t.countTenant(tenant, -1)
+		}
+	}, token, capNone
+}
+
+// countTenant adds d to tenant's count. Call with t.mu held.
+func (t *sessionTable) countTenant(tenant string, d int) {
+	if t.byTenant == nil {
+		t.byTenant = map[string]int{}
+	}
+	if n := t.byTenant[tenant] + d; n > 0 {
+		t.byTenant[tenant] = n
+	} else {
+		delete(t.byTenant, tenant)
+	}
+}
+
+// count returns the sessions open on the edge.
+func (t *sessionTable) count() int {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	return len(t.m)
 }
 
 // of returns the tracked session of ss, or nil.
@@ -59,9 +140,11 @@ func (t *sessionTable) get(id string) *clientSession {
 
 // add tracks ss under id from its initialize on; the entry goes when the
 // session ends, and gone is called then. A timeout > 0 closes the session
-// after that long without a POST.
-func (t *sessionTable) add(ss *mcp.ServerSession, id, view, owner, protocol string, timeout time.Duration, gone func(id string)) {
-	cs := &clientSession{id: id, ss: ss, view: view, owner: owner, protocol: protocol, timeout: timeout,
+// after that long without a POST. slot is the token of the reservation
+// ([sessionTable.reserve]) whose place the session takes ("" or unknown:
+// it counts on its own).
+func (t *sessionTable) add(ss *mcp.ServerSession, id, view, tenant, owner, protocol, slot string, timeout time.Duration, gone func(id string)) {
+	cs := &clientSession{id: id, ss: ss, view: view, tenant: tenant, owner: owner, protocol: protocol, timeout: timeout,
 		inflight: map[string]context.CancelFunc{}, relayed: map[string]string{}}
 	if timeout > 0 {
 		cs.timer = time.AfterFunc(timeout, func() { _ = ss.Close() })
@@ -70,31 +153,80 @@ func (t *sessionTable) add(ss *mcp.ServerSession, id, view, owner, protocol stri
 	if t.m == nil {
 		t.m = map[string]*clientSession{}
 	}
+	if old := t.m[id]; old != nil {
+		t.countTenant(old.tenant, -1)
+		delete(t.bySDK, old.ss)
+	}
 	t.m[id] = cs
+	if sl := t.slots[slot]; sl != nil && !sl.done && sl.tenant == tenant {
+		sl.done = true // its place under the caps is the session's now
+		t.pending--
+	} else {
+		t.countTenant(tenant, 1)
+	}
 	if t.bySDK == nil {
 		t.bySDK = map[*mcp.ServerSession]*clientSession{}
 	}
 	t.bySDK[ss] = cs
 	t.mu.Unlock()
-	go func() {
-		_ = ss.Wait()
-		t.mu.Lock()
-		if t.m[id] == cs {
-			delete(t.m, id)
-		}
-		delete(t.bySDK, ss)
+	cs.gone = gone
+	if ss.ID() == "" {
+		// A legacy SSE session: its end is seen by waiting for it. A
+		// streamable one's is told by its transport (sessionEvents), which
+		// spares a goroutine per idle session.
+		go func() {
+			_ = ss.Wait()
+			t.end(cs)
+		}()
+	}
+}
+
+// ended is called when the streamable session id has ended (its
+// transport closed): its entry goes, its calls are cancelled, and the
+// workers are told.
+func (t *sessionTable) ended(id string) {
+	if cs := t.get(id); cs != nil {
+		t.end(cs)
+	}
+}
+
+// end removes cs, once; see ended.
+func (t *sessionTable) end(cs *clientSession) {
+	t.mu.Lock()
+	if t.m[cs.id] != cs {
 		t.mu.Unlock()
-		cs.mu.Lock()
-		if cs.timer != nil {
-			cs.timer.Stop()
-			cs.timer = nil
-		}
-		for _, cancel := range cs.inflight {
-			cancel() // the session is over: so are its calls
-		}
-		cs.mu.Unlock()
-		gone(id)
-	}()
+		return
+	}
+	delete(t.m, cs.id)
+	t.countTenant(cs.tenant, -1)
+	delete(t.bySDK, cs.ss)
+	t.mu.Unlock()
+	cs.mu.Lock()
+	if cs.timer != nil {
+		cs.timer.Stop()
+		cs.timer = nil
+	}
+	for _, cancel := range cs.inflight {
+		cancel() // the session is over: so are its calls
+	}
+	cs.mu.Unlock()
+	cs.gone(cs.id)
+}
+
+// sessionEvents is the SDK's event store for the edge's streamable
+// sessions (SEP-1699 resumption), which also tells the session table when
+// a session ends: the transport calls SessionClosed as it closes.
+type sessionEvents struct {
+	*mcp.MemoryEventStore
+	t *sessionTable
+}
+
+// SessionClosed implements mcp.EventStore. The SDK calls it holding the
+// session's transport lock: the table's work goes to its own goroutine.
+func (e sessionEvents) SessionClosed(ctx context.Context, sessionID string) error {
+	err := e.MemoryEventStore.SessionClosed(ctx, sessionID)
+	go e.t.ended(sessionID)
+	return err
 }
 
 // startPOST holds the session open for one POST; call the returned func

@@ -43,6 +43,13 @@ func (s *Service) serveSSEBound(w http.ResponseWriter, r *http.Request, v *view,
 		v.serveSSE(w, r)
 		return
 	}
+	// A legacy session is its GET stream: opening one is admitted like
+	// an initialize (sessioncap.go), and counted once it initializes.
+	release, ok := s.admitSession(w, r, v, nil)
+	if !ok {
+		return
+	}
+	release()
 	c := &sseCapture{ResponseWriter: w, owner: sseOwner(v, id), s: s}
 	defer func() {
 		if c.sid != "" {

@@ -74,7 +74,7 @@ func (s *Service) newView(tenant, name string) *view {
 	// No SDK SessionTimeout: the fast path serves calls the SDK never sees,
 	// so the edge's session table keeps the idle timer.
 	v.stateful = mcp.NewStreamableHTTPHandler(get, &mcp.StreamableHTTPOptions{
-		Logger: s.sdkLog, JSONResponse: s.cfg.JSONResponse, EventStore: s.events,
+		Logger: s.sdkLog, JSONResponse: s.cfg.JSONResponse, EventStore: sessionEvents{s.events, &s.sessions},
 		MaxRequestBodyBytes: s.cfg.MaxRequestBodyBytes,
 	})
 	v.sse = mcp.NewSSEHandler(get, &mcp.SSEOptions{MaxRequestBodyBytes: s.cfg.MaxRequestBodyBytes})
@@ -239,6 +239,7 @@ func cleanPath(p string) string {
 // federated view). An upstream the tenant does not see is answered
 // exactly as one the catalog does not have.
 func (s *Service) endpoint(w http.ResponseWriter, r *http.Request, upstream string, sse bool) {
+	r.Header.Del(hdrSessionSlot) // the edge's own (sessioncap.go), never a client's
 	if !originOK(r) {
 		http.Error(w, "Forbidden: invalid Origin header", http.StatusForbidden)
 		return
@@ -302,8 +303,15 @@ func (s *Service) serve(w http.ResponseWriter, r *http.Request, v *view) {
 		return
 	}
 	if r.Method == http.MethodPost {
-		if cs := s.sessions.get(r.Header.Get("Mcp-Session-Id")); cs != nil {
+		sid := r.Header.Get("Mcp-Session-Id")
+		if cs := s.sessions.get(sid); cs != nil {
 			defer cs.startPOST()()
+		} else if sid == "" && m != nil && m.Method == "initialize" && r.Header.Get("Mcp-Protocol-Version") < protocol2026 {
+			release, ok := s.admitSession(w, r, v, m.ID)
+			if !ok {
+				return
+			}
+			defer release()
 		}
 	}
 	if s.answerRelayed(w, r, m) || s.serveTasks(w, r, v, m) || s.serveFast(w, r, v, m) {
@@ -373,7 +381,11 @@ func (s *Service) onInitialize(v *view, req mcp.Request, res mcp.Result) {
 	if ex := req.GetExtra(); ex != nil && ex.TokenInfo != nil {
 		owner = ex.TokenInfo.UserID
 	}
-	s.sessions.add(ss, id, v.key, owner, ir.ProtocolVersion, timeout, s.publishSessionClosed)
+	slot := ""
+	if ex := req.GetExtra(); ex != nil && ex.Header != nil {
+		slot = ex.Header.Get(hdrSessionSlot)
+	}
+	s.sessions.add(ss, id, v.key, v.tenant, owner, ir.ProtocolVersion, slot, timeout, s.publishSessionClosed)
 	if cs := s.sessions.get(id); cs != nil {
 		if ip := ss.InitializeParams(); ip != nil && ip.Capabilities != nil {
 			caps := ip.Capabilities

@@ -218,6 +218,21 @@ type EdgeFile struct {
 	// "192.168.1.10"). Empty: loopback peers only. auth.public_url, when
 	// set, wins over any header (internal/publicurl).
 	TrustedProxies []string `yaml:"trusted_proxies"`
+	// ReadHeaderTimeout, ReadTimeout, WriteTimeout and IdleTimeout bound
+	// a client connection (edge.Config, docs/limits.md): the header's
+	// arrival (default 10s), the body's (30s), each write to the client
+	// (30s), a keep-alive connection's idle time (120s). "0s": none.
+	ReadHeaderTimeout *Duration `yaml:"read_header_timeout"`
+	ReadTimeout       *Duration `yaml:"read_timeout"`
+	WriteTimeout      *Duration `yaml:"write_timeout"`
+	IdleTimeout       *Duration `yaml:"idle_timeout"`
+	// MaxConnections caps the edge's open client connections (default:
+	// three quarters of the open-file limit, at most 16,384);
+	// MaxSessions its stateful sessions (10,000); MaxTenantSessions one
+	// tenant's sessions on it (10,000). 0: no cap.
+	MaxConnections    *int `yaml:"max_connections"`
+	MaxSessions       *int `yaml:"max_sessions"`
+	MaxTenantSessions *int `yaml:"max_tenant_sessions"`
 }
 
 // TrustedProxyPrefixes returns TrustedProxies parsed; entries that do
@@ -507,6 +522,23 @@ func (f *File) Validate() error {
 	}
 	if f.SessionTimeout != nil && *f.SessionTimeout < 0 {
 		bad(`session_timeout: must not be negative ("0s": never)`)
+	}
+	for _, d := range []struct {
+		name string
+		v    *Duration
+	}{{"read_header_timeout", f.Edge.ReadHeaderTimeout}, {"read_timeout", f.Edge.ReadTimeout},
+		{"write_timeout", f.Edge.WriteTimeout}, {"idle_timeout", f.Edge.IdleTimeout}} {
+		if d.v != nil && *d.v < 0 {
+			bad("edge.%s: must not be negative", d.name)
+		}
+	}
+	for _, n := range []struct {
+		name string
+		v    *int
+	}{{"max_connections", f.Edge.MaxConnections}, {"max_sessions", f.Edge.MaxSessions}, {"max_tenant_sessions", f.Edge.MaxTenantSessions}} {
+		if n.v != nil && *n.v < 0 {
+			bad("edge.%s: must not be negative (0: no cap)", n.name)
+		}
 	}
 	if f.Edge.RouteCacheTTL != nil && *f.Edge.RouteCacheTTL < 0 {
 		bad(`edge.route_cache_ttl: must not be negative ("0s": off)`)

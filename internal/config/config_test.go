@@ -253,6 +253,11 @@ func TestConfigLoadRejects(t *testing.T) {
 			want: []string{"session_timeout:"},
 		},
 		{
+			name: "negative edge timeouts and caps",
+			body: "edge:\n  read_timeout: -1s\n  write_timeout: -2s\n  idle_timeout: -1s\n  read_header_timeout: -1s\n  max_connections: -1\n  max_sessions: -2\n  max_tenant_sessions: -3\n",
+			want: []string{"edge.read_timeout:", "edge.write_timeout:", "edge.idle_timeout:", "edge.read_header_timeout:", "edge.max_connections:", "edge.max_sessions:", "edge.max_tenant_sessions:"},
+		},
+		{
 			name: "negative edge.route_cache_ttl",
 			body: "edge:\n  route_cache_ttl: -1s\n",
 			want: []string{"edge.route_cache_ttl:"},

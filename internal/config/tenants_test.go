@@ -202,8 +202,8 @@ func TestConfigTenantsReject(t *testing.T) {
 		},
 		{
 			name: "negative limits",
-			body: "tenants:\n  - {name: a, limits: {rate: -1, burst: -2, max_in_flight: -3}}\n",
-			want: []string{"limits.rate:", "limits.burst:", "limits.max_in_flight:"},
+			body: "tenants:\n  - {name: a, limits: {rate: -1, burst: -2, max_in_flight: -3, max_sessions: -4}}\n",
+			want: []string{"limits.rate:", "limits.burst:", "limits.max_in_flight:", "limits.max_sessions:"},
 		},
 		{
 			name: "key for an unknown tenant",

@@ -22,6 +22,7 @@ const (
 	LimitTenantRate    = "tenant_rate"
 	LimitPrincipalRate = "principal_rate"
 	LimitInFlight      = "in_flight"
+	LimitSessions      = "sessions"
 )
 
 // Defaults of [Config].
@@ -399,6 +400,7 @@ var limitedMsg = map[string]string{
 	LimitTenantRate:    "tenant rate limit exceeded",
 	LimitPrincipalRate: "principal rate limit exceeded",
 	LimitInFlight:      "too many calls in flight for the tenant",
+	LimitSessions:      "too many open sessions for the tenant",
 }
 
 // limited builds the CodeLimited error of which with retry hint wait.
@@ -412,6 +414,10 @@ func limited(which string, wait time.Duration) *proto.Error {
 	d = append(d, '}')
 	return &proto.Error{Code: proto.CodeLimited, Msg: limitedMsg[which], Data: d}
 }
+
+// SessionsRefused is the [proto.CodeLimited] error of a session refused by
+// the tenant's session cap ([LimitSessions]); its retry hint is wait.
+func SessionsRefused(wait time.Duration) *proto.Error { return limited(LimitSessions, wait) }
 
 // Refusal is the Data of a [proto.CodeLimited] error.
 type Refusal struct {

@@ -582,3 +582,27 @@ func TestLimitAdmitAllocs(t *testing.T) {
 		t.Fatalf("%v allocations per refusal", n)
 	}
 }
+
+// TestSessionShare: the edges' shares of a tenant's max_sessions sum to
+// it, for every fleet size; none without a cap.
+func TestSessionShare(t *testing.T) {
+	if got := SessionShare(tenancy.Limits{}, NewView("a", nil), "acme"); got != -1 {
+		t.Fatalf("no cap: %d, want -1", got)
+	}
+	for _, total := range []int{1, 2, 7, 100} {
+		for n := 1; n <= 5; n++ {
+			ids := []string{"a", "b", "c", "d", "e"}[:n]
+			sum := 0
+			for _, id := range ids {
+				s := SessionShare(tenancy.Limits{MaxSessions: total}, NewView(id, ids), "acme")
+				if s < 0 || s > total/n+1 {
+					t.Fatalf("total %d, %d edges: share %d", total, n, s)
+				}
+				sum += s
+			}
+			if sum != total {
+				t.Fatalf("total %d, %d edges: shares sum to %d", total, n, sum)
+			}
+		}
+	}
+}

@@ -97,6 +97,17 @@ func TenantShare(lim tenancy.Limits, v *View, tenant string) Share {
 	return s
 }
 
+// SessionShare returns the edge's share of lim.MaxSessions, divided as
+// [TenantShare] divides MaxInFlight (the shares sum to it; one may be 0),
+// or -1 if lim sets no session cap.
+func SessionShare(lim tenancy.Limits, v *View, tenant string) int {
+	if lim.MaxSessions <= 0 {
+		return -1
+	}
+	n := v.N()
+	return split(lim.MaxSessions, n, slot(v.Rank, n, hashString(fnvOffset, tenant)))
+}
+
 // PrincipalBurst returns the edge's share of a principal's burst, divided
 // as [TenantShare] divides the tenant's (at least 1; the extra tokens
 // rotate with a hash of tenant and principal), or 0 if lim sets no

@@ -1,6 +1,7 @@
 package metrics
 
 import (
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -71,7 +72,7 @@ func NewEdge(reg prometheus.Registerer, o EdgeOptions) (*Edge, error) {
 		}, []string{"status", "reason"}),
 		limited: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: Namespace, Name: "limit_rejections_total",
-			Help: "Requests refused for a tenant or principal limit (-32069), by the limit exceeded.",
+			Help: "Requests refused for a tenant or principal limit (-32069), or by the edge's own caps (edge_sessions: 503; edge_connections: a connection refused), by the limit exceeded.",
 		}, []string{"limit"}),
 		limitedBy:  map[string]prometheus.Counter{},
 		maxTenants: o.TenantLabels,
@@ -84,7 +85,7 @@ func NewEdge(reg prometheus.Registerer, o EdgeOptions) (*Edge, error) {
 	e.busCells = make([]atomic.Pointer[cell], len(Methods))
 	// The limits' series exist from the start, at 0: a rate over them is
 	// 0, not absent, before the first refusal.
-	for _, l := range []string{"tenant_rate", "principal_rate", "in_flight"} {
+	for _, l := range limitNames {
 		e.limitedBy[l] = e.limited.WithLabelValues(l)
 	}
 	e.routeCache = prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -169,12 +170,14 @@ func (e *Edge) AuthRefusal(status int, reason string) {
 	e.authRefusals.WithLabelValues(strconv.Itoa(status), reason).Inc()
 }
 
-// Limited counts a request refused for limit (internal/limit's names:
-// tenant_rate, principal_rate, in_flight; any other is "other").
+// limitNames are the limit label's values: internal/limit's names, and
+// the edge's own caps (edge_sessions, edge_connections).
+var limitNames = []string{"tenant_rate", "principal_rate", "in_flight", "sessions", "edge_sessions", "edge_connections"}
+
+// Limited counts a request refused for limit (one of limitNames; any other
+// is "other"): a connection over the edge's cap counts as a request.
 func (e *Edge) Limited(limit string) {
-	switch limit {
-	case "tenant_rate", "principal_rate", "in_flight":
-	default:
+	if !slices.Contains(limitNames, limit) {
 		limit = "other"
 	}
 	e.limitedMu.Lock()

@@ -261,7 +261,7 @@ func CheckTenant(t *Tenant) error {
 	for _, n := range []struct {
 		name string
 		v    int
-	}{{"burst", l.Burst}, {"principal_burst", l.PrincipalBurst}, {"max_in_flight", l.MaxInFlight}} {
+	}{{"burst", l.Burst}, {"principal_burst", l.PrincipalBurst}, {"max_in_flight", l.MaxInFlight}, {"max_sessions", l.MaxSessions}} {
 		if n.v < 0 {
 			errs = append(errs, fmt.Errorf("limits.%s: must not be negative, got %d", n.name, n.v))
 		}

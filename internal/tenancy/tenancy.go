@@ -56,4 +56,8 @@ type Limits struct {
 	PrincipalRate  float64 `json:"principal_rate,omitempty" yaml:"principal_rate,omitempty" msgpack:"principal_rate,omitempty"`
 	PrincipalBurst int     `json:"principal_burst,omitempty" yaml:"principal_burst,omitempty" msgpack:"principal_burst,omitempty"`
 	MaxInFlight    int     `json:"max_in_flight,omitempty" yaml:"max_in_flight,omitempty" msgpack:"max_in_flight,omitempty"`
+	// MaxSessions caps the tenant's open stateful client sessions (2025-era
+	// streamable HTTP and legacy SSE) over the fleet of edges, each edge
+	// holding its share; 0: only the edges' own per-tenant cap.
+	MaxSessions int `json:"max_sessions,omitempty" yaml:"max_sessions,omitempty" msgpack:"max_sessions,omitempty"`
 }

@@ -8,6 +8,7 @@
 //	bench sweep [flags]     concurrency and federation sweep, with tables and plots
 //	bench scale [flags]     horizontal scaling: throughput vs upstream-workers in cluster mode
 //	bench bus [flags]       the floor of the NATS round trip a call makes, embedded or over TCP
+//	bench sessions [flags]  the edge's memory per idle session (multi-process)
 //	bench probe -url URL    exit 0 if an HTTP or NATS server answers at URL (container health checks)
 //
 // Run "bench <command> -h" for a command's flags.
@@ -27,6 +28,7 @@ commands:
   sweep     throughput and latency vs connections, direct and through the gateway
   scale     throughput vs upstream-workers (1, 2, 4) of a multi-process gateway
   bus       sequential NATS request-replies to an echo responder, in-process or over TCP (the bus floor)
+  sessions  the edge's resident memory holding 0 to -n idle sessions, multi-process
   probe     exit 0 if an HTTP (status < 500) or NATS server answers at -url (health checks)
 `
 
@@ -48,6 +50,8 @@ func main() {
 		os.Exit(runScale(args))
 	case "bus":
 		os.Exit(runBus(args))
+	case "sessions":
+		os.Exit(runSessions(args))
 	case "probe":
 		os.Exit(runProbe(args))
 	case "-h", "-help", "--help", "help":

@@ -37,7 +37,7 @@ key, a principal or a tenant's policy resolves to.
                  [--upstream NAME]... [--allow [KIND:]GLOB]... [--deny [KIND:]GLOB]...
                  [--default allow|deny] [--claim NAME=VALUE]... [--group GROUP]...
                  [--rate R] [--burst N] [--principal-rate R] [--principal-burst N]
-                 [--max-in-flight N] [--revision N]
+                 [--max-in-flight N] [--max-sessions N] [--revision N]
   tenant get     NAME            (prints YAML that tenant put --file takes)
   tenant list
   tenant delete  NAME            (deletes its API keys too)
@@ -270,13 +270,13 @@ func (f *listFlag) Set(s string) error { *f = append(*f, s); return nil }
 
 // tenantFlags are tenant put's flags.
 type tenantFlags struct {
-	name, file, def                    string
-	anonymous, allUpstreams            bool
-	upstreams, claims, groups          listFlag
-	rules                              []policy.Rule
-	rate, principalRate                float64
-	burst, principalBurst, maxInFlight int
-	revision                           uint64
+	name, file, def                                 string
+	anonymous, allUpstreams                         bool
+	upstreams, claims, groups                       listFlag
+	rules                                           []policy.Rule
+	rate, principalRate                             float64
+	burst, principalBurst, maxInFlight, maxSessions int
+	revision                                        uint64
 }
 
 func (tf *tenantFlags) register(fs *flag.FlagSet) {
@@ -295,6 +295,7 @@ func (tf *tenantFlags) register(fs *flag.FlagSet) {
 	fs.Float64Var(&tf.principalRate, "principal-rate", 0, "requests per second per principal (0: unlimited)")
 	fs.IntVar(&tf.principalBurst, "principal-burst", 0, "burst of the per-principal rate")
 	fs.IntVar(&tf.maxInFlight, "max-in-flight", 0, "concurrent calls of the tenant (0: unlimited)")
+	fs.IntVar(&tf.maxSessions, "max-sessions", 0, "open stateful sessions of the tenant over all edges (0: only each edge's own cap)")
 	fs.Uint64Var(&tf.revision, "revision", 0, "store only if the tenant's current revision is this (from tenant get)")
 }
 
@@ -354,6 +355,7 @@ func (tf *tenantFlags) build(fs *flag.FlagSet, stdin io.Reader) (tenancy.Tenant,
 		{"principal-rate", func() { l.PrincipalRate = tf.principalRate }},
 		{"principal-burst", func() { l.PrincipalBurst = tf.principalBurst }},
 		{"max-in-flight", func() { l.MaxInFlight = tf.maxInFlight }},
+		{"max-sessions", func() { l.MaxSessions = tf.maxSessions }},
 	} {
 		if set[o.flag] {
 			o.set()

@@ -103,7 +103,7 @@ func TestTenancyCLIEndToEnd(t *testing.T) {
 	if err := os.WriteFile(file, []byte(r.stdout), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	r = mustCLI(t, url, "", "tenant", "put", "--file", file, "--max-in-flight", "3", "--json")
+	r = mustCLI(t, url, "", "tenant", "put", "--file", file, "--max-in-flight", "3", "--max-sessions", "40", "--json")
 	var put tenancy.TenantPutReply
 	if err := json.Unmarshal([]byte(r.stdout), &put); err != nil {
 		t.Fatalf("put --json: %v\n%s", err, r.stdout)
@@ -122,7 +122,7 @@ func TestTenancyCLIEndToEnd(t *testing.T) {
 			},
 			Default: policy.Allow,
 		},
-		Limits: tenancy.Limits{Rate: 10, Burst: 20, MaxInFlight: 3},
+		Limits: tenancy.Limits{Rate: 10, Burst: 20, MaxInFlight: 3, MaxSessions: 40},
 	}
 	if diff := cmp.Diff(want, put.Tenant); diff != "" || put.Created {
 		t.Errorf("round-tripped tenant (created %v) (-want +got):\n%s", put.Created, diff)
