@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"slices"
 	"strings"
@@ -1015,15 +1016,24 @@ api_keys:
 				t.Errorf("Retry-After %q on a refusal", ra)
 			}
 		}
-		// A 2025-era session of the tenant gets the same refusal.
-		cs := connectKey(t, mcpURL, v2025, keys["RATED"], nil)
-		_, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "fixture__echo", Arguments: map[string]any{"text": "x"}})
-		var je *jsonrpc.Error
-		if !errors.As(err, &je) {
-			t.Fatalf("2025 session beyond the burst: %v", err)
+		// Opening a 2025-era session takes a token too: refused the
+		// same way, HTTP 429 with Retry-After, and no session.
+		req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, mcpURL, strings.NewReader(
+			`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"`+v2025+`","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Authorization", "Bearer "+keys["RATED"])
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
 		}
-		if d, ok := refusal(&rpcError{Code: je.Code, Message: je.Message, Data: je.Data}); !ok || d.Limit != "tenant_rate" {
-			t.Fatalf("2025 session beyond the burst: %v %s", je, je.Data)
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		var init struct{ Error *rpcError }
+		_ = json.Unmarshal(body, &init)
+		if d, ok := refusal(init.Error); resp.StatusCode != http.StatusTooManyRequests || resp.Header.Get("Retry-After") == "" ||
+			resp.Header.Get("Mcp-Session-Id") != "" || !ok || d.Limit != "tenant_rate" {
+			t.Fatalf("2025 session beyond the burst: HTTP %d %v %s", resp.StatusCode, resp.Header, body)
 		}
 		// Other tenants are not affected.
 		if a := callEcho(t, capped); len(a.result) == 0 {
