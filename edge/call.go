@@ -192,6 +192,7 @@ func (s *Service) forward(ctx context.Context, v *view, method, op, name string,
 		if cs := s.sessions.of(ss); cs != nil {
 			preq.Session = cs.id // a legacy SSE session has no SDK id
 			preq.ClientCaps = cs.caps
+			preq.Edge = cs.sessionEdge(s.cfg.ID)
 		}
 		if ip := ss.InitializeParams(); ip != nil {
 			preq.Protocol = ip.ProtocolVersion
@@ -371,7 +372,7 @@ func (s *Service) send(ctx context.Context, preq *proto.Request, op string, stam
 			k.Close()
 		}
 	}()
-	preq.ID = k.ID
+	preq.ID, k.From = k.ID, preq.Edge
 	rt := s.routeOf(preq, op)
 	if direct = rt.grant != nil; direct {
 		k.PlaceDirect(rt.worker)
@@ -503,7 +504,11 @@ func (s *Service) cancelAtWorker(k *bus.Call) {
 	if err != nil {
 		return
 	}
-	data, err := proto.Marshal(&proto.Cancel{Edge: s.cfg.ID, ID: k.ID})
+	from := k.From
+	if from == "" {
+		from = s.cfg.ID
+	}
+	data, err := proto.Marshal(&proto.Cancel{Edge: from, ID: k.ID})
 	if err == nil {
 		err = s.nc.Publish(string(subj), data)
 	}
@@ -555,6 +560,7 @@ func (s *Service) noteLevel(req mcp.Request) {
 	if cs := s.sessions.of(ss); cs != nil {
 		lv := string(p.Level)
 		cs.logLevel.Store(&lv)
+		s.storeLevel(cs, lv)
 	}
 }
 

@@ -18,6 +18,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/switchyard-mcp/switchyard/edge/internal/sessionstore"
 	"github.com/switchyard-mcp/switchyard/internal/audit"
 	"github.com/switchyard-mcp/switchyard/internal/bus"
 	"github.com/switchyard-mcp/switchyard/internal/jwtauth"
@@ -147,7 +148,9 @@ type Service struct {
 	ready atomic.Bool
 	addr  atomic.Pointer[string]
 
-	sessions       sessionTable          // stateful client sessions (fast path, idle timer)
+	sessions       sessionTable                       // stateful client sessions (fast path, idle timer)
+	store          atomic.Pointer[sessionstore.Store] // the sessions every edge shares (adopt.go); nil until open
+	adoptLocks     adoptLocks
 	bridged        suspensions           // 2026-era calls waiting for the client's input
 	subs           listens               // upstream subscriptions of 2026-era listen streams
 	events         *mcp.MemoryEventStore // SSE events kept for resumption (SEP-1699), SDK and fast path
@@ -314,7 +317,7 @@ func orNone(d time.Duration) time.Duration { return max(d, 0) }
 // Ready reports whether the edge is listening, has loaded the catalog and
 // the tenancy state, and is connected to NATS.
 func (s *Service) Ready() bool {
-	return s.ready.Load() && s.nc.IsConnected() && (s.watcher == nil || s.watcher.Ready()) && s.fleet.Ready()
+	return s.ready.Load() && s.nc.IsConnected() && (s.watcher == nil || s.watcher.Ready()) && s.fleet.Ready() && s.store.Load() != nil
 }
 
 // Addr is the address the edge listens on, once Run has bound it ("" before).
@@ -373,6 +376,7 @@ func (s *Service) Run(ctx context.Context) error {
 	run(func() { _ = s.presence.Run(ctx) })
 	run(func() { s.grants.dropOnReconnect(ctx, s.nc) })
 	run(func() { _ = bus.Watch(ctx, js, proto.BucketUpstreams, s.onUpstream) })
+	run(func() { s.runSessionStore(ctx, js) })
 	if s.watcher != nil {
 		run(func() { _ = s.watcher.Run(ctx) })
 	}

@@ -11,9 +11,11 @@ import (
 	"net/http"
 	"net/netip"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -34,6 +36,8 @@ type rig struct {
 	url  string
 	sid  string
 	next int
+	srv  *server.Server // its NATS server
+	stop func()         // stops the edge (once; also at cleanup)
 }
 
 func newRig(t *testing.T, router nats.MsgHandler) *rig {
@@ -51,6 +55,8 @@ type rigOpts struct {
 	log            *slog.Logger   // nil: discard
 	trustedProxies []netip.Prefix // besides loopback peers
 	cfg            func(*Config)  // last changes to the edge's Config
+	server         *server.Server // the NATS server to use (nil: a new one)
+	id             string         // the edge's id ("": edge-t)
 }
 
 // newRigWith is newRig with an edge configured by o (nil: the defaults).
@@ -58,7 +64,10 @@ func newRigWith(t testing.TB, router nats.MsgHandler, o *rigOpts) *rig {
 	if o == nil {
 		o = &rigOpts{}
 	}
-	s := provisiontest.Start(t)
+	s := o.server
+	if s == nil {
+		s = provisiontest.Start(t)
+	}
 	nc := natstest.Connect(t, s)
 	js, _ := jetstream.New(nc)
 	kv, err := bus.Bucket(t.Context(), js, proto.BucketUpstreams)
@@ -74,7 +83,11 @@ func newRigWith(t testing.TB, router nats.MsgHandler, o *rigOpts) *rig {
 			t.Fatal(err)
 		}
 	}
-	cfg := Config{ID: "edge-t", Listen: "127.0.0.1:0", JSONResponse: !o.sse, CallTimeout: 5 * time.Second,
+	edgeID := o.id
+	if edgeID == "" {
+		edgeID = "edge-t"
+	}
+	cfg := Config{ID: edgeID, Listen: "127.0.0.1:0", JSONResponse: !o.sse, CallTimeout: 5 * time.Second,
 		MaxRequestBodyBytes: 64 << 10, SessionTimeout: o.sessionTimeout, Tenancy: o.tenancy, Auth: o.auth, Audit: o.audit, TrustedProxies: o.trustedProxies}
 	if cfg.Tenancy == nil {
 		cfg.Tenancy = tenancy.Static{Snap: tenancy.NewSnapshot(config.DefaultTenants(), nil)}
@@ -90,14 +103,18 @@ func newRigWith(t testing.TB, router nats.MsgHandler, o *rigOpts) *rig {
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)
 	go func() { done <- e.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case <-done:
-		case <-time.After(10 * time.Second):
-			t.Error("edge did not stop")
-		}
-	})
+	var once sync.Once
+	stop := func() {
+		once.Do(func() {
+			cancel()
+			select {
+			case <-done:
+			case <-time.After(10 * time.Second):
+				t.Error("edge did not stop")
+			}
+		})
+	}
+	t.Cleanup(stop)
 	deadline := time.Now().Add(5 * time.Second)
 	for !e.Ready() || e.Addr() == "" {
 		if time.Now().After(deadline) {
@@ -109,7 +126,7 @@ func newRigWith(t testing.TB, router nats.MsgHandler, o *rigOpts) *rig {
 		case <-time.After(10 * time.Millisecond):
 		}
 	}
-	return &rig{t: t, nc: nc, e: e, url: "http://" + e.Addr() + "/mcp"}
+	return &rig{t: t, nc: nc, e: e, url: "http://" + e.Addr() + "/mcp", srv: s, stop: stop}
 }
 
 // post sends one JSON-RPC message and returns the status and body.

@@ -158,6 +158,9 @@ func (s *Service) runFast(w http.ResponseWriter, r *http.Request, v *view, fc *f
 	ctx, cancel := context.WithCancel(parent)
 	defer cancel()
 	preq := proto.Request{Method: m.Method, Tenant: v.tenant, Edge: s.cfg.ID, View: v.name, Protocol: fc.protocol, Params: m.Params}
+	if fc.session != nil {
+		preq.Edge = fc.session.sessionEdge(s.cfg.ID)
+	}
 	var user string
 	if id := identityOf(r.Context()); id != nil {
 		preq.Principal, preq.Issuer, user = id.principal, id.issuer, id.user

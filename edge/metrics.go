@@ -194,6 +194,7 @@ func (s *Service) Checks() []admin.Check {
 		admin.OK("nats", s.nc.IsConnected(), "not connected"),
 		admin.OK("listener", s.Addr() != "", "not listening"),
 		admin.OK("catalog", s.ready.Load(), "upstream catalog not loaded"),
+		admin.OK("sessions", s.store.Load() != nil, "session store (KV "+proto.BucketSessions+") not open"),
 	}
 	if s.watcher != nil {
 		c := admin.OK("tenancy", s.watcher.Ready(), "tenancy snapshot not loaded")

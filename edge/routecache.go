@@ -166,7 +166,7 @@ func (s *Service) routeOf(preq *proto.Request, op string) callRoute {
 	g, gen := c.get(rt.key, time.Now())
 	rt.gen = gen
 	if g != nil {
-		i := c.place(g, s.cfg.ID, preq.Session)
+		i := c.place(g, preq.Edge, preq.Session)
 		if w := g.workers[i]; s.presence.Gone(w) || s.presence.Draining(w) {
 			c.drop(rt.key, g)
 		} else {

@@ -37,7 +37,27 @@ type clientSession struct {
 	asks     sync.WaitGroup                // session-level relayed requests in flight
 	aliased  aliases                       // ids the SDK could not echo, in flight
 	logLevel atomic.Pointer[string]        // the level of the client's last logging/setLevel
-	gone     func(id string)               // told when the session ends
+	gone     func(cs *clientSession)       // told when the session ends
+
+	// origin is the edge that created the session ("": this one): its
+	// requests go out under that edge's name (proto.SessionRecord.Origin).
+	origin string
+	// stored is when this edge last wrote the session's record (Unix ms;
+	// 0: never, e.g. a legacy SSE session, which has none).
+	stored atomic.Int64
+	// dropOnly marks an end that is this edge's copy only (another edge
+	// ended the session, or serves it now): no record deleted, no
+	// session_closed published.
+	dropOnly atomic.Bool
+}
+
+// sessionEdge is the edge name the session's requests carry: its origin,
+// or self for a session this edge created.
+func (cs *clientSession) sessionEdge(self string) string {
+	if cs.origin != "" {
+		return cs.origin
+	}
+	return self
 }
 
 // sessionTable holds the edge's stateful client sessions by session id,
@@ -139,15 +159,17 @@ func (t *sessionTable) get(id string) *clientSession {
 }
 
 // add tracks ss under id from its initialize on; the entry goes when the
-// session ends, and gone is called then. A timeout > 0 closes the session
-// after that long without a POST. slot is the token of the reservation
-// ([sessionTable.reserve]) whose place the session takes ("" or unknown:
-// it counts on its own).
-func (t *sessionTable) add(ss *mcp.ServerSession, id, view, tenant, owner, protocol, slot string, timeout time.Duration, gone func(id string)) {
-	cs := &clientSession{id: id, ss: ss, view: view, tenant: tenant, owner: owner, protocol: protocol, timeout: timeout,
+// session ends, and gone is called then. A timeout > 0 calls idle after
+// that long without a POST (which closes the session, or this edge's copy
+// of it). slot is the token of the reservation ([sessionTable.reserve])
+// whose place the session takes ("" or unknown: it counts on its own);
+// origin the edge that created the session ("": this one).
+func (t *sessionTable) add(ss *mcp.ServerSession, id, view, tenant, owner, protocol, origin, slot string, timeout time.Duration,
+	idle func(cs *clientSession), gone func(cs *clientSession)) *clientSession {
+	cs := &clientSession{id: id, ss: ss, view: view, tenant: tenant, owner: owner, protocol: protocol, origin: origin, timeout: timeout,
 		inflight: map[string]context.CancelFunc{}, relayed: map[string]string{}}
 	if timeout > 0 {
-		cs.timer = time.AfterFunc(timeout, func() { _ = ss.Close() })
+		cs.timer = time.AfterFunc(timeout, func() { idle(cs) })
 	}
 	t.mu.Lock()
 	if t.m == nil {
@@ -179,6 +201,7 @@ func (t *sessionTable) add(ss *mcp.ServerSession, id, view, tenant, owner, proto
 			t.end(cs)
 		}()
 	}
+	return cs
 }
 
 // ended is called when the streamable session id has ended (its
@@ -210,7 +233,7 @@ func (t *sessionTable) end(cs *clientSession) {
 		cancel() // the session is over: so are its calls
 	}
 	cs.mu.Unlock()
-	cs.gone(cs.id)
+	cs.gone(cs)
 }
 
 // sessionEvents is the SDK's event store for the edge's streamable

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -42,6 +43,13 @@ type view struct {
 	mu      sync.Mutex
 	markers map[string]string // guarded by mu: list kind -> its registered marker
 	rev     int               // guarded by mu
+
+	// newIDs is held (read) by every request that may make the SDK create
+	// a session, and (write) by an adoption while adoptID names the
+	// session id it recreates: GetSessionID then returns adoptID, and no
+	// other session can be created meanwhile (adopt.go).
+	newIDs  sync.RWMutex
+	adoptID atomic.Pointer[string]
 }
 
 // newView builds the SDK server of a view. Every forwarded method is
@@ -52,8 +60,13 @@ type view struct {
 func (s *Service) newView(tenant, name string) *view {
 	v := &view{tenant: tenant, name: name, key: viewKey(tenant, name), markers: map[string]string{}}
 	v.server = mcp.NewServer(s.impl, &mcp.ServerOptions{
-		Logger:             s.sdkLog,
-		GetSessionID:       func() string { return s.cfg.ID + "-" + bus.RandomToken(15) },
+		Logger: s.sdkLog,
+		GetSessionID: func() string {
+			if id := v.adoptID.Load(); id != nil {
+				return *id
+			}
+			return s.cfg.ID + "-" + bus.RandomToken(15)
+		},
 		InitializedHandler: s.onInitialized,
 		Capabilities:       viewCapabilities(),
 		// Only 2026-era subscriptions/listen streams reach these: the
@@ -239,7 +252,8 @@ func cleanPath(p string) string {
 // federated view). An upstream the tenant does not see is answered
 // exactly as one the catalog does not have.
 func (s *Service) endpoint(w http.ResponseWriter, r *http.Request, upstream string, sse bool) {
-	r.Header.Del(hdrSessionSlot) // the edge's own (sessioncap.go), never a client's
+	r.Header.Del(hdrSessionSlot) // the edge's own (sessioncap.go, adopt.go), never a client's
+	r.Header.Del(hdrAdopt)
 	if !originOK(r) {
 		http.Error(w, "Forbidden: invalid Origin header", http.StatusForbidden)
 		return
@@ -292,6 +306,10 @@ func (s *Service) tenantView(tenant, name string) *view {
 // serve answers one request of view v: precheck, then the fast path, then
 // the SDK. Every POST of a tracked session holds its idle timer.
 func (s *Service) serve(w http.ResponseWriter, r *http.Request, v *view) {
+	sid := r.Header.Get("Mcp-Session-Id")
+	if sid != "" && r.Header.Get("Mcp-Protocol-Version") < protocol2026 && s.sessions.get(sid) == nil {
+		s.adopt(r, v, sid) // another edge's session: served here from now on (adopt.go)
+	}
 	if !s.sessionMatches(r, v) {
 		// Another view's or another caller's session reads as no session
 		// at all, so its existence does not leak.
@@ -306,6 +324,7 @@ func (s *Service) serve(w http.ResponseWriter, r *http.Request, v *view) {
 		sid := r.Header.Get("Mcp-Session-Id")
 		if cs := s.sessions.get(sid); cs != nil {
 			defer cs.startPOST()()
+			s.touch(cs)
 		} else if sid == "" && m != nil && m.Method == "initialize" && r.Header.Get("Mcp-Protocol-Version") < protocol2026 {
 			release, ok := s.admitSession(w, r, v, m.ID)
 			if !ok {
@@ -332,6 +351,12 @@ func (s *Service) serve(w http.ResponseWriter, r *http.Request, v *view) {
 	defer done()
 	w, audited := s.watchSDK(w, r, v, m)
 	defer audited()
+	if r.Method == http.MethodPost && sid == "" {
+		// The SDK may create a session: not while an adoption names the
+		// next session id (view.newIDs).
+		v.newIDs.RLock()
+		defer v.newIDs.RUnlock()
+	}
 	// Outermost: the audit and the metrics see the rewritten error too.
 	v.ServeHTTP(&sdkErrorWriter{ResponseWriter: w}, r)
 }
@@ -381,12 +406,18 @@ func (s *Service) onInitialize(v *view, req mcp.Request, res mcp.Result) {
 	if ex := req.GetExtra(); ex != nil && ex.TokenInfo != nil {
 		owner = ex.TokenInfo.UserID
 	}
-	slot := ""
+	slot, origin := "", ""
 	if ex := req.GetExtra(); ex != nil && ex.Header != nil {
 		slot = ex.Header.Get(hdrSessionSlot)
+		origin = ex.Header.Get(hdrAdopt) // an adoption's replay (adopt.go)
 	}
-	s.sessions.add(ss, id, v.key, v.tenant, owner, ir.ProtocolVersion, slot, timeout, s.publishSessionClosed)
-	if cs := s.sessions.get(id); cs != nil {
+	cs := s.sessions.add(ss, id, v.key, v.tenant, owner, ir.ProtocolVersion, origin, slot, timeout, s.sessionIdle, s.sessionEnded)
+	if !legacy && origin == "" {
+		// Adoptable by any edge from the moment the initialize is
+		// answered: the record is stored before (adopt.go).
+		s.storeNew(v, cs, ss)
+	}
+	if cs != nil {
 		if ip := ss.InitializeParams(); ip != nil && ip.Capabilities != nil {
 			caps := ip.Capabilities
 			if legacy && caps.Extensions[tasksExtension] != nil {
@@ -425,11 +456,15 @@ func (s *Service) onInitialized(_ context.Context, req *mcp.InitializedRequest) 
 	}
 }
 
-func (s *Service) publishSessionClosed(id string) {
+func (s *Service) publishSessionClosed(id string) { s.publishClosed(s.cfg.ID, id) }
+
+// publishClosed tells the workers (and the other edges) that session id,
+// whose requests carried edge (its origin), ended.
+func (s *Service) publishClosed(edge, id string) {
 	subj, err := proto.EvtSessionClosedSubject(s.cfg.ID)
 	if err == nil {
 		var data []byte
-		data, err = proto.Marshal(&proto.SessionClosed{Edge: s.cfg.ID, Session: id})
+		data, err = proto.Marshal(&proto.SessionClosed{Edge: edge, Session: id})
 		if err == nil {
 			err = s.nc.Publish(subj, data)
 		}

@@ -228,8 +228,8 @@ func AccessTable(p AccessParams) []Access {
 			Sub: []string{SubjEvtListChangedAll}, Why: "send clients list_changed"},
 		{Resource: Prefix + "evt.session_closed.<edge>", Verb: "publish", Who: ids(IdentityEdge),
 			Pub: []string{Prefix + "evt.session_closed.*"}, Why: "a client session ended"},
-		{Resource: Prefix + "evt.session_closed.<edge>", Verb: "subscribe", Who: ids(IdentityWorker),
-			Sub: []string{SubjEvtSessionClosedAll}, Why: "close the upstream sessions held for it"},
+		{Resource: Prefix + "evt.session_closed.<edge>", Verb: "subscribe", Who: ids(IdentityEdge, IdentityWorker),
+			Sub: []string{SubjEvtSessionClosedAll}, Why: "close the upstream sessions held for it (worker); drop a copy of a session another edge served (edge)"},
 		{Resource: SubjEvtRoutes, Verb: "publish", Who: ids(IdentityRouter),
 			Pub: []string{SubjEvtRoutes}, Why: "route grants are void"},
 		{Resource: SubjEvtRoutes, Verb: "subscribe", Who: ids(IdentityEdge),
@@ -306,6 +306,10 @@ func AccessTable(p AccessParams) []Access {
 			Pub: kvWrite(BucketEdges), Why: "an edge's liveness, for fleet-wide limit shares"},
 		{Resource: "KV " + BucketEdges, Verb: "watch", Who: ids(IdentityEdge),
 			Pub: kvWatch(BucketEdges), Why: "the live edges"},
+		{Resource: "KV " + BucketSessions, Verb: "write", Who: ids(IdentityEdge),
+			Pub: kvWrite(BucketSessions), Why: "the stateful client sessions an edge creates, changes and ends"},
+		{Resource: "KV " + BucketSessions, Verb: "get", Who: ids(IdentityEdge),
+			Pub: kvGet(BucketSessions), Why: "adopt a session another edge created"},
 
 		// Streams.
 		{Resource: "streams", Verb: "create", Who: ids(IdentityTenancy, IdentityAdmin),

@@ -56,6 +56,7 @@
 //	switchyard_tenancy_seeded  what tenancy-svc seeded from its config file
 //	switchyard_keys            the fleet's secrets: [KeyTasks], [KeyGrants]
 //	switchyard_edges           key <edge>: the live edges (limit shares)
+//	switchyard_sessions        key <session id>: SessionRecord (any edge serves any session)
 //
 // tenancy-svc creates every bucket and the audit stream; no other role
 // creates or changes one (internal/provision).

@@ -222,6 +222,36 @@ type ListSet struct {
 	Notified int64 `msgpack:"x,omitempty"`
 }
 
+// SessionRecord is a stateful (2025-era streamable HTTP) client session as
+// the edges share it (KV bucket [BucketSessions], key ID): what an edge
+// needs to serve the session's requests without the client initializing
+// again. The edge that creates the session puts it before answering the
+// initialize; any edge reads it to adopt the session.
+type SessionRecord struct {
+	ID string `msgpack:"i"`
+	// Origin is the edge that created the session: requests of the
+	// session carry it as Request.Origin wherever they are served, so that
+	// workers keep one upstream session for it and task ids keep opening.
+	Origin string `msgpack:"o"`
+	// Tenant and View name the view the session belongs to ("" for the
+	// federated one); Owner is the identity's user that created it ("":
+	// anonymous). Another view or caller reads the session as not found.
+	Tenant string `msgpack:"t"`
+	View   string `msgpack:"v,omitempty"`
+	Owner  string `msgpack:"u,omitempty"`
+	// Protocol is the negotiated protocol version; Init the client's
+	// initialize params as JSON (capabilities, clientInfo).
+	Protocol string `msgpack:"p"`
+	Init     []byte `msgpack:"c"`
+	// LogLevel is the level of the client's last logging/setLevel ("":
+	// none yet).
+	LogLevel string `msgpack:"l,omitempty"`
+	// Active is when the session was last used, Unix milliseconds: an edge
+	// refreshes it while the session is in use, at most every quarter of
+	// its idle timeout.
+	Active int64 `msgpack:"a"`
+}
+
 // SessionClosed tells workers that a client session ended, so they close
 // the upstream sessions they hold for it.
 type SessionClosed struct {

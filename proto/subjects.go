@@ -73,6 +73,10 @@ const (
 	// BucketEdges lists the live edges (key: edge id), for fleet-wide
 	// limit shares. Written and read by edges.
 	BucketEdges = "switchyard_edges"
+	// BucketSessions holds the stateful client sessions (key: session id;
+	// value [SessionRecord]), so that any edge serves any session and a
+	// session outlives its edge. Written and read by edges.
+	BucketSessions = "switchyard_sessions"
 	// DefaultAuditStream is the audit trail's JetStream stream unless the
 	// config names another (audit.stream).
 	DefaultAuditStream = "SWITCHYARD_AUDIT"
@@ -82,7 +86,7 @@ const (
 func KVStream(b string) string { return "KV_" + b }
 
 // Buckets is every KV bucket of a deployment.
-var Buckets = []string{BucketUpstreams, BucketLists, BucketTenants, BucketAPIKeys, BucketTenancySeeded, BucketKeys, BucketEdges}
+var Buckets = []string{BucketUpstreams, BucketLists, BucketTenants, BucketAPIKeys, BucketTenancySeeded, BucketKeys, BucketEdges, BucketSessions}
 
 // ListKey is the key of an upstream's list of kind in [BucketLists]:
 // "<upstream>.<kind>".

@@ -2,6 +2,8 @@ package bus
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/binary"
 	"errors"
 	"strconv"
 	"sync"
@@ -41,7 +43,15 @@ func NewCaller(nc *nats.Conn, maxResult int) *Caller {
 	if maxResult <= 0 {
 		maxResult = 64 << 20
 	}
-	return &Caller{nc: nc, prefix: nc.NewInbox() + ".", maxResult: maxResult, pending: map[uint64]*Call{}}
+	c := &Caller{nc: nc, prefix: nc.NewInbox() + ".", maxResult: maxResult, pending: map[uint64]*Call{}}
+	// Call ids start at a random point: a worker keys calls by (edge,
+	// id), and an edge serving another edge's session sends its calls
+	// under that edge's name (proto.SessionRecord.Origin), so two edges'
+	// ids must not meet.
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	c.seq.Store(binary.LittleEndian.Uint64(b[:]) >> 2)
+	return c
 }
 
 // Start subscribes the inbox.
@@ -74,7 +84,10 @@ func (c *Caller) Stop(err *proto.Error) {
 // Call is one pending request. Create it with [Caller.New], publish with
 // its [Call.Reply] subject, [Call.Wait], then [Call.Close].
 type Call struct {
-	ID    uint64
+	ID uint64
+	// From is the Request.Edge the call was sent with, which its Cancel
+	// must carry (workers key calls by it and ID); the caller sets it.
+	From  string
 	c     *Caller
 	reply string
 	done  chan struct{}

@@ -245,7 +245,7 @@ func TestAccessAttacks(t *testing.T) {
 		{"send calls as an edge", false, proto.Prefix + "route.acme.tools_call", []proto.Identity{proto.IdentityEdge}},
 		{"answer into an edge's inbox", false, proto.IdentityEdge.InboxPrefix() + ".abc.1", []proto.Identity{proto.IdentityRouter, proto.IdentityWorker}},
 		{"read the upstream messages of a session", true, proto.Prefix + "edge.e1.msg", []proto.Identity{proto.IdentityEdge}},
-		{"watch session ends", true, proto.Prefix + "evt.session_closed.e1", []proto.Identity{proto.IdentityWorker}},
+		{"watch session ends", true, proto.Prefix + "evt.session_closed.e1", []proto.Identity{proto.IdentityEdge, proto.IdentityWorker}},
 	}
 	probers := map[proto.Identity]*prober{}
 	for _, id := range proto.Identities {

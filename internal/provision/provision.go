@@ -34,6 +34,12 @@ const SecretBytes = 32
 // the bucket's TTL is [proto.HeartbeatMisses] of them.
 const EdgeHeartbeat = time.Second
 
+// SessionRecordTTL is how long a record of [proto.BucketSessions] lives
+// without a write: an edge rewrites a session's record while it is in use
+// (its Active time), so only records of sessions left by a dead edge
+// reach it.
+const SessionRecordTTL = 24 * time.Hour
+
 // Plan is what a deployment needs on its NATS server.
 type Plan struct {
 	KV      []jetstream.KeyValueConfig
@@ -61,6 +67,17 @@ func Buckets() []jetstream.KeyValueConfig {
 		kv(proto.BucketAPIKeys, "Switchyard: API key records, hashes only (tenancy-svc)", 256<<20, 64<<10),
 		kv(proto.BucketTenancySeeded, "Switchyard: what tenancy-svc seeded from its config", 64<<20, 1<<10),
 		kv(proto.BucketKeys, "Switchyard: keys shared by the fleet (task id sealing, route grant MACs)", 1<<20, 1<<10),
+		{
+			Bucket:      proto.BucketSessions,
+			Description: "Switchyard: stateful client sessions, for any edge to serve (edges)",
+			History:     1,
+			// Records of sessions that ended without their edge (an edge
+			// that died) go after a day without use; an edge deletes the
+			// others when they end.
+			TTL:          SessionRecordTTL,
+			MaxBytes:     1 << 30,
+			MaxValueSize: 64 << 10,
+		},
 		{
 			Bucket:       proto.BucketEdges,
 			Description:  "switchyard: live edges, for fleet-wide limit shares",

@@ -1,0 +1,324 @@
+package edge
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/switchyard-mcp/switchyard/edge/internal/sessionstore"
+	"github.com/switchyard-mcp/switchyard/internal/bus"
+	"github.com/switchyard-mcp/switchyard/proto"
+)
+
+// Any edge serves any stateful (2025-era streamable HTTP) session, and a
+// session outlives the edge that created it (docs/architecture.md,
+// "Sessions"):
+//
+//   - the edge that creates a session stores its record (the client's
+//     initialize params, the negotiated version, the view and owner) in
+//     the KV bucket switchyard_sessions before answering the initialize
+//     (storeNew), and keeps it current: the log level (storeLevel), and
+//     while the session is in use, its last activity (touch);
+//   - an edge that receives a request for a session it does not hold reads
+//     the record and adopts the session (adopt): it recreates the SDK
+//     session under the same id by replaying the initialize and
+//     notifications/initialized into its own SDK handler, so the client
+//     goes on without initializing again;
+//   - the session's requests carry its origin edge's name wherever they
+//     are served, so workers keep its upstream sessions and task ids keep
+//     opening;
+//   - a session ends once for all: DELETE or the idle timeout on any edge
+//     deletes the record and publishes session_closed, on which the other
+//     edges drop their copies. An edge whose copy is idle while another
+//     edge serves the session (the record's activity is recent) drops its
+//     copy only.
+
+// hdrAdopt marks the replayed initialize of an adoption (its value is the
+// record's origin), for onInitialize. The edge deletes it from every
+// request a client sends.
+const hdrAdopt = "Switchyard-Adopt"
+
+// storeTimeout bounds one session record read or write.
+const storeTimeout = 2 * time.Second
+
+// runSessionStore opens the session store, retrying until it exists (a
+// tenancy-svc creates it) or ctx ends, then drops this edge's copy of every
+// session another edge ends. The edge is not ready before the store is
+// open.
+func (s *Service) runSessionStore(ctx context.Context, js jetstream.JetStream) {
+	backoff, logged := 100*time.Millisecond, false
+	for {
+		st, err := sessionstore.Open(ctx, js)
+		if err == nil {
+			s.store.Store(st)
+			break
+		}
+		if !logged {
+			s.log.Info("session store not open yet", proto.LogErr, err)
+			logged = true
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(backoff):
+		}
+		backoff = min(backoff*2, 2*time.Second)
+	}
+	sub, err := s.nc.Subscribe(proto.SubjEvtSessionClosedAll, bus.Guard(proto.SubjEvtSessionClosedAll, s.onSessionClosed))
+	if err != nil {
+		s.log.Error("session_closed not subscribed", proto.LogErr, err)
+		return
+	}
+	<-ctx.Done()
+	_ = sub.Unsubscribe()
+}
+
+// onSessionClosed drops this edge's copy of a session that ended (on
+// another edge: this edge removes its own sessions before it publishes).
+func (s *Service) onSessionClosed(m *nats.Msg) {
+	var ev proto.SessionClosed
+	if proto.Unmarshal(m.Data, &ev) != nil {
+		return
+	}
+	if cs := s.sessions.get(ev.Session); cs != nil && cs.ss != nil {
+		cs.dropOnly.Store(true)
+		_ = cs.ss.Close()
+	}
+}
+
+// sessionRecord is the session record of cs, created on this edge in view v.
+func (s *Service) sessionRecord(v *view, cs *clientSession, init []byte) *proto.SessionRecord {
+	rec := &proto.SessionRecord{ID: cs.id, Origin: cs.sessionEdge(s.cfg.ID), Tenant: v.tenant, View: v.name,
+		Owner: cs.owner, Protocol: cs.protocol, Init: init, LogLevel: cs.level(), Active: time.Now().UnixMilli()}
+	return rec
+}
+
+// storeNew stores the record of cs, just created on this edge by
+// initialize params ip, before its initialize is answered. Without a store
+// (not open yet) or on error the session is this edge's only.
+func (s *Service) storeNew(v *view, cs *clientSession, ss *mcp.ServerSession) {
+	st := s.store.Load()
+	if st == nil || cs == nil {
+		return
+	}
+	init, err := initJSON(ss.InitializeParams())
+	if err != nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
+	defer cancel()
+	rec := s.sessionRecord(v, cs, init)
+	if err := st.Put(ctx, rec); err != nil {
+		s.log.Warn("session record not stored", proto.LogSession, cs.id, proto.LogErr, err)
+		return
+	}
+	cs.stored.Store(rec.Active)
+}
+
+// initJSON encodes initialize params for a record, with the capabilities
+// as the client sent them (capsJSON): a replay then declares the same.
+func initJSON(ip *mcp.InitializeParams) ([]byte, error) {
+	b, err := json.Marshal(ip)
+	if err != nil || ip == nil || ip.Capabilities == nil {
+		return b, err
+	}
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, err
+	}
+	m["capabilities"] = capsJSON(ip.Capabilities)
+	return json.Marshal(m)
+}
+
+// update rewrites cs's record with change applied; false if there is none
+// (the session has no record, or the store is not open).
+func (s *Service) update(cs *clientSession, change func(*proto.SessionRecord)) bool {
+	st := s.store.Load()
+	if st == nil || cs.stored.Load() == 0 {
+		return false
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
+	defer cancel()
+	rec, err := st.Get(ctx, cs.id)
+	if err != nil {
+		return false
+	}
+	change(rec)
+	rec.Active = time.Now().UnixMilli()
+	if err := st.Put(ctx, rec); err != nil {
+		s.log.Warn("session record not stored", proto.LogSession, cs.id, proto.LogErr, err)
+		return false
+	}
+	cs.stored.Store(rec.Active)
+	return true
+}
+
+// storeLevel records the session's new log level, for the edges that
+// adopt it later.
+func (s *Service) storeLevel(cs *clientSession, level string) {
+	s.update(cs, func(r *proto.SessionRecord) { r.LogLevel = level })
+}
+
+// touch records that cs is in use, at most every quarter of its idle
+// timeout, in the background: the edges holding an idle copy of it keep
+// the session alive while this one serves it (sessionIdle).
+func (s *Service) touch(cs *clientSession) {
+	last := cs.stored.Load()
+	if last == 0 || cs.timeout <= 0 {
+		return
+	}
+	now := time.Now().UnixMilli()
+	if time.Duration(now-last)*time.Millisecond < cs.timeout/4 || !cs.stored.CompareAndSwap(last, now) {
+		return
+	}
+	go s.update(cs, func(*proto.SessionRecord) {})
+}
+
+// sessionIdle is called when cs had no request on this edge for its idle
+// timeout: the session ends, unless another edge used it within that time
+// (its record says so), in which case this edge drops its copy only.
+func (s *Service) sessionIdle(cs *clientSession) {
+	if st := s.store.Load(); st != nil && cs.stored.Load() != 0 {
+		ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
+		rec, err := st.Get(ctx, cs.id)
+		cancel()
+		if err == nil && time.Since(time.UnixMilli(rec.Active)) < cs.timeout {
+			cs.dropOnly.Store(true)
+		}
+	}
+	_ = cs.ss.Close()
+}
+
+// sessionEnded is told when cs ended on this edge: unless only this edge's
+// copy went, its record is deleted and the workers (and the other edges)
+// are told.
+func (s *Service) sessionEnded(cs *clientSession) {
+	if cs.dropOnly.Load() {
+		return
+	}
+	if st := s.store.Load(); st != nil && cs.stored.Load() != 0 {
+		ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
+		if err := st.Delete(ctx, cs.id); err != nil {
+			s.log.Warn("session record not deleted", proto.LogSession, cs.id, proto.LogErr, err)
+		}
+		cancel()
+	}
+	s.publishClosed(cs.sessionEdge(s.cfg.ID), cs.id)
+}
+
+// adoptLocks serialize the adoptions of one session id (a client's GET and
+// POST may arrive at once): an id takes the lock its hash picks.
+type adoptLocks [64]sync.Mutex
+
+func (l *adoptLocks) of(sid string) *sync.Mutex {
+	h := uint32(2166136261)
+	for i := 0; i < len(sid); i++ {
+		h = (h ^ uint32(sid[i])) * 16777619
+	}
+	return &l[h%uint32(len(l))]
+}
+
+// adopt makes the session sid, which this edge does not hold, this edge's
+// if its record exists and belongs to v and to r's caller, by replaying
+// its initialize into v's SDK handler under the same id. It reports
+// whether the session is held now; when not, the request goes on and is
+// answered as a session not found.
+func (s *Service) adopt(r *http.Request, v *view, sid string) bool {
+	st := s.store.Load()
+	if st == nil || !sessionstore.ValidID(sid) {
+		return false
+	}
+	mu := s.adoptLocks.of(sid)
+	mu.Lock()
+	defer mu.Unlock()
+	if s.sessions.get(sid) != nil {
+		return true // adopted by a concurrent request
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), storeTimeout)
+	rec, err := st.Get(ctx, sid)
+	cancel()
+	if err != nil {
+		if !errors.Is(err, sessionstore.ErrNotFound) {
+			s.log.Warn("session record not read", proto.LogSession, sid, proto.LogErr, err)
+		}
+		return false
+	}
+	user := ""
+	if id := identityOf(r.Context()); id != nil {
+		user = id.user
+	}
+	if rec.Tenant != v.tenant || rec.View != v.name || rec.Owner != user {
+		return false // another view's or caller's session reads as none
+	}
+	if to := s.cfg.SessionTimeout; to > 0 && time.Since(time.UnixMilli(rec.Active)) > to {
+		return false // idle past the timeout: over (its edge died before ending it)
+	}
+	release, token, which := s.sessions.reserve(v.tenant, s.cfg.MaxSessions, s.cfg.MaxTenantSessions)
+	if which != capNone {
+		return false
+	}
+	defer release()
+
+	// The replayed requests carry the client's identity (the SDK binds the
+	// session to its user) and this request's context values.
+	post := func(body string, hdr http.Header) *httptest.ResponseRecorder {
+		req := r.Clone(context.WithoutCancel(r.Context()))
+		req.Method, req.Body, req.ContentLength = http.MethodPost, http.NoBody, int64(len(body))
+		req.Body = readCloser{strings.NewReader(body)}
+		req.Header = hdr
+		w := httptest.NewRecorder()
+		v.ServeHTTP(w, req)
+		return w
+	}
+	base := http.Header{"Content-Type": {"application/json"}, "Accept": {"application/json, text/event-stream"}}
+	if a := r.Header.Get("Authorization"); a != "" {
+		base.Set("Authorization", a)
+	}
+	init := base.Clone()
+	init.Set(hdrSessionSlot, token)
+	init.Set(hdrAdopt, rec.Origin)
+	body := `{"jsonrpc":"2.0","id":"adopt","method":"initialize","params":` + string(rec.Init) + `}`
+	v.newIDs.Lock()
+	v.adoptID.Store(&sid)
+	w := post(body, init)
+	v.adoptID.Store(nil)
+	v.newIDs.Unlock()
+	if w.Code != http.StatusOK || w.Header().Get("Mcp-Session-Id") != sid {
+		s.log.Warn("session not adopted", proto.LogSession, sid, "status", w.Code)
+		return false
+	}
+	cs := s.sessions.get(sid)
+	if cs == nil {
+		return false
+	}
+	if rec.LogLevel != "" {
+		lv := rec.LogLevel
+		cs.logLevel.Store(&lv)
+	}
+	cs.stored.Store(time.Now().UnixMilli())
+	done := base.Clone()
+	done.Set("Mcp-Session-Id", sid)
+	done.Set("Mcp-Protocol-Version", rec.Protocol)
+	if w := post(`{"jsonrpc":"2.0","method":"notifications/initialized"}`, done); w.Code != http.StatusAccepted {
+		s.log.Warn("session not adopted", proto.LogSession, sid, "status", w.Code)
+		cs.dropOnly.Store(true)
+		_ = cs.ss.Close()
+		return false
+	}
+	s.log.Info("session adopted", proto.LogSession, sid, "origin", rec.Origin)
+	return true
+}
+
+// readCloser is a strings.Reader as a request body.
+type readCloser struct{ *strings.Reader }
+
+func (readCloser) Close() error { return nil }

@@ -1,0 +1,233 @@
+package edge
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/switchyard-mcp/switchyard/edge/internal/sessionstore"
+	"github.com/switchyard-mcp/switchyard/proto"
+)
+
+// seen records what the fake router was sent.
+type seen struct {
+	mu   sync.Mutex
+	reqs []proto.Request
+}
+
+func (s *seen) last(method string) (proto.Request, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i := len(s.reqs) - 1; i >= 0; i-- {
+		if s.reqs[i].Method == method {
+			return s.reqs[i], true
+		}
+	}
+	return proto.Request{}, false
+}
+
+// adoptRouter answers every routed request as an upstream would, and
+// records it.
+func adoptRouter(nc **nats.Conn, got *seen) nats.MsgHandler {
+	return func(m *nats.Msg) {
+		var r proto.Request
+		if proto.Unmarshal(m.Data, &r) != nil {
+			return
+		}
+		r.Params = append([]byte(nil), r.Params...)
+		got.mu.Lock()
+		got.reqs = append(got.reqs, r)
+		got.mu.Unlock()
+		res := `{}`
+		switch r.Method {
+		case "tools/call":
+			res = `{"content":[{"type":"text","text":"ok"}]}`
+		case "tools/list":
+			res = `{"tools":[]}`
+		}
+		reply(*nc, m, &proto.Reply{Result: []byte(res)})
+	}
+}
+
+// TestEdgeAdoptsSession: a session created on edge A is served by edge B
+// with its negotiated version, client capabilities and log level, with no
+// new initialize, under A's name towards the workers; it survives A; a
+// DELETE on B ends it everywhere; another view does not find it.
+func TestEdgeAdoptsSession(t *testing.T) {
+	var got seen
+	var nc *nats.Conn
+	a := newRigWith(t, adoptRouter(&nc, &got), &rigOpts{})
+	nc = a.nc
+	b := newRigWith(t, nil, &rigOpts{server: a.srv, id: "edge-u"})
+
+	code, body, h := a.post(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18",` +
+		`"capabilities":{"sampling":{},"elicitation":{}},"clientInfo":{"name":"t","version":"1"}}}`)
+	if code != http.StatusOK {
+		t.Fatalf("initialize: %d %s", code, body)
+	}
+	a.sid = h.Get("Mcp-Session-Id")
+	if code, body, _ := a.post(`{"jsonrpc":"2.0","method":"notifications/initialized"}`, "Mcp-Protocol-Version", "2025-06-18"); code != http.StatusAccepted {
+		t.Fatalf("initialized: %d %s", code, body)
+	}
+	if code, body, _ := a.post(`{"jsonrpc":"2.0","id":1,"method":"logging/setLevel","params":{"level":"warning"}}`, "Mcp-Protocol-Version", "2025-06-18"); code != http.StatusOK {
+		t.Fatalf("setLevel: %d %s", code, body)
+	}
+	csA := a.e.sessions.get(a.sid)
+
+	// A dies; B serves the session from its record.
+	a.stop()
+	b.sid = a.sid
+	code, body, h = b.post(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"up__x","arguments":{}}}`, "Mcp-Protocol-Version", "2025-06-18")
+	if code != http.StatusOK || !strings.Contains(body, `"ok"`) {
+		t.Fatalf("call on B: %d %s", code, body)
+	}
+	if h.Get("Mcp-Session-Id") != "" && h.Get("Mcp-Session-Id") != a.sid {
+		t.Fatalf("B answered under session %q", h.Get("Mcp-Session-Id"))
+	}
+	csB := b.e.sessions.get(a.sid)
+	if csB == nil {
+		t.Fatal("B holds no session")
+	}
+	if csB.protocol != "2025-06-18" || csB.level() != "warning" || string(csB.caps) != string(csA.caps) || !csB.ready.Load() {
+		t.Fatalf("B's session: protocol %q level %q caps %s ready %v; A's caps %s", csB.protocol, csB.level(), csB.caps, csB.ready.Load(), csA.caps)
+	}
+	r, ok := got.last("tools/call")
+	if !ok || r.Edge != "edge-t" || r.Session != a.sid || r.Protocol != "2025-06-18" || string(r.ClientCaps) != string(csA.caps) {
+		t.Fatalf("routed as %+v", r)
+	}
+	// The SDK path (a method the fast path does not serve) on B too.
+	if code, body, _ := b.post(`{"jsonrpc":"2.0","id":3,"method":"ping"}`, "Mcp-Protocol-Version", "2025-06-18"); code != http.StatusOK || !strings.Contains(body, `"result"`) {
+		t.Fatalf("ping on B: %d %s", code, body)
+	}
+	if r, ok := got.last("logging/setLevel"); !ok || r.Edge != "edge-t" {
+		t.Fatalf("setLevel routed as %+v", r)
+	}
+
+	// Another view reads it as no session.
+	req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, b.url+"/up",
+		strings.NewReader(`{"jsonrpc":"2.0","id":4,"method":"ping"}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Mcp-Session-Id", a.sid)
+	req.Header.Set("Mcp-Protocol-Version", "2025-06-18")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNotFound {
+		t.Fatalf("another view: %d", resp.StatusCode)
+	}
+
+	// DELETE on B ends it: the record goes.
+	req, _ = http.NewRequestWithContext(t.Context(), http.MethodDelete, b.url, nil)
+	req.Header.Set("Mcp-Session-Id", a.sid)
+	req.Header.Set("Mcp-Protocol-Version", "2025-06-18")
+	if resp, err = http.DefaultClient.Do(req); err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode/100 != 2 {
+		t.Fatalf("DELETE on B: %d", resp.StatusCode)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		_, err := b.e.store.Load().Get(t.Context(), a.sid)
+		if errors.Is(err, sessionstore.ErrNotFound) && b.e.sessions.get(a.sid) == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after DELETE: record %v, B holds %v", err, b.e.sessions.get(a.sid) != nil)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if code, _, _ := b.post(`{"jsonrpc":"2.0","id":5,"method":"ping"}`, "Mcp-Protocol-Version", "2025-06-18"); code != http.StatusNotFound {
+		t.Fatalf("after DELETE: %d", code)
+	}
+}
+
+// TestEdgeSessionEndsEverywhere: a session both edges hold, ended on one
+// (DELETE), is dropped by the other, which then answers 404.
+func TestEdgeSessionEndsEverywhere(t *testing.T) {
+	var got seen
+	var nc *nats.Conn
+	a := newRigWith(t, adoptRouter(&nc, &got), &rigOpts{})
+	nc = a.nc
+	b := newRigWith(t, nil, &rigOpts{server: a.srv, id: "edge-u"})
+	a.initialize()
+	b.sid = a.sid
+	if _, e := b.call("tools/list", `{}`); e != nil {
+		t.Fatalf("tools/list on B: %+v", e)
+	}
+	if a.e.sessions.get(a.sid) == nil || b.e.sessions.get(a.sid) == nil {
+		t.Fatal("not held by both edges")
+	}
+	req, _ := http.NewRequestWithContext(t.Context(), http.MethodDelete, a.url, nil)
+	req.Header.Set("Mcp-Session-Id", a.sid)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	deadline := time.Now().Add(5 * time.Second)
+	for b.e.sessions.get(a.sid) != nil {
+		if time.Now().After(deadline) {
+			t.Fatal("B still holds the session A ended")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if code, body, _ := b.post(`{"jsonrpc":"2.0","id":9,"method":"ping"}`); code != http.StatusNotFound {
+		t.Fatalf("B after the end: %d %s", code, body)
+	}
+}
+
+// TestEdgeIdleCopyDropsOnly: an edge's copy that idles out while another
+// edge serves the session goes alone: the record stays, and the session
+// is served on.
+func TestEdgeIdleCopyDropsOnly(t *testing.T) {
+	var got seen
+	var nc *nats.Conn
+	const idle = 400 * time.Millisecond
+	a := newRigWith(t, adoptRouter(&nc, &got), &rigOpts{sessionTimeout: idle})
+	nc = a.nc
+	b := newRigWith(t, nil, &rigOpts{server: a.srv, id: "edge-u", sessionTimeout: idle})
+	a.initialize()
+	b.sid = a.sid
+	// B uses the session past A's idle timeout.
+	end := time.Now().Add(3 * idle)
+	for time.Now().Before(end) {
+		if _, e := b.call("tools/list", `{}`); e != nil {
+			t.Fatalf("tools/list on B: %+v", e)
+		}
+		time.Sleep(idle / 8)
+	}
+	if a.e.sessions.get(a.sid) != nil {
+		t.Fatal("A's idle copy is still held")
+	}
+	if b.e.sessions.get(a.sid) == nil {
+		t.Fatal("A's idle timeout ended the session B serves")
+	}
+	if _, err := b.e.store.Load().Get(t.Context(), a.sid); err != nil {
+		t.Fatalf("record: %v", err)
+	}
+	// Idle everywhere: over.
+	deadline := time.Now().Add(10 * idle)
+	for {
+		_, err := b.e.store.Load().Get(t.Context(), a.sid)
+		if errors.Is(err, sessionstore.ErrNotFound) && b.e.sessions.get(a.sid) == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("idle everywhere: record %v", err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	var closed proto.SessionClosed
+	_ = json.Unmarshal(nil, &closed) // (the workers' event is covered by TestEdgeSessionClosedPublished)
+}

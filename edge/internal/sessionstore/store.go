@@ -1,0 +1,109 @@
+// Package sessionstore is the edges' shared table of stateful client
+// sessions: one [proto.SessionRecord] per 2025-era streamable HTTP session
+// in the JetStream KV bucket [proto.BucketSessions] (created by
+// tenancy-svc, internal/provision), so that any edge serves any session
+// and a session outlives the edge that created it.
+//
+// The edge that creates a session puts its record before answering the
+// initialize; an edge that receives a request for a session it does not
+// hold gets the record and adopts the session (docs/architecture.md,
+// "Sessions"). Records are small (the client's initialize params are the
+// bulk) and written rarely: at initialize, on logging/setLevel, and while
+// the session is in use at most every quarter of the idle timeout.
+//
+// A Store is safe for concurrent use; each method is one KV round trip.
+package sessionstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/switchyard-mcp/switchyard/internal/bus"
+	"github.com/switchyard-mcp/switchyard/proto"
+)
+
+// ErrNotFound is returned by [Store.Get] for a session without a record:
+// never created, ended, or expired (internal/provision.SessionRecordTTL).
+var ErrNotFound = errors.New("sessionstore: no such session")
+
+// Store reads and writes session records in [proto.BucketSessions].
+type Store struct {
+	kv jetstream.KeyValue
+}
+
+// Open opens the bucket; it fails with an error wrapping
+// bus.ErrNotProvisioned while tenancy-svc has not created it.
+func Open(ctx context.Context, js jetstream.JetStream) (*Store, error) {
+	kv, err := bus.Bucket(ctx, js, proto.BucketSessions)
+	if err != nil {
+		return nil, err
+	}
+	return &Store{kv: kv}, nil
+}
+
+// ValidID reports whether id can be a record's key: a session id the edge
+// minted has only letters, digits, '-' and '_' (a client may send
+// anything, which must not reach the KV API as a subject token).
+func ValidID(id string) bool {
+	if id == "" || len(id) > 256 {
+		return false
+	}
+	for i := 0; i < len(id); i++ {
+		c := id[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
+			return false
+		}
+	}
+	return true
+}
+
+// Put stores rec under rec.ID, replacing any record there.
+func (s *Store) Put(ctx context.Context, rec *proto.SessionRecord) error {
+	if !ValidID(rec.ID) {
+		return fmt.Errorf("sessionstore: invalid session id %q", rec.ID)
+	}
+	data, err := proto.Marshal(rec)
+	if err != nil {
+		return fmt.Errorf("sessionstore: encode: %w", err)
+	}
+	if _, err := s.kv.Put(ctx, rec.ID, data); err != nil {
+		return fmt.Errorf("sessionstore: put: %w", err)
+	}
+	return nil
+}
+
+// Get returns the record of session id, or [ErrNotFound].
+func (s *Store) Get(ctx context.Context, id string) (*proto.SessionRecord, error) {
+	if !ValidID(id) {
+		return nil, ErrNotFound
+	}
+	e, err := s.kv.Get(ctx, id)
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return nil, ErrNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("sessionstore: get: %w", err)
+	}
+	var rec proto.SessionRecord
+	if err := proto.Unmarshal(e.Value(), &rec); err != nil {
+		return nil, fmt.Errorf("sessionstore: decode %s: %w", id, err)
+	}
+	if rec.ID != id {
+		return nil, fmt.Errorf("sessionstore: record under %s names %q", id, rec.ID)
+	}
+	return &rec, nil
+}
+
+// Delete removes the record of session id; a missing one is not an error.
+func (s *Store) Delete(ctx context.Context, id string) error {
+	if !ValidID(id) {
+		return nil
+	}
+	if err := s.kv.Delete(ctx, id); err != nil && !errors.Is(err, jetstream.ErrKeyNotFound) {
+		return fmt.Errorf("sessionstore: delete: %w", err)
+	}
+	return nil
+}
