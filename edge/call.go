@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -413,7 +414,20 @@ func (s *Service) send(ctx context.Context, preq *proto.Request, op string, stam
 	}
 	subject := rt.subject
 	if subject == "" {
-		subject = s.routeFor(preq.Tenant, op)
+		// To a live router by name, so that the call is sent elsewhere if
+		// that router goes before placing it; with none known (yet), on
+		// the routers' queue subject.
+		if r := s.routers.Pick(); r != "" {
+			b, err := proto.AppendRouterRouteSubject(make([]byte, 0, 64+len(r)+len(preq.Tenant)), r, preq.Tenant, op)
+			if err != nil {
+				return nil, nil, direct, proto.Errorf(proto.CodeInvalidRequest, "route subject: %v", err)
+			}
+			subject = string(b)
+			k.SendToRouter(r)
+		} else {
+			subject = s.routeFor(preq.Tenant, op)
+			k.Describe(describeCall(preq))
+		}
 	}
 	msg := &nats.Msg{Subject: subject, Reply: k.Reply(), Data: data, Header: hdr}
 	sent := time.Now()
@@ -432,6 +446,15 @@ func (s *Service) send(ctx context.Context, preq *proto.Request, op string, stam
 	raw, timing, err = s.replyOf(k, out, err, stamps, replyClock{method: preq.Method, sent: sent}, note)
 	s.noteRoute(&rt, k, err)
 	return raw, timing, direct, err
+}
+
+// describeCall names a call for an error: its method, and the tool,
+// prompt or resource it names.
+func describeCall(preq *proto.Request) string {
+	if preq.Name == "" {
+		return preq.Method
+	}
+	return preq.Method + " " + strconv.Quote(preq.Name)
 }
 
 // replyClock is when a call was published, for the bus time of its reply

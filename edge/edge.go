@@ -129,6 +129,7 @@ type Service struct {
 	caller   *bus.Caller
 	grants   *routeCache // route grants: tools/call straight to a worker
 	presence *bus.Presence
+	routers  *bus.Routers // the live routers: each routed call goes to one by name
 	tenancy  tenancy.Source
 	watcher  *tenancy.Watcher    // nil when Config.Tenancy was given
 	jwt      *jwtauth.Verifier   // nil without JWT issuers
@@ -216,6 +217,7 @@ func New(cfg Config, nc *nats.Conn, log *slog.Logger) (*Service, error) {
 	s.grants = newRouteCache(cfg.RouteCacheTTL)
 	s.events = mcp.NewMemoryEventStore(nil)
 	s.presence = bus.NewPresence(nc, log)
+	s.routers = bus.NewRouters(nc)
 	js, err := jetstream.New(nc)
 	if err != nil {
 		return nil, fmt.Errorf("edge: jetstream: %w", err)
@@ -374,6 +376,7 @@ func (s *Service) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	run := func(f func()) { wg.Add(1); go func() { defer wg.Done(); f() }() }
 	run(func() { _ = s.presence.Run(ctx) })
+	run(func() { _ = s.routers.Run(ctx) })
 	run(func() { s.grants.dropOnReconnect(ctx, s.nc) })
 	run(func() { _ = bus.Watch(ctx, js, proto.BucketUpstreams, s.onUpstream) })
 	run(func() { s.runSessionStore(ctx, js) })
@@ -420,6 +423,11 @@ func (s *Service) Run(ctx context.Context) error {
 	return err
 }
 
+// routerGoneGrace is how long after a router's departure the edge fails
+// the calls it held unplaced: long enough for the notes it sent before
+// leaving to be read.
+const routerGoneGrace = 200 * time.Millisecond
+
 // errWorkerLost fails the calls of a worker that went away. It names no
 // worker: a worker's id is an operator's name for a host (the edge logs
 // it when the worker leaves).
@@ -437,6 +445,19 @@ func (s *Service) start() error {
 	}
 	if err := s.presence.Start(); err != nil {
 		return fmt.Errorf("edge: presence: %w", err)
+	}
+	// A router that goes (its Bye, missed heartbeats, or no responder on
+	// its subject) costs only the calls it held and had not placed: they
+	// ran nowhere and are sent to another router (roundTrip's attempts).
+	s.routers.OnGone = func(r string) {
+		s.log.Info("router gone; its unplaced calls go to another", "router", r)
+		// After a moment: the placement notes the router sent before its
+		// Bye arrive on another subscription, maybe after it.
+		time.AfterFunc(routerGoneGrace, func() { s.caller.FailRouter(r, bus.ErrRouterLost) })
+	}
+	s.caller.RouterMissing = s.routers.Suspect
+	if err := s.routers.Start(); err != nil {
+		return fmt.Errorf("edge: routers: %w", err)
 	}
 	// Every subscription is guarded (bus.Guard): a message a JetStream
 	// consumer delivers there keeps its stored subject and is dropped.

@@ -8,6 +8,8 @@
 // # Subjects
 //
 //	switchyard.v1.route.<tenant>.<op>      edge -> router, request/reply, queue group "router"
+//	switchyard.v1.router.<router>.<tenant>.<op>  edge -> one router by name (the edge knows the live ones)
+//	switchyard.v1.evt.router.<router>      router heartbeats and Bye (RouterHeartbeat)
 //	switchyard.v1.worker.<worker>.<op>     router -> one worker (pinned calls), reply to the edge
 //	switchyard.v1.grant.<worker>.tools_call edge -> one worker on a route grant ([Request.Grant]: the router's MAC)
 //	switchyard.v1.pool.<upstream>.<op>     any worker serving <upstream>, queue group "pool.<upstream>"

@@ -97,6 +97,19 @@ type Heartbeat struct {
 	Draining bool `msgpack:"r,omitempty"`
 }
 
+// RouterHeartbeat is a router's liveness, published on
+// switchyard.v1.evt.router.<router> every IntervalMs while it takes calls
+// on its own subject ([AppendRouterRouteSubject]), and once with Bye set
+// when it stops taking them. An edge counts a router gone after
+// [HeartbeatMisses] intervals without one, or at its Bye, and sends the
+// calls that router held and had not placed to another router.
+type RouterHeartbeat struct {
+	Router     string `msgpack:"r"`
+	Boot       int64  `msgpack:"b"` // start time, Unix nanoseconds
+	IntervalMs int32  `msgpack:"i"`
+	Bye        bool   `msgpack:"y,omitempty"`
+}
+
 // RouteGrant lets an edge route later tools/call requests of one tool in
 // one view of one tenant itself. A router puts it in the body of the
 // placement note ([HdrPlaced]) of a tools/call it routed when the call

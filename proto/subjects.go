@@ -12,6 +12,11 @@ const (
 
 	// SubjRouteAll is the routers' subscription (queue group [QueueRouter]).
 	SubjRouteAll = Prefix + "route.*.*"
+	// SubjRouterRouteAll matches every call sent to one router by name
+	// (switchyard.v1.router.<router>.<tenant>.<op>; [AppendRouterRouteSubject]).
+	SubjRouterRouteAll = Prefix + "router.*.*.*"
+	// SubjEvtRouterAll matches every router heartbeat ([RouterHeartbeat]).
+	SubjEvtRouterAll = Prefix + "evt.router.*"
 	// SubjEvtWorkerAll matches every worker heartbeat.
 	SubjEvtWorkerAll = Prefix + "evt.worker.*"
 	// SubjEvtPresence asks every worker to publish a heartbeat now.
@@ -246,6 +251,33 @@ func AppendRouteSubject(dst []byte, tenant, op string) ([]byte, error) {
 	return appendSubject(dst, "route", tenant, op)
 }
 
+// AppendRouterRouteSubject appends switchyard.v1.router.<router>.<tenant>.<op>
+// to dst: a call sent to one router by name, which the router takes as one
+// on its route subject (an edge that knows the live routers picks one, so
+// that it knows which router holds each of its calls). It returns
+// [ErrBadToken] if a token is invalid.
+func AppendRouterRouteSubject(dst []byte, router, tenant, op string) ([]byte, error) {
+	if !ValidToken(router) || !ValidToken(tenant) || !ValidToken(op) {
+		return dst, ErrBadToken
+	}
+	dst = append(dst, Prefix...)
+	dst = append(dst, "router."...)
+	dst = append(dst, router...)
+	dst = append(dst, '.')
+	dst = append(dst, tenant...)
+	dst = append(dst, '.')
+	return append(dst, op...), nil
+}
+
+// RouterRouteSubjects is the subscription of router id's own calls.
+func RouterRouteSubjects(router string) string { return Prefix + "router." + router + ".*.*" }
+
+// EvtRouterSubject is the heartbeat subject of a router.
+func EvtRouterSubject(router string) (string, error) {
+	b, err := appendSubject(nil, "evt", "router", router)
+	return string(b), err
+}
+
 // AppendWorkerSubject appends switchyard.v1.worker.<worker>.<op> to dst.
 func AppendWorkerSubject(dst []byte, worker, op string) ([]byte, error) {
 	if op == "" {
@@ -334,7 +366,14 @@ func LastToken(subject string) string {
 func RouteTokens(subject string) (tenant, op string, ok bool) {
 	rest, ok := strings.CutPrefix(subject, Prefix+"route.")
 	if !ok {
-		return "", "", false
+		// switchyard.v1.router.<router>.<tenant>.<op>
+		if rest, ok = strings.CutPrefix(subject, Prefix+"router."); !ok {
+			return "", "", false
+		}
+		var router string
+		if router, rest, ok = strings.Cut(rest, "."); !ok || !ValidToken(router) {
+			return "", "", false
+		}
 	}
 	tenant, op, ok = strings.Cut(rest, ".")
 	if !ok || !ValidToken(tenant) || !ValidToken(op) {

@@ -57,3 +57,28 @@ func TestProtoEdgeMsgSubject(t *testing.T) {
 		t.Fatal("a dotted edge id made a subject")
 	}
 }
+
+// TestProtoRouterRouteSubject: a call sent to one router by name parses as
+// one on the route subject; bad tokens are refused.
+func TestProtoRouterRouteSubject(t *testing.T) {
+	b, err := AppendRouterRouteSubject(nil, "router-ab", "acme", "tools_call")
+	if err != nil || string(b) != Prefix+"router.router-ab.acme.tools_call" {
+		t.Fatalf("%s %v", b, err)
+	}
+	if tenant, op, ok := RouteTokens(string(b)); !ok || tenant != "acme" || op != "tools_call" {
+		t.Fatalf("RouteTokens: %q %q %v", tenant, op, ok)
+	}
+	if tenant, op, ok := RouteTokens(Prefix + "route.acme.tools_call"); !ok || tenant != "acme" || op != "tools_call" {
+		t.Fatalf("RouteTokens of a route subject: %q %q %v", tenant, op, ok)
+	}
+	for _, bad := range [][3]string{{"r.x", "acme", "op"}, {"r", "ac*", "op"}, {"r", "acme", ""}, {"", "acme", "op"}} {
+		if _, err := AppendRouterRouteSubject(nil, bad[0], bad[1], bad[2]); err == nil {
+			t.Errorf("%q accepted", bad)
+		}
+	}
+	for _, bad := range []string{Prefix + "router.r", Prefix + "router.r.acme", Prefix + "router..acme.op", Prefix + "router.r.acme.op.x"} {
+		if _, _, ok := RouteTokens(bad); ok {
+			t.Errorf("RouteTokens(%q) accepted", bad)
+		}
+	}
+}

@@ -300,6 +300,21 @@ func (s *Service) Run(ctx context.Context) error {
 		_ = sub.SetPendingLimits(-1, 256<<20)
 		subs = append(subs, sub)
 	}
+	// Calls sent to this router by name (an edge that knows the live
+	// routers picks one: it knows then which router holds each call, and
+	// sends the calls of a router that died to another).
+	own := proto.RouterRouteSubjects(s.cfg.ID)
+	direct, err := s.nc.Subscribe(own, bus.Guard(own, s.onCall))
+	if err != nil {
+		for _, sub := range subs {
+			_ = sub.Unsubscribe()
+		}
+		cancel()
+		wg.Wait()
+		return fmt.Errorf("router: subscribe: %w", err)
+	}
+	_ = direct.SetPendingLimits(-1, 256<<20)
+	subs = append(subs, direct)
 	intake := subs[1:]
 	s.intake.Store(&intake)
 	defer s.intake.Store(nil)
@@ -321,13 +336,28 @@ func (s *Service) Run(ctx context.Context) error {
 		return fmt.Errorf("router: micro service: %w", err)
 	}
 	s.log.Info("router running")
+	bctx, stopBeats := context.WithCancel(context.WithoutCancel(ctx))
+	beats := make(chan struct{})
+	go func() { defer close(beats); s.heartbeat(bctx) }()
 	<-ctx.Done()
 	s.ready.Store(false)
 	_ = svc.Stop()
 	s.live.Store(false)
+	// Drain: the server delivers nothing more, and the calls already
+	// delivered are placed (their notes go out). Only then the Bye: an
+	// edge that hears it fails the calls this router has not placed, and
+	// sends them to another router; none of them may still run here.
 	for _, sub := range subs {
 		_ = sub.Drain()
 	}
+	drained := time.Now().Add(drainWait)
+	for _, sub := range subs {
+		for sub.IsValid() && time.Now().Before(drained) {
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	stopBeats()
+	<-beats
 	cancel()
 	wg.Wait()
 	return nil

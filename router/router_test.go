@@ -214,6 +214,12 @@ func (g *rig) callAs(tenant, op string, req *proto.Request) (map[string]string, 
 	ctx, cancel := context.WithTimeout(g.t.Context(), 5*time.Second)
 	defer cancel()
 	out, err := g.caller.Request(ctx, string(subj), data)
+	// The router subscribes once it has loaded what the test wrote (and
+	// heard the workers): until then nobody takes the call.
+	for pe := (*proto.Error)(nil); errors.As(err, &pe) && pe.Code == proto.CodeUnavailable && ctx.Err() == nil; {
+		time.Sleep(10 * time.Millisecond)
+		out, err = g.caller.Request(ctx, string(subj), data)
+	}
 	if err != nil {
 		return nil, err
 	}

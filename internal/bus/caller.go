@@ -29,6 +29,9 @@ type Caller struct {
 	// Gone, if set, is asked when a placement note arrives; a call placed
 	// on a worker that is already gone fails at once with ErrWorkerLost.
 	Gone func(worker string) bool
+	// RouterMissing, if set, is told of a router a call was sent to by
+	// name that had no subscription (it is gone).
+	RouterMissing func(router string)
 
 	seq atomic.Uint64
 	sub *nats.Subscription
@@ -96,6 +99,8 @@ type Call struct {
 	mu     sync.Mutex
 	worker string      // guarded by mu: from the placement note, or PlaceDirect
 	direct bool        // guarded by mu: sent to worker by the caller itself
+	router string      // guarded by mu: sent to this router by name (SendToRouter)
+	what   string      // guarded by mu: what the call asks, for a no-responder error
 	grant  []byte      // guarded by mu: the placement note's body (a proto.RouteGrant)
 	hdr    nats.Header // guarded by mu: headers of a traced reply
 	data   []byte
@@ -133,6 +138,26 @@ func (k *Call) Worker() string {
 func (k *Call) PlaceDirect(worker string) {
 	k.mu.Lock()
 	k.worker, k.direct = worker, true
+	k.mu.Unlock()
+}
+
+// SendToRouter records that the call goes to router by name: NATS's
+// no-responders status on the reply then means that router is gone and
+// the call did not run (proto.CodeNotDelivered), as does
+// [Caller.FailRouter] before the router's placement note arrives. Call it
+// before publishing.
+func (k *Call) SendToRouter(router string) {
+	k.mu.Lock()
+	k.router = router
+	k.mu.Unlock()
+}
+
+// Describe names what a call sent on the routers' queue subject asks
+// ("tools/call \"x__y\""): NATS's no-responders status then fails it
+// naming the router as the missing role.
+func (k *Call) Describe(what string) {
+	k.mu.Lock()
+	k.what = what
 	k.mu.Unlock()
 }
 
@@ -280,6 +305,29 @@ func (c *Caller) FailWorker(worker string, err *proto.Error) {
 	}
 }
 
+// FailRouter fails with err every call sent to router by name that the
+// router has not placed yet (no placement note, no reply): the router went
+// away holding it, so it ran nowhere.
+func (c *Caller) FailRouter(router string, err *proto.Error) {
+	c.mu.Lock()
+	var hit []*Call
+	for _, k := range c.pending {
+		k.mu.Lock()
+		if k.router == router && k.worker == "" && !k.direct {
+			hit = append(hit, k)
+		}
+		k.mu.Unlock()
+	}
+	c.mu.Unlock()
+	for _, k := range hit {
+		k.finish(nil, err)
+	}
+}
+
+// ErrRouterLost fails a call whose router went away before placing it: it
+// ran nowhere, and may be sent again.
+var ErrRouterLost = &proto.Error{Code: proto.CodeNotDelivered, Msg: "the router taking the call went away before it placed it"}
+
 // onMsg runs on the subscription's goroutine: it only copies and signals.
 func (c *Caller) onMsg(m *nats.Msg) {
 	id, err := strconv.ParseUint(proto.LastToken(m.Subject), 10, 64)
@@ -322,15 +370,26 @@ func (c *Caller) onMsg(m *nats.Msg) {
 // sent to a worker directly, that worker is gone and the call did not run.
 func (k *Call) noResponders() {
 	k.mu.Lock()
-	direct := k.direct
+	direct, router, what := k.direct, k.router, k.what
 	k.mu.Unlock()
+	if router != "" {
+		if k.c.RouterMissing != nil {
+			k.c.RouterMissing(router)
+		}
+		k.finish(nil, ErrRouterLost)
+		return
+	}
 	if direct {
 		// No worker id: it is an operator's name for a host, and the
 		// client sees this error once the edge stops placing the call.
 		k.finish(nil, &proto.Error{Code: proto.CodeNotDelivered, Msg: "the worker placed for the call went away before it started"})
 		return
 	}
-	k.finish(nil, proto.Errorf(proto.CodeUnavailable, "no responder on the bus for this request"))
+	if what == "" {
+		k.finish(nil, proto.Errorf(proto.CodeUnavailable, "no responder on the bus for this request"))
+		return
+	}
+	k.finish(nil, proto.Errorf(proto.CodeUnavailable, "no router is running to take %s (no responder on the bus)", what))
 }
 
 func (k *Call) placed(worker string, grant []byte) {

@@ -1,0 +1,172 @@
+package bus
+
+import (
+	"context"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/switchyard-mcp/switchyard/proto"
+)
+
+// Routers is the set of live routers as an edge sees it, from their
+// heartbeats on switchyard.v1.evt.router.<router> (proto.RouterHeartbeat):
+// a router is live from its first heartbeat until its Bye, or until
+// proto.HeartbeatMisses of its intervals pass without one (timed by this
+// process's clock on receipt). An edge sends each call a router must place
+// to one live router by name ([Routers.Pick]), so that it knows which
+// router holds it; OnGone tells it when a router went, to send the calls
+// that router held elsewhere.
+//
+// While this process's own NATS connection is down no router is counted
+// gone (their heartbeats cannot arrive); on reconnect each gets a fresh
+// deadline.
+//
+// Safe for concurrent use. Call Start once, then Run.
+type Routers struct {
+	nc *nats.Conn
+	// OnGone, if set, is called (on the subscription's or Run's goroutine)
+	// with each router that went. Set it before Start.
+	OnGone func(router string)
+
+	mu   sync.Mutex
+	live map[string]time.Time // guarded by mu: router -> deadline
+	pick atomic.Pointer[[]string]
+	rr   atomic.Uint64
+	sub  *nats.Subscription
+}
+
+// NewRouters returns an empty set on nc.
+func NewRouters(nc *nats.Conn) *Routers {
+	r := &Routers{nc: nc, live: map[string]time.Time{}}
+	r.pick.Store(&[]string{})
+	return r
+}
+
+// Start subscribes to the routers' heartbeats.
+func (r *Routers) Start() error {
+	sub, err := r.nc.Subscribe(proto.SubjEvtRouterAll, Guard(proto.SubjEvtRouterAll, r.onBeat))
+	if err != nil {
+		return err
+	}
+	r.sub = sub
+	return nil
+}
+
+// Run expires routers that missed their heartbeats, every 100 ms, until
+// ctx ends.
+func (r *Routers) Run(ctx context.Context) error {
+	t := time.NewTicker(100 * time.Millisecond)
+	defer t.Stop()
+	reconnected := r.nc.StatusChanged(nats.CONNECTED)
+	defer r.nc.RemoveStatusListener(reconnected)
+	for {
+		select {
+		case <-ctx.Done():
+			if r.sub != nil {
+				_ = r.sub.Unsubscribe()
+			}
+			return nil
+		case <-reconnected:
+			r.refresh()
+		case now := <-t.C:
+			if r.nc.IsConnected() {
+				r.expire(now)
+			}
+		}
+	}
+}
+
+// Pick returns the next live router in turn, or "" when none is known
+// (the caller then sends on the routers' queue subject).
+func (r *Routers) Pick() string {
+	p := *r.pick.Load()
+	if len(p) == 0 {
+		return ""
+	}
+	return p[r.rr.Add(1)%uint64(len(p))]
+}
+
+// Live reports whether router is counted live.
+func (r *Routers) Live(router string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	_, ok := r.live[router]
+	return ok
+}
+
+// Suspect counts router gone now (a call sent to it found no responder);
+// a later heartbeat brings it back.
+func (r *Routers) Suspect(router string) { r.drop(router) }
+
+func (r *Routers) onBeat(m *nats.Msg) {
+	var hb proto.RouterHeartbeat
+	if proto.Unmarshal(m.Data, &hb) != nil || !proto.ValidToken(hb.Router) {
+		return
+	}
+	if hb.Bye {
+		r.drop(hb.Router)
+		return
+	}
+	iv := time.Duration(hb.IntervalMs) * time.Millisecond
+	if iv <= 0 || iv > time.Minute {
+		iv = time.Second
+	}
+	r.mu.Lock()
+	_, known := r.live[hb.Router]
+	r.live[hb.Router] = time.Now().Add(iv * proto.HeartbeatMisses)
+	if !known {
+		r.publish()
+	}
+	r.mu.Unlock()
+}
+
+func (r *Routers) drop(router string) {
+	r.mu.Lock()
+	_, known := r.live[router]
+	delete(r.live, router)
+	if known {
+		r.publish()
+	}
+	r.mu.Unlock()
+	if known && r.OnGone != nil {
+		r.OnGone(router)
+	}
+}
+
+func (r *Routers) expire(now time.Time) {
+	var gone []string
+	r.mu.Lock()
+	for id, d := range r.live {
+		if now.After(d) {
+			gone = append(gone, id)
+		}
+	}
+	r.mu.Unlock()
+	for _, id := range gone {
+		r.drop(id)
+	}
+}
+
+// refresh gives every router a fresh deadline (this process was away).
+func (r *Routers) refresh() {
+	r.mu.Lock()
+	d := time.Now().Add(time.Second * proto.HeartbeatMisses)
+	for id := range r.live {
+		r.live[id] = d
+	}
+	r.mu.Unlock()
+}
+
+// publish rebuilds the pick list. Call with r.mu held.
+func (r *Routers) publish() {
+	p := make([]string, 0, len(r.live))
+	for id := range r.live {
+		p = append(p, id)
+	}
+	slices.Sort(p)
+	r.pick.Store(&p)
+}

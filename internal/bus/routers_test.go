@@ -1,0 +1,93 @@
+package bus
+
+import (
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/switchyard-mcp/switchyard/proto"
+	"github.com/switchyard-mcp/switchyard/testutil/natstest"
+)
+
+func beat(t *testing.T, nc *nats.Conn, id string, iv time.Duration, bye bool) {
+	t.Helper()
+	subj, _ := proto.EvtRouterSubject(id)
+	data, _ := proto.Marshal(&proto.RouterHeartbeat{Router: id, IntervalMs: int32(iv / time.Millisecond), Bye: bye})
+	if err := nc.Publish(subj, data); err != nil {
+		t.Fatal(err)
+	}
+	_ = nc.Flush()
+}
+
+// TestRouters: a router is live from its heartbeat until its Bye, its
+// missed heartbeats, or a suspicion; Pick takes the live ones in turn.
+func TestRouters(t *testing.T) {
+	s := natstest.Start(t)
+	nc, pub := natstest.Connect(t, s), natstest.Connect(t, s)
+	r := NewRouters(nc)
+	var mu sync.Mutex
+	var gone []string
+	r.OnGone = func(id string) { mu.Lock(); gone = append(gone, id); mu.Unlock() }
+	if err := r.Start(); err != nil {
+		t.Fatal(err)
+	}
+	_ = nc.Flush() // the subscription is the server's
+	go func() { _ = r.Run(t.Context()) }()
+	if r.Pick() != "" {
+		t.Fatal("a router picked before any heartbeat")
+	}
+	beat(t, pub, "ra", 300*time.Millisecond, false)
+	beat(t, pub, "rb", time.Hour, false) // a nonsense interval counts as 1 s
+	waitFor(t, "ra and rb live", func() bool { return r.Live("ra") && r.Live("rb") })
+	seen := map[string]bool{}
+	for range 4 {
+		seen[r.Pick()] = true
+	}
+	if !seen["ra"] || !seen["rb"] {
+		t.Fatalf("picked %v", seen)
+	}
+	beat(t, pub, "rb", time.Second, true) // Bye
+	waitFor(t, "rb gone at its Bye", func() bool { return !r.Live("rb") })
+	waitFor(t, "ra gone after missed heartbeats", func() bool { return !r.Live("ra") })
+	r.Suspect("nobody") // unknown: nothing
+	beat(t, pub, "rc", time.Second, false)
+	waitFor(t, "rc live", func() bool { return r.Live("rc") })
+	r.Suspect("rc")
+	if r.Live("rc") || r.Pick() != "" {
+		t.Fatal("a suspected router is still live")
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(gone) != 3 || gone[0] != "rb" || gone[1] != "ra" || gone[2] != "rc" {
+		t.Fatalf("gone %v", gone)
+	}
+}
+
+// TestCallerFailRouter: only the calls sent to that router and not placed
+// yet fail, with ErrRouterLost.
+func TestCallerFailRouter(t *testing.T) {
+	s := natstest.Start(t)
+	nc := natstest.Connect(t, s)
+	c := NewCaller(nc, 0)
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	unplaced, placed, other := c.New(), c.New(), c.New()
+	unplaced.SendToRouter("ra")
+	placed.SendToRouter("ra")
+	placed.placed("w1", nil)
+	other.SendToRouter("rb")
+	c.FailRouter("ra", ErrRouterLost)
+	if _, err := unplaced.Wait(t.Context()); err != ErrRouterLost { //nolint:errorlint // the sentinel itself
+		t.Fatalf("unplaced call: %v", err)
+	}
+	for _, k := range []*Call{placed, other} {
+		select {
+		case <-k.done:
+			t.Fatal("a placed or other router's call failed")
+		default:
+		}
+	}
+}

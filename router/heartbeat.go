@@ -1,0 +1,48 @@
+package router
+
+import (
+	"context"
+	"time"
+
+	"github.com/switchyard-mcp/switchyard/proto"
+)
+
+// HeartbeatInterval is how often a router says it is alive
+// (proto.RouterHeartbeat): edges count it gone after proto.HeartbeatMisses
+// of them, and send the calls it held and had not placed to another
+// router, so a router that dies costs its calls at most that long.
+const HeartbeatInterval = 500 * time.Millisecond
+
+// drainWait bounds how long a stopping router places the calls delivered
+// to it before it says Bye.
+const drainWait = 5 * time.Second
+
+// heartbeat publishes the router's heartbeat every HeartbeatInterval until
+// ctx ends, then its Bye (flushed), after which edges send it nothing.
+func (s *Service) heartbeat(ctx context.Context) {
+	subj, err := proto.EvtRouterSubject(s.cfg.ID)
+	if err != nil {
+		s.log.Error("router id is not a subject token: no heartbeat", proto.LogErr, err)
+		return
+	}
+	hb := proto.RouterHeartbeat{Router: s.cfg.ID, Boot: time.Now().UnixNano(), IntervalMs: int32(HeartbeatInterval / time.Millisecond)}
+	publish := func() {
+		if data, err := proto.Marshal(&hb); err == nil {
+			_ = s.nc.Publish(subj, data)
+		}
+	}
+	t := time.NewTicker(HeartbeatInterval)
+	defer t.Stop()
+	publish()
+	for {
+		select {
+		case <-ctx.Done():
+			hb.Bye = true
+			publish()
+			_ = s.nc.FlushTimeout(time.Second)
+			return
+		case <-t.C:
+			publish()
+		}
+	}
+}
