@@ -204,6 +204,8 @@ func AccessTable(p AccessParams) []Access {
 			Pub: []string{Prefix + "worker.*.*"}, Why: "a router forwards a placed call to its worker"},
 		{Resource: Prefix + "worker.<worker>.cancel", Verb: "publish", Who: ids(IdentityEdge),
 			Pub: []string{Prefix + "worker.*." + OpCancel}, Why: "an edge cancels a call it placed"},
+		{Resource: Prefix + "worker.<worker>.in_flight", Verb: "publish", Who: ids(IdentityEdge),
+			Pub: []string{Prefix + "worker.*." + OpInFlight}, Why: "an edge back from a bus interruption asks which of its calls still run"},
 		{Resource: Prefix + "worker.<worker>.probe", Verb: "publish", Who: ids(IdentityWorker),
 			Pub: []string{Prefix + "worker.*.probe"}, Why: "a starting worker checks that no live worker has its id"},
 		{Resource: Prefix + "worker.<worker>.<op>", Verb: "subscribe", Who: ids(IdentityWorker),

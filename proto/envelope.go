@@ -79,6 +79,13 @@ type Cancel struct {
 	ID   uint64 `msgpack:"i"`
 }
 
+// InFlight names calls by the keys workers know them by (Request.Edge and
+// Request.ID): an edge's question on switchyard.v1.worker.<w>.in_flight,
+// and the worker's answer, which keeps those it still runs.
+type InFlight struct {
+	Calls []Cancel `msgpack:"c"`
+}
+
 // Heartbeat is a worker's presence message on switchyard.v1.evt.worker.<id>.
 // Workers send one every IntervalMs milliseconds, on request
 // ([SubjEvtPresence]), and a final one with Bye set when they stop. Receivers

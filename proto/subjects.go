@@ -134,6 +134,10 @@ const (
 	OpCatalog = "catalog"
 	// OpCancel cancels an in-flight call on a worker (body: [Cancel]).
 	OpCancel = "cancel"
+	// OpInFlight asks a worker which of the given calls it still runs
+	// (body and answer: [InFlight]): an edge whose connection was
+	// interrupted may have lost their replies.
+	OpInFlight = "in_flight"
 )
 
 // ErrBadToken is returned by the subject builders for a token that would

@@ -139,6 +139,8 @@ func (s *Service) onMsg(m *nats.Msg, pool string) {
 	switch op := proto.LastToken(m.Subject); op {
 	case proto.OpCancel:
 		s.onCancel(m)
+	case proto.OpInFlight:
+		s.onInFlight(m)
 	case proto.OpToolsList:
 		// Routers answer tools/list from the catalog.
 		s.unknownOp(m, op)
@@ -385,6 +387,30 @@ func (s *Service) onCancel(m *nats.Msg) {
 		e.cancel()
 	}
 	s.respond(m, &proto.Reply{})
+}
+
+// onInFlight answers which of the asked calls this worker still runs.
+func (s *Service) onInFlight(m *nats.Msg) {
+	var q proto.InFlight
+	if err := proto.Unmarshal(m.Data, &q); err != nil {
+		s.badEnvelope(m, err)
+		return
+	}
+	running := q.Calls[:0]
+	s.callsMu.Lock()
+	for _, c := range q.Calls {
+		if s.calls[callKey{c.Edge, c.ID}] != nil {
+			running = append(running, c)
+		}
+	}
+	s.callsMu.Unlock()
+	data, err := proto.Marshal(&proto.InFlight{Calls: running})
+	if err == nil && m.Reply != "" {
+		err = s.nc.Publish(m.Reply, data)
+	}
+	if err != nil {
+		s.log.Warn("reply failed", proto.LogSubject, m.Subject, proto.LogErr, err)
+	}
 }
 
 // onSessionClosed closes the upstream sessions dedicated to a client

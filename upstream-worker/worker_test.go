@@ -710,3 +710,40 @@ func TestWorkerGracefulStopDrains(t *testing.T) {
 		t.Fatalf("goodbye at %v, before the call's answer at %v", bye.at, a.at)
 	}
 }
+
+// TestWorkerAnswersInFlight: asked which of some calls it still runs, a
+// worker names those running and none other.
+func TestWorkerAnswersInFlight(t *testing.T) {
+	h := serveHTTP(t, newUpstream(0), "streamable")
+	e := startWorker(t, Config{}, streamableSpec("up", h.ts.URL))
+	e.waitUp("up")
+	before := h.toolCalls.Load()
+	slow := toolCall("up", "sleep", `{"ms":800}`)
+	slow.ID = 77
+	answered := make(chan error, 1)
+	go func() {
+		_, err := e.callErr(t.Context(), proto.OpToolsCall, slow)
+		answered <- err
+	}()
+	eventually(t, 5*time.Second, "the call in flight", func() bool { return h.toolCalls.Load() > before })
+	ask := func() []proto.Cancel {
+		data, _ := proto.Marshal(&proto.InFlight{Calls: []proto.Cancel{{Edge: "e1", ID: 77}, {Edge: "e1", ID: 78}, {Edge: "e2", ID: 77}}})
+		subj, _ := proto.AppendWorkerSubject(nil, e.svc.cfg.ID, proto.OpInFlight)
+		m, err := e.nc.Request(string(subj), data, 5*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var a proto.InFlight
+		if err := proto.Unmarshal(m.Data, &a); err != nil {
+			t.Fatal(err)
+		}
+		return a.Calls
+	}
+	if got := ask(); len(got) != 1 || got[0].Edge != "e1" || got[0].ID != 77 {
+		t.Fatalf("running: %+v, want e1/77 alone", got)
+	}
+	if err := recv(t, answered, 10*time.Second, "the call's answer"); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 5*time.Second, "the call done", func() bool { return len(ask()) == 0 })
+}

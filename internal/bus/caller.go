@@ -288,6 +288,38 @@ func (c *Caller) Request(ctx context.Context, subject string, data []byte) ([]by
 	return k.Wait(ctx)
 }
 
+// Pending returns the calls waiting for their reply now.
+func (c *Caller) Pending() []*Call {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make([]*Call, 0, len(c.pending))
+	for _, k := range c.pending {
+		out = append(out, k)
+	}
+	return out
+}
+
+// Fail fails the call with err, unless it already ended.
+func (k *Call) Fail(err *proto.Error) { k.finish(nil, err) }
+
+// Done reports whether the call ended (replied, failed or given up).
+func (k *Call) Done() bool {
+	select {
+	case <-k.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// Direct reports whether the call was sent to its worker by the caller
+// itself ([Call.PlaceDirect]).
+func (k *Call) Direct() bool {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.direct
+}
+
 // FailWorker fails every call placed on worker with err.
 func (c *Caller) FailWorker(worker string, err *proto.Error) {
 	c.mu.Lock()

@@ -97,7 +97,8 @@ func skipString(data []byte, i int) int {
 			return i + 1
 		}
 	}
-	return i
+	// Unterminated: a backslash as the last byte stepped past the end.
+	return min(i, len(data))
 }
 
 // skipValue returns the index after the value starting at data[i].
