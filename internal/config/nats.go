@@ -49,10 +49,15 @@ type NATSFile struct {
 	// Creds is a directory; without credentials at all, the role's own
 	// connection (an unauthenticated server).
 	AuditCreds string `yaml:"audit_creds"`
+	// Replicas is how many copies of each KV bucket a NATS cluster keeps
+	// (1..5), when tenancy-svc or switchyard nats provision creates it. 0:
+	// 3 on a cluster of 3 or more nodes, else 1. An existing bucket keeps
+	// its count until switchyard nats provision --update.
+	Replicas int `yaml:"replicas"`
 }
 
 // natsKeys are the keys of the mapping form.
-var natsKeys = map[string]bool{"url": true, "creds": true, "ca": true, "cert": true, "key": true, "audit_creds": true}
+var natsKeys = map[string]bool{"url": true, "creds": true, "ca": true, "cert": true, "key": true, "audit_creds": true, "replicas": true}
 
 // UnmarshalYAML takes a URL string or the mapping form, rejecting
 // unknown keys.
@@ -127,6 +132,9 @@ func (n *NATSFile) validate() []error {
 		default:
 			errs = append(errs, fmt.Errorf("nats.url: server %d has scheme %q; use nats://, tls://, ws:// or wss://", i+1, u.Scheme))
 		}
+	}
+	if n.Replicas < 0 || n.Replicas > 5 {
+		errs = append(errs, fmt.Errorf("nats.replicas: must be 0 (automatic) or 1..5, got %d", n.Replicas))
 	}
 	if (n.Cert == "") != (n.Key == "") {
 		errs = append(errs, errors.New("nats.cert and nats.key: set both or neither"))

@@ -1,6 +1,8 @@
 package natsauth
 
 import (
+	"crypto/rand"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -21,14 +23,17 @@ const (
 	FileServerCert = "server-cert.pem"
 	FileServerKey  = "server-key.pem"
 	FileParams     = "access.json"
-	DirKeys        = "keys"
-	fileOperatorNK = "operator.nk"
-	fileSystemNK   = "system.nk"
-	fileAccountNK  = "account.nk"
-	fileCAKey      = "ca-key.pem"
-	fileOperator   = "operator.jwt"
-	fileSystem     = "system.jwt"
-	fileAccount    = "account.jwt"
+	// FileRouteSecret is the password the nodes of a NATS cluster present
+	// to each other's routes (the same on every node: copy the directory).
+	FileRouteSecret = "route.secret"
+	DirKeys         = "keys"
+	fileOperatorNK  = "operator.nk"
+	fileSystemNK    = "system.nk"
+	fileAccountNK   = "account.nk"
+	fileCAKey       = "ca-key.pem"
+	fileOperator    = "operator.jwt"
+	fileSystem      = "system.jwt"
+	fileAccount     = "account.jwt"
 )
 
 // CredsFile is the name of id's credentials file: "<id>.creds".
@@ -85,6 +90,7 @@ func Init(dir string, o InitOptions) (*Material, error) {
 		{filepath.Join(DirKeys, fileCAKey), ca.KeyPEM, true},
 		{FileServerCert, cert, false},
 		{FileServerKey, key, true},
+		{FileRouteSecret, []byte(routeSecret()), true},
 	}
 	if o.ClientCerts {
 		for _, id := range proto.Identities {
@@ -272,6 +278,35 @@ func RotateDir(dir string, id proto.Identity) (*Material, error) {
 		return nil, err
 	}
 	return m, m.WriteDir(dir)
+}
+
+// routeSecret is a new random route password (URL-safe).
+func routeSecret() string {
+	b := make([]byte, 32)
+	_, _ = rand.Read(b)
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+// RouteSecret returns dir's route password ([FileRouteSecret]).
+func RouteSecret(dir string) (string, error) {
+	b, err := os.ReadFile(filepath.Join(dir, FileRouteSecret))
+	if err != nil {
+		return "", fmt.Errorf("route secret: %w (switchyard nats cert %s creates it in a directory made before clusters)", err, dir)
+	}
+	s := strings.TrimSpace(string(b))
+	if len(s) < 16 {
+		return "", fmt.Errorf("route secret %s: shorter than 16 characters", filepath.Join(dir, FileRouteSecret))
+	}
+	return s, nil
+}
+
+// EnsureRouteSecret creates dir's route password if it has none.
+func EnsureRouteSecret(dir string) error {
+	p := filepath.Join(dir, FileRouteSecret)
+	if _, err := os.Stat(p); err == nil {
+		return nil
+	}
+	return writeFile(p, []byte(routeSecret()), true)
 }
 
 func writeFile(path string, data []byte, secret bool) error {

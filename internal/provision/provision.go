@@ -20,6 +20,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/switchyard-mcp/switchyard/internal/audit"
@@ -42,8 +43,12 @@ const SessionRecordTTL = 24 * time.Hour
 
 // Plan is what a deployment needs on its NATS server.
 type Plan struct {
-	KV      []jetstream.KeyValueConfig
-	Streams []jetstream.StreamConfig
+	// Replicas is the copies a cluster keeps of each bucket [Ensure]
+	// creates: 0 is 3 on a cluster of 3 or more nodes, else 1
+	// ([AutoReplicas]); the KV configs' own Replicas are ignored.
+	Replicas int
+	KV       []jetstream.KeyValueConfig
+	Streams  []jetstream.StreamConfig
 	// Secrets are the keys of [proto.BucketKeys] to create (random,
 	// [SecretBytes] bytes) when absent.
 	Secrets []string
@@ -93,11 +98,24 @@ func Buckets() []jetstream.KeyValueConfig {
 // FromFile returns the plan of a config file: every bucket, the secrets,
 // and the audit stream when the audit trail is on.
 func FromFile(f *config.File) Plan {
-	p := Plan{KV: Buckets(), Secrets: Secrets()}
+	p := Plan{KV: Buckets(), Secrets: Secrets(), Replicas: f.NATS.Replicas}
 	if c := f.Audit.PublisherConfig(); c != nil {
 		p.Streams = append(p.Streams, c.Stream.JetStreamConfig())
 	}
 	return p
+}
+
+// AutoReplicas is the replicas of a bucket on nc's NATS deployment: 3 on
+// a cluster of 3 or more nodes (as many as the connection knows: the
+// servers the cluster advertises), else 1.
+func AutoReplicas(nc *nats.Conn) int {
+	if nc == nil || nc.ConnectedClusterName() == "" {
+		return 1
+	}
+	if len(nc.Servers()) >= 3 {
+		return 3
+	}
+	return 1
 }
 
 // Result says what [Ensure] found and did.
@@ -132,7 +150,12 @@ func Ensure(ctx context.Context, js jetstream.JetStream, p Plan, o Options) (Res
 	update := o.Update
 	var r Result
 	var errs []error
+	replicas := p.Replicas
+	if replicas <= 0 {
+		replicas = AutoReplicas(js.Conn())
+	}
 	for _, c := range p.KV {
+		c.Replicas = replicas
 		what := "KV " + c.Bucket
 		st, err := js.Stream(ctx, proto.KVStream(c.Bucket))
 		switch {

@@ -43,6 +43,15 @@ Serve:
     init) and serves TLS with DIR's server certificate. Without --auth it
     refuses a non-loopback address unless --insecure is given.
 
+Cluster (three nodes, the same DIR copied to each; docs/reliability.md):
+  switchyard nats --auth DIR --addr 0.0.0.0:4222 --store /data --name n1 \
+    --cluster 0.0.0.0:6222 --routes n1.internal:6222,n2.internal:6222,n3.internal:6222
+    Routes run over TLS with DIR's server certificate (its names must
+    include every node's route host: nats init/cert --host) and present
+    DIR's route secret. Roles take every node's URL (nats: tls://n1:4222,
+    tls://n2:4222,tls://n3:4222) and fail over between them; buckets get
+    three replicas on a cluster of three or more (nats.replicas).
+
 Identities: edge, router, upstream-worker, tenancy-svc, admin, audit, bench;
 their permissions come from Switchyard's permission table (docs/security.md).
 
@@ -80,6 +89,11 @@ func runNATSServe(args []string, stderr io.Writer) int {
 	tlsKey := fs.String("tls-key", "", "server key (PEM) instead of DIR/server-key.pem")
 	tlsVerify := fs.Bool("tls-verify", false, "require client certificates signed by DIR/ca.pem (or --tls-client-ca)")
 	tlsClientCA := fs.String("tls-client-ca", "", "CA (PEM) client certificates must chain to, with --tls-verify (default DIR/ca.pem)")
+	name := fs.String("name", "", "server name, unique in the cluster (default: switchyard, or switchyard-<host>-<port> of --addr in a cluster)")
+	clusterAddr := fs.String("cluster", "", "join a NATS cluster: listen for the other nodes' routes on this host:port")
+	clusterName := fs.String("cluster-name", "switchyard", "the cluster's name, the same on every node")
+	routes := fs.String("routes", "", "seed routes, comma-separated host:port or nats-route://host:port (every node's --cluster address; this node's own may be listed)")
+	syncPolicy := fs.String("sync", "", `JetStream's flush to disk: "always" (every write), or an interval such as 2m (the server's default when unset); docs/reliability.md`)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
@@ -105,7 +119,36 @@ func runNATSServe(args []string, stderr io.Writer) int {
 			return 1
 		}
 	}
-	o := embedded.Options{Addr: *addr, StoreDir: dir, Log: true}
+	o := embedded.Options{Addr: *addr, StoreDir: dir, Log: true, Name: *name}
+	switch sp := *syncPolicy; sp {
+	case "":
+	case "always":
+		o.SyncAlways = true
+	default:
+		d, err := time.ParseDuration(sp)
+		if err != nil || d <= 0 {
+			fmt.Fprintf(stderr, "switchyard nats: --sync %q: want always or a positive duration\n", sp)
+			return 2
+		}
+		o.SyncInterval = d
+	}
+	if *clusterAddr != "" {
+		if o.Name == "" {
+			host, port, _ := net.SplitHostPort(*addr)
+			o.Name = "switchyard-" + strings.NewReplacer(".", "-", ":", "-", "[", "", "]", "").Replace(host) + "-" + port
+		}
+		o.Cluster = &embedded.Cluster{Name: *clusterName, Listen: *clusterAddr}
+		for _, r := range strings.Split(*routes, ",") {
+			if r = strings.TrimSpace(r); r != "" {
+				o.Cluster.Routes = append(o.Cluster.Routes, r)
+			}
+		}
+		if !admin.IsLoopback(*clusterAddr) && *authDir == "" && !*insecure {
+			fmt.Fprintf(stderr, "switchyard nats: refusing cluster routes on %s without authentication: any host that can connect could join the cluster and read every message.\n"+
+				"  Serve with --auth DIR (routes then present DIR's route secret over TLS), or pass --insecure.\n", *clusterAddr)
+			return 2
+		}
+	}
 	loopback := admin.IsLoopback(*addr) // IP literals only: a name may resolve anywhere
 	switch {
 	case *authDir == "" && !loopback && !*insecure:
@@ -132,6 +175,13 @@ func runNATSServe(args []string, stderr io.Writer) int {
 		}
 		out := o
 		out.AuthConf = string(conf)
+		if out.Cluster != nil {
+			c := *out.Cluster
+			if c.Secret, err = natsauth.RouteSecret(*authDir); err != nil {
+				return out, err
+			}
+			out.Cluster = &c
+		}
 		if *noTLS {
 			return out, nil
 		}
@@ -166,6 +216,9 @@ func runNATSServe(args []string, stderr io.Writer) int {
 			}
 		}
 		out.TLS, err = natsauth.ServerTLS(cb, kb, pool)
+		if err == nil && out.Cluster != nil {
+			err = routeSecurity(&out, *authDir, cb, kb)
+		}
 		clear(kb)
 		return out, err
 	}
@@ -190,6 +243,16 @@ func runNATSServe(args []string, stderr io.Writer) int {
 		auth = ", authenticated by " + filepath.Join(*authDir, natsauth.FileAuthConf)
 	}
 	fmt.Fprintf(stderr, "NATS (JetStream, max_payload %d%s) listening on %s://%s\n", embedded.MaxPayload, auth, scheme, *addr)
+	if c := cur.Cluster; c != nil {
+		sec := "unauthenticated"
+		if c.Secret != "" {
+			sec = "route secret"
+		}
+		if c.TLS != nil {
+			sec += ", TLS"
+		}
+		fmt.Fprintf(stderr, "cluster %s: node %s, routes on %s (%s), seeds %s\n", c.Name, cur.Name, c.Listen, sec, strings.Join(c.Routes, ","))
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if *authDir != "" {
@@ -199,6 +262,30 @@ func runNATSServe(args []string, stderr io.Writer) int {
 	ns.Shutdown()
 	ns.WaitForShutdown()
 	return 0
+}
+
+// routeSecurity serves o's routes over TLS with the server certificate
+// (cert, key), and verifies the node a route connects to against dir's CA:
+// a node's route addresses must be among the certificate's names
+// (switchyard nats init --host, switchyard nats cert --host).
+func routeSecurity(o *embedded.Options, dir string, cert, key []byte) error {
+	ca, err := os.ReadFile(filepath.Join(dir, natsauth.FileCA))
+	if err != nil {
+		return fmt.Errorf("routes: %w", err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(ca) {
+		return fmt.Errorf("routes: %s holds no PEM certificate", natsauth.FileCA)
+	}
+	t, err := natsauth.ServerTLS(cert, key, nil)
+	if err != nil {
+		return err
+	}
+	t.RootCAs = pool
+	c := *o.Cluster
+	c.TLS = t
+	o.Cluster = &c
+	return nil
 }
 
 // watchAuth applies a changed auth.conf (switchyard nats rotate) to the
@@ -439,6 +526,10 @@ func runNATSCert(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	if err := natsauth.RenewServerCert(dir, hosts); err != nil {
+		fmt.Fprintln(stderr, "switchyard nats cert:", err)
+		return 1
+	}
+	if err := natsauth.EnsureRouteSecret(dir); err != nil { // a directory made before clusters
 		fmt.Fprintln(stderr, "switchyard nats cert:", err)
 		return 1
 	}

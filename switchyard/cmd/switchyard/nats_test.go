@@ -191,3 +191,30 @@ func TestNATSCert(t *testing.T) {
 		t.Fatalf("cert without a CA: exit %d", code)
 	}
 }
+
+// TestNATSServeClusterRefusals: cluster routes off loopback need --auth
+// (or --insecure); --sync takes always or a positive duration; init
+// writes a route secret readable by the owner only.
+func TestNATSServeClusterRefusals(t *testing.T) {
+	r := runNATSCLI("--addr", "127.0.0.1:0", "--store", t.TempDir(), "--cluster", "0.0.0.0:0")
+	if r.code != 2 || !strings.Contains(r.stderr, "refusing cluster routes") {
+		t.Fatalf("unauthenticated routes: exit %d: %s", r.code, r.stderr)
+	}
+	for _, bad := range []string{"sometimes", "-1s", "0s"} {
+		if r := runNATSCLI("--addr", "127.0.0.1:0", "--store", t.TempDir(), "--sync", bad); r.code != 2 || !strings.Contains(r.stderr, "--sync") {
+			t.Fatalf("--sync %s: exit %d: %s", bad, r.code, r.stderr)
+		}
+	}
+	dir := filepath.Join(t.TempDir(), "auth")
+	if r = runNATSCLI("init", dir); r.code != 0 {
+		t.Fatalf("init: %s", r.stderr)
+	}
+	st, err := os.Stat(filepath.Join(dir, natsauth.FileRouteSecret))
+	if err != nil || st.Mode().Perm() != 0o600 {
+		t.Fatalf("route secret: %v %v", err, st)
+	}
+	s, err := natsauth.RouteSecret(dir)
+	if err != nil || len(s) < 32 || strings.Contains(r.stdout+r.stderr, s) {
+		t.Fatalf("route secret %q: %v", s, err)
+	}
+}

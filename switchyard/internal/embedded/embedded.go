@@ -10,7 +10,9 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/url"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
@@ -34,6 +36,39 @@ type Options struct {
 	// TLS is the client listener's TLS configuration; nil: plain TCP.
 	// In-process connections never use TLS.
 	TLS *tls.Config
+	// Name is the server's name, unique in its cluster. "": "switchyard".
+	Name string
+	// Cluster, if set, makes the server a node of a NATS cluster: it
+	// listens for routes and connects to the seed routes, and JetStream
+	// runs clustered (a stream or bucket with replicas R keeps R copies
+	// on R nodes, and survives the loss of a minority of them).
+	Cluster *Cluster
+	// SyncInterval is how often JetStream flushes its store to disk;
+	// SyncAlways flushes on every write. Zero and false: the server's
+	// default (2 minutes). See docs/reliability.md.
+	SyncInterval time.Duration
+	SyncAlways   bool
+}
+
+// RouteUser is the user name routes authenticate with (Cluster.Secret is
+// its password).
+const RouteUser = "switchyard-route"
+
+// Cluster is a node's part in a NATS cluster.
+type Cluster struct {
+	// Name is the cluster's name, the same on every node.
+	Name string
+	// Listen is host:port for the routes of the other nodes.
+	Listen string
+	// Routes are the seed routes: other nodes' route addresses, host:port
+	// or nats-route://host:port (this node's own may be among them).
+	Routes []string
+	// Secret, if set, is the password every route presents (user
+	// [RouteUser]), the same on every node; "": routes unauthenticated.
+	Secret string
+	// TLS, if set, secures the routes: the node serves it and verifies the
+	// node it connects to against its RootCAs.
+	TLS *tls.Config
 }
 
 // ServerOptions returns the nats-server options o describes. The same o
@@ -52,6 +87,15 @@ func (o Options) ServerOptions() (*server.Options, error) {
 	opts.NoSigs = true
 	opts.NoLog = !o.Log
 	opts.ServerName = "switchyard"
+	if o.Name != "" {
+		opts.ServerName = o.Name
+	}
+	opts.SyncInterval, opts.SyncAlways = o.SyncInterval, o.SyncAlways
+	if c := o.Cluster; c != nil {
+		if err := clusterOptions(opts, c); err != nil {
+			return nil, err
+		}
+	}
 	if o.TLS != nil {
 		opts.TLSConfig = o.TLS
 		opts.TLS = true
@@ -71,6 +115,46 @@ func (o Options) ServerOptions() (*server.Options, error) {
 		return nil, fmt.Errorf("nats addr %q: bad port", o.Addr)
 	}
 	return opts, nil
+}
+
+// clusterOptions sets opts' cluster listener and routes from c.
+func clusterOptions(opts *server.Options, c *Cluster) error {
+	if c.Name == "" {
+		return errors.New("nats cluster: a cluster name is required")
+	}
+	host, port, err := net.SplitHostPort(c.Listen)
+	if err != nil {
+		return fmt.Errorf("nats cluster listen %q: %w", c.Listen, err)
+	}
+	opts.Cluster.Name = c.Name
+	opts.Cluster.Host = host
+	if opts.Cluster.Port, err = strconv.Atoi(port); err != nil {
+		return fmt.Errorf("nats cluster listen %q: bad port", c.Listen)
+	}
+	if c.Secret != "" {
+		opts.Cluster.Username, opts.Cluster.Password = RouteUser, c.Secret
+	}
+	if c.TLS != nil {
+		opts.Cluster.TLSConfig = c.TLS
+		opts.Cluster.TLSTimeout = 2
+	}
+	for _, r := range c.Routes {
+		if r == "" {
+			continue
+		}
+		if !strings.Contains(r, "://") {
+			r = "nats-route://" + r
+		}
+		u, err := url.Parse(r)
+		if err != nil || u.Host == "" {
+			return fmt.Errorf("nats cluster route %q: not host:port or nats-route://host:port", r)
+		}
+		if c.Secret != "" {
+			u.User = url.UserPassword(RouteUser, c.Secret)
+		}
+		opts.Routes = append(opts.Routes, u)
+	}
+	return nil
 }
 
 // Start runs a NATS server and waits until it accepts connections.
