@@ -371,12 +371,25 @@ func (s *Service) loadGrantKey(ctx context.Context, js jetstream.JetStream) {
 		return // ctx ended
 	}
 	k, err := grant.NewKey(b)
-	clear(b)
 	if err != nil {
+		clear(b)
 		s.log.Error("route grant key unusable: no route grants", proto.LogErr, err)
 		return
 	}
 	s.grantKey.Store(k)
+	// It changes when tenancy-svc makes it again (the NATS store was
+	// lost): the router follows, as the workers do.
+	bus.FollowSecret(ctx, js, proto.KeyGrants, b, bus.SecretFollowInterval, func(nb []byte) {
+		k, err := grant.NewKey(nb)
+		clear(nb)
+		if err != nil {
+			s.log.Error("new route grant key unusable; keeping the old", proto.LogErr, err)
+			return
+		}
+		s.grantKey.Store(k)
+		s.log.Warn("the fleet's route grant key changed; signing with the new one")
+	})
+	clear(b)
 }
 
 func (s *Service) onUpstream(ev *bus.KVEvent, initial bool) {

@@ -90,6 +90,15 @@ func newRig(t *testing.T) *rig {
 	if err := c.Start(); err != nil {
 		t.Fatal(err)
 	}
+	// The router takes calls once it has loaded its (empty) catalog and
+	// heard the workers: the tests' calls find it subscribed.
+	deadline := time.Now().Add(10 * time.Second)
+	for !r.Ready() {
+		if time.Now().After(deadline) {
+			t.Fatal("router not ready")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 	return &rig{t: t, nc: nc, caller: c, kv: kv, tools: tools, r: r, src: src}
 }
 

@@ -4,12 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"slices"
 	"time"
 
 	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/switchyard-mcp/switchyard/internal/bus"
 	"github.com/switchyard-mcp/switchyard/internal/grant"
@@ -85,17 +83,6 @@ func (s *Service) subscribePool(name string) (*nats.Subscription, error) {
 		return nil, err
 	}
 	return s.nc.QueueSubscribe(subj, proto.PoolQueue(name), bus.Guard(subj, func(m *nats.Msg) { s.onMsg(m, name) }))
-}
-
-// loadGrantKey reads the fleet's route grant key, waiting until
-// tenancy-svc has provisioned it.
-func loadGrantKey(ctx context.Context, js jetstream.JetStream, log *slog.Logger) (*grant.Key, error) {
-	b, err := bus.Secret(ctx, js, proto.KeyGrants, log)
-	if err != nil {
-		return nil, err
-	}
-	defer clear(b)
-	return grant.NewKey(b)
 }
 
 func (s *Service) unsubscribe() {
@@ -192,7 +179,7 @@ func (s *Service) onGranted(m *nats.Msg) {
 		s.badEnvelope(m, err)
 		return
 	}
-	if err := s.grantKey.Verify(req.Grant, req.Tenant, req.Upstream, req.Name, time.Now()); err != nil {
+	if err := s.grantKey.Load().Verify(req.Grant, req.Tenant, req.Upstream, req.Name, time.Now()); err != nil {
 		if !errors.Is(err, grant.ErrExpired) {
 			s.log.Warn("route grant refused", proto.LogTenant, req.Tenant, proto.LogUpstream, req.Upstream, proto.LogErr, err)
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/switchyard-mcp/switchyard/internal/bus"
 	"github.com/switchyard-mcp/switchyard/internal/grant"
 	"github.com/switchyard-mcp/switchyard/internal/taskid"
 	"log/slog"
@@ -160,7 +161,7 @@ type Service struct {
 	taskIDs *taskid.Codec
 	// grantKey verifies the tokens of calls sent on route grants
 	// (proto.KeyGrants), set by Run before it subscribes.
-	grantKey *grant.Key
+	grantKey atomic.Pointer[grant.Key]
 	// tune adjusts every upstream's options (tests shorten timings).
 	tune func(*upstream.Options)
 
@@ -264,9 +265,19 @@ func (s *Service) Run(ctx context.Context) error {
 	defer stopActors()
 	// Waits for tenancy-svc to have provisioned the fleet's secrets (and
 	// with them every bucket): the worker is not ready until then.
-	s.taskIDs, err = taskid.Shared(ctx, js, s.log)
+	tk, err := bus.Secret(ctx, js, proto.KeyTasks, s.log)
 	if err == nil {
-		s.grantKey, err = loadGrantKey(ctx, js, s.log)
+		s.taskIDs, err = taskid.New(tk)
+	}
+	var gk []byte
+	if err == nil {
+		gk, err = bus.Secret(ctx, js, proto.KeyGrants, s.log)
+	}
+	if err == nil {
+		var k *grant.Key
+		if k, err = grant.NewKey(gk); err == nil {
+			s.grantKey.Store(k)
+		}
 	}
 	if err != nil {
 		if ctx.Err() != nil {
@@ -297,6 +308,29 @@ func (s *Service) Run(ctx context.Context) error {
 
 	var wg sync.WaitGroup
 	wg.Go(func() { s.heartbeats(ctx) })
+	// The fleet's keys change when tenancy-svc makes them again (the NATS
+	// store was lost): every worker follows, so all agree.
+	wg.Go(func() {
+		bus.FollowSecret(ctx, js, proto.KeyTasks, tk, bus.SecretFollowInterval, func(b []byte) {
+			if err := s.taskIDs.Rekey(b); err != nil {
+				s.log.Error("new task id key unusable; keeping the old", proto.LogErr, err)
+				return
+			}
+			s.log.Warn("the fleet's task id key changed; minting under the new one")
+		})
+	})
+	wg.Go(func() {
+		bus.FollowSecret(ctx, js, proto.KeyGrants, gk, bus.SecretFollowInterval, func(b []byte) {
+			k, err := grant.NewKey(b)
+			clear(b)
+			if err != nil {
+				s.log.Error("new route grant key unusable; keeping the old", proto.LogErr, err)
+				return
+			}
+			s.grantKey.Store(k)
+			s.log.Warn("the fleet's route grant key changed; verifying with the new one")
+		})
+	})
 	wg.Go(func() { _ = specwatch.Watch(ctx, js, s.mgr, s.log) })
 	wg.Wait() // both end with ctx
 	_ = svc.Stop()

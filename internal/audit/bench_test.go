@@ -137,8 +137,27 @@ func BenchmarkAuditPrepare(b *testing.B) {
 // for buffer room, so nothing is dropped and the rate is what the stream
 // absorbs. allocs/op counts the whole process, the embedded server's
 // allocations included.
-func BenchmarkAuditIngest(b *testing.B) {
-	srv := natstest.Start(b)
+func BenchmarkAuditIngest(b *testing.B) { benchIngest(b, nil) }
+
+// BenchmarkAuditIngestSync is BenchmarkAuditIngest on a server flushing
+// its store to disk on every write (switchyard nats --sync always), and
+// every second: the cost of the sync policy on audit ingest
+// (docs/reliability.md, docs/benchmarks.md).
+func BenchmarkAuditIngestSync(b *testing.B) {
+	for _, c := range []struct {
+		name string
+		edit func(*server.Options)
+	}{
+		{"default", nil},
+		{"1s", func(o *server.Options) { o.SyncInterval = time.Second }},
+		{"always", func(o *server.Options) { o.SyncAlways = true }},
+	} {
+		b.Run(c.name, func(b *testing.B) { benchIngest(b, c.edit) })
+	}
+}
+
+func benchIngest(b *testing.B, edit func(*server.Options)) {
+	srv := natstest.StartWith(b, edit)
 	nc := natstest.Connect(b, srv)
 	provisionStream(b, nc, StreamConfig{})
 	p, err := NewPublisher(nc, Config{}, nil)

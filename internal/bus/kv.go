@@ -1,6 +1,7 @@
 package bus
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -55,6 +56,34 @@ func Secret(ctx context.Context, js jetstream.JetStream, key string, log *slog.L
 		backoff = min(2*backoff, 2*time.Second)
 	}
 }
+
+// FollowSecret reads the shared secret key every interval until ctx ends
+// and calls changed with its value each time it differs from last (the
+// value the caller holds; changed's slice is its own). After the NATS
+// store is lost tenancy-svc makes the secrets again: every role that
+// follows them moves to the new ones, so the fleet agrees again.
+func FollowSecret(ctx context.Context, js jetstream.JetStream, key string, last []byte, interval time.Duration, changed func([]byte)) {
+	last = bytes.Clone(last)
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		v, err := secretOnce(ctx, js, key)
+		if err != nil || bytes.Equal(v, last) {
+			continue
+		}
+		last = bytes.Clone(v)
+		changed(v)
+	}
+}
+
+// SecretFollowInterval is how often the roles read the fleet's secrets
+// again ([FollowSecret]).
+const SecretFollowInterval = 5 * time.Second
 
 func secretOnce(ctx context.Context, js jetstream.JetStream, key string) ([]byte, error) {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)

@@ -41,6 +41,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"sync/atomic"
 
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -56,14 +57,29 @@ const KeyLen = 32
 
 var b64 = base64.RawURLEncoding
 
-// Codec mints and opens gateway task ids under one key. It is immutable and
-// safe for concurrent use.
+// Codec mints and opens gateway task ids under one key, and opens those
+// of the key before it ([Codec.Rekey]). It is safe for concurrent use.
 type Codec struct {
-	aead cipher.AEAD
+	keys atomic.Pointer[keyPair]
+}
+
+// keyPair is the current key and the one before it (nil: none).
+type keyPair struct {
+	cur, prev cipher.AEAD
 }
 
 // New returns a Codec for key ([KeyLen] bytes).
 func New(key []byte) (*Codec, error) {
+	aead, err := newAEAD(key)
+	if err != nil {
+		return nil, err
+	}
+	c := &Codec{}
+	c.keys.Store(&keyPair{cur: aead})
+	return c, nil
+}
+
+func newAEAD(key []byte) (cipher.AEAD, error) {
 	if len(key) != KeyLen {
 		return nil, fmt.Errorf("taskid: key of %d bytes, want %d", len(key), KeyLen)
 	}
@@ -71,11 +87,20 @@ func New(key []byte) (*Codec, error) {
 	if err != nil {
 		return nil, err
 	}
-	aead, err := cipher.NewGCM(block)
+	return cipher.NewGCM(block)
+}
+
+// Rekey mints under key from now on; ids of the key before still open (the
+// fleet's key changes when tenancy-svc makes it again after the store was
+// lost, and every worker follows: bus.FollowSecret).
+func (c *Codec) Rekey(key []byte) error {
+	aead, err := newAEAD(key)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	return &Codec{aead: aead}, nil
+	old := c.keys.Load()
+	c.keys.Store(&keyPair{cur: aead, prev: old.cur})
+	return nil
 }
 
 // Mint returns a gateway id of upstream's task id, bound to scope. Each
@@ -86,10 +111,11 @@ func (c *Codec) Mint(scope Scope, upstream, id string) string {
 
 // seal mints under the additional data of scope key.
 func (c *Codec) seal(key, upstream, id string) string {
-	ns := c.aead.NonceSize()
-	sealed := make([]byte, ns, ns+len(id)+c.aead.Overhead())
+	aead := c.keys.Load().cur
+	ns := aead.NonceSize()
+	sealed := make([]byte, ns, ns+len(id)+aead.Overhead())
 	_, _ = rand.Read(sealed)
-	sealed = c.aead.Seal(sealed, sealed[:ns], []byte(id), aad(key, upstream))
+	sealed = aead.Seal(sealed, sealed[:ns], []byte(id), aad(key, upstream))
 	var b strings.Builder
 	b.Grow(len(prefix) + b64.EncodedLen(len(upstream)) + 1 + b64.EncodedLen(len(sealed)))
 	b.WriteString(prefix)
@@ -105,18 +131,24 @@ func (c *Codec) seal(key, upstream, id string) string {
 // from that session (see the package doc).
 func (c *Codec) Open(scope Scope, gid string) (upstream, id string, ok bool) {
 	upstream, sealed, ok := split(gid)
-	if !ok || len(sealed) < c.aead.NonceSize()+c.aead.Overhead() {
+	if !ok {
 		return "", "", false
 	}
-	ns := c.aead.NonceSize()
-	plain, err := c.aead.Open(nil, sealed[:ns], sealed[ns:], aad(scope.key(), upstream))
-	if err != nil && scope.Session != "" {
-		plain, err = c.aead.Open(nil, sealed[:ns], sealed[ns:], aad(scope.sessionKeyV1(), upstream))
+	keys := c.keys.Load()
+	for _, aead := range [...]cipher.AEAD{keys.cur, keys.prev} {
+		if aead == nil || len(sealed) < aead.NonceSize()+aead.Overhead() {
+			continue
+		}
+		ns := aead.NonceSize()
+		plain, err := aead.Open(nil, sealed[:ns], sealed[ns:], aad(scope.key(), upstream))
+		if err != nil && scope.Session != "" {
+			plain, err = aead.Open(nil, sealed[:ns], sealed[ns:], aad(scope.sessionKeyV1(), upstream))
+		}
+		if err == nil {
+			return upstream, string(plain), true
+		}
 	}
-	if err != nil {
-		return "", "", false
-	}
-	return upstream, string(plain), true
+	return "", "", false
 }
 
 // Upstream returns the upstream named in gid, unverified: enough to route a

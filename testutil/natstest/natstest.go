@@ -18,6 +18,13 @@ const MaxPayload = 8 << 20
 // and returns it once it is ready for connections.
 func Start(t testing.TB) *server.Server {
 	t.Helper()
+	return StartWith(t, nil)
+}
+
+// StartWith is Start with the server's options changed by edit (nil: none)
+// before it starts.
+func StartWith(t testing.TB, edit func(*server.Options)) *server.Server {
+	t.Helper()
 	opts := &server.Options{
 		Host:       "127.0.0.1",
 		Port:       -1,
@@ -26,6 +33,9 @@ func Start(t testing.TB) *server.Server {
 		NoLog:      true,
 		NoSigs:     true,
 		MaxPayload: MaxPayload,
+	}
+	if edit != nil {
+		edit(opts)
 	}
 	s, err := server.NewServer(opts)
 	if err != nil {
