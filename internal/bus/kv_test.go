@@ -1,6 +1,7 @@
 package bus
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"testing"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/switchyard-mcp/switchyard/proto"
 	"github.com/switchyard-mcp/switchyard/testutil/natstest"
+	"github.com/switchyard-mcp/switchyard/testutil/provisiontest"
 )
 
 func newJS(t *testing.T) jetstream.JetStream {
@@ -264,5 +266,43 @@ func TestBusWatchWithoutJetStreamReturnsOnCancel(t *testing.T) {
 	case <-calls:
 		t.Error("fn called without a connection")
 	default:
+	}
+}
+
+// TestFollowSecret: a changed secret is handed over once per change.
+func TestFollowSecret(t *testing.T) {
+	s := provisiontest.Start(t)
+	nc := natstest.Connect(t, s)
+	js, _ := jetstream.New(nc)
+	first, err := Secret(t.Context(), js, proto.KeyTasks, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan []byte, 4)
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	go FollowSecret(ctx, js, proto.KeyTasks, first, 20*time.Millisecond, func(b []byte) { got <- b })
+	time.Sleep(100 * time.Millisecond)
+	select {
+	case b := <-got:
+		t.Fatalf("an unchanged secret handed over: %x", b)
+	default:
+	}
+	kv, _ := js.KeyValue(t.Context(), proto.BucketKeys)
+	next := bytes.Repeat([]byte{7}, len(first))
+	if _, err := kv.Put(t.Context(), proto.KeyTasks, next); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case b := <-got:
+		if !bytes.Equal(b, next) {
+			t.Fatalf("handed %x", b)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the change was not handed over")
+	}
+	time.Sleep(100 * time.Millisecond)
+	if len(got) != 0 {
+		t.Fatal("one change handed over twice")
 	}
 }

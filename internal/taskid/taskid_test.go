@@ -218,3 +218,38 @@ func FuzzOpen(f *testing.F) {
 		}
 	})
 }
+
+// TestCodecRekey: after a new key, ids mint under it, and ids of the key
+// before still open; ids of the key before that do not.
+func TestCodecRekey(t *testing.T) {
+	k1, k2, k3 := make([]byte, KeyLen), make([]byte, KeyLen), make([]byte, KeyLen)
+	k2[0], k3[0] = 2, 3
+	c, err := New(k1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc := Scope{Tenant: "t"}
+	old := c.Mint(sc, "up", "task-1")
+	if err := c.Rekey(k2); err != nil {
+		t.Fatal(err)
+	}
+	fresh := c.Mint(sc, "up", "task-2")
+	for _, id := range []string{old, fresh} {
+		if _, tid, ok := c.Open(sc, id); !ok || (tid != "task-1" && tid != "task-2") {
+			t.Fatalf("open %s: %q %v", id, tid, ok)
+		}
+	}
+	only2, _ := New(k2)
+	if _, _, ok := only2.Open(sc, fresh); !ok {
+		t.Fatal("an id minted after the rekey does not open under the new key alone")
+	}
+	if err := c.Rekey(k3); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, ok := c.Open(sc, old); ok {
+		t.Fatal("an id two keys old still opens")
+	}
+	if err := c.Rekey([]byte("short")); err == nil {
+		t.Fatal("a short key accepted")
+	}
+}
