@@ -132,6 +132,7 @@ type Service struct {
 	routers  *bus.Routers // the live routers: each routed call goes to one by name
 	tenancy  tenancy.Source
 	watcher  *tenancy.Watcher    // nil when Config.Tenancy was given
+	seed     *tenancy.SeedProbe  // with watcher: the store is seeded (not lost and being rebuilt)
 	jwt      *jwtauth.Verifier   // nil without JWT issuers
 	jwtCache jwtCache            // verified tokens, briefly (jwtcache.go)
 	public   *publicurl.Resolver // how clients reach the edge, for the URLs it hands out
@@ -234,6 +235,7 @@ func New(cfg Config, nc *nats.Conn, log *slog.Logger) (*Service, error) {
 			return nil, err
 		}
 		s.tenancy = s.watcher
+		s.seed = tenancy.NewSeedProbe(js, time.Second)
 	}
 	if cfg.Auth.JWT != nil {
 		if err := cfg.Auth.JWT.Validate(); err != nil {
@@ -319,7 +321,7 @@ func orNone(d time.Duration) time.Duration { return max(d, 0) }
 // Ready reports whether the edge is listening, has loaded the catalog and
 // the tenancy state, and is connected to NATS.
 func (s *Service) Ready() bool {
-	return s.ready.Load() && s.nc.IsConnected() && (s.watcher == nil || s.watcher.Ready()) && s.fleet.Ready() && s.store.Load() != nil
+	return s.ready.Load() && s.nc.IsConnected() && (s.watcher == nil || (s.watcher.Ready() && s.seed.Seeded())) && s.fleet.Ready() && s.store.Load() != nil
 }
 
 // Addr is the address the edge listens on, once Run has bound it ("" before).
@@ -383,6 +385,7 @@ func (s *Service) Run(ctx context.Context) error {
 	run(func() { s.runSessionStore(ctx, js) })
 	if s.watcher != nil {
 		run(func() { _ = s.watcher.Run(ctx) })
+		run(func() { s.seed.Run(ctx) })
 	}
 	// The fleet leaves (its key deleted, so the others take over this
 	// edge's share) only after the HTTP server has finished its calls.

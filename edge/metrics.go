@@ -197,6 +197,7 @@ func (s *Service) Checks() []admin.Check {
 		admin.OK("sessions", s.store.Load() != nil, "session store (KV "+proto.BucketSessions+") not open"),
 	}
 	if s.watcher != nil {
+		cs = append(cs, admin.OK("store_seeded", s.seed.Seeded(), "tenancy-svc has not seeded the NATS store (a store lost and being rebuilt)"))
 		c := admin.OK("tenancy", s.watcher.Ready(), "tenancy snapshot not loaded")
 		if stale, since, reason := s.watcher.Stale(); stale && c.Status == admin.StatusOK {
 			c = admin.Check{Name: "tenancy", Status: admin.StatusWarn, Detail: "stale since " + since.UTC().Format(time.RFC3339) + ": " + reason}

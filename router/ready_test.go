@@ -7,8 +7,10 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/switchyard-mcp/switchyard/internal/config"
+	"github.com/switchyard-mcp/switchyard/internal/tenancy"
 	"github.com/switchyard-mcp/switchyard/proto"
 	"github.com/switchyard-mcp/switchyard/testutil/natstest"
 	"github.com/switchyard-mcp/switchyard/testutil/provisiontest"
@@ -68,4 +70,47 @@ func TestRouterTakesCallsOnlyWhenLoaded(t *testing.T) {
 	if err := proto.Unmarshal(msg.Data, &rep); err != nil || rep.Error != nil {
 		t.Fatalf("tools/list: %+v %v", rep.Error, err)
 	}
+}
+
+// TestRouterNotReadyWhileStoreUnseeded: a router that reads the tenants
+// from the store is not ready while tenancy-svc's seeded mark is gone (a
+// NATS store lost and being rebuilt), and ready again once it is back.
+func TestRouterNotReadyWhileStoreUnseeded(t *testing.T) {
+	s := provisiontest.Start(t)
+	nc := natstest.Connect(t, s)
+	js, _ := jetstream.New(nc)
+	seeded, err := js.KeyValue(t.Context(), tenancy.BucketSeeded)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := seeded.Put(t.Context(), tenancy.KeySeeded, []byte("1")); err != nil {
+		t.Fatal(err)
+	}
+	r, err := New(Config{PageSize: 2, TenancyPoll: 20 * time.Millisecond}, natstest.Connect(t, s), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- r.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	waitReady := func(want bool) {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for r.Ready() != want {
+			if time.Now().After(deadline) {
+				t.Fatalf("Ready() stayed %v", !want)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	waitReady(true)
+	if err := seeded.Delete(t.Context(), tenancy.KeySeeded); err != nil {
+		t.Fatal(err)
+	}
+	waitReady(false)
+	if _, err := seeded.Put(t.Context(), tenancy.KeySeeded, []byte("1")); err != nil {
+		t.Fatal(err)
+	}
+	waitReady(true)
 }

@@ -85,7 +85,8 @@ type Service struct {
 	grantKey atomic.Pointer[grant.Key]
 
 	tenancy tenancy.Source
-	watcher *tenancy.Watcher // nil when Config.Tenancy was given
+	watcher *tenancy.Watcher   // nil when Config.Tenancy was given
+	seed    *tenancy.SeedProbe // with watcher: the store is seeded
 	views   *viewCache
 	kick    chan struct{} // wakes the announcer; capacity 1
 
@@ -167,6 +168,7 @@ func New(cfg Config, nc *nats.Conn, log *slog.Logger) (*Service, error) {
 			return nil, fmt.Errorf("router: tenancy: %w", err)
 		}
 		s.tenancy, s.watcher = w, w
+		s.seed = tenancy.NewSeedProbe(js, time.Second)
 	}
 	s.presence = bus.NewPresence(nc, log)
 	s.snap.Store(s.state.Build(func(string) bool { return false }))
@@ -193,6 +195,7 @@ func (s *Service) Checks() []admin.Check {
 		admin.OK("lists", loadedT, "list sets not loaded"),
 	}
 	if s.watcher != nil {
+		cs = append(cs, admin.OK("store_seeded", s.seed.Seeded(), "tenancy-svc has not seeded the NATS store (a store lost and being rebuilt)"))
 		c := admin.OK("tenancy", s.watcher.Ready(), "tenancy snapshot not loaded")
 		if stale, since, reason := s.watcher.Stale(); stale && c.Status == admin.StatusOK {
 			c = admin.Check{Name: "tenancy", Status: admin.StatusWarn, Detail: "stale since " + since.UTC().Format(time.RFC3339) + ": " + reason}
@@ -213,9 +216,10 @@ func (s *Service) Ready() bool {
 }
 
 // loaded reports whether the catalog, the lists and (when the router
-// watches them itself) the tenants are loaded.
+// watches them itself) the tenants are loaded, and the store they come
+// from is seeded (not lost and being rebuilt: tenancy.SeedProbe).
 func (s *Service) loaded() bool {
-	return s.ready.Load() && (s.watcher == nil || s.watcher.Ready())
+	return s.ready.Load() && (s.watcher == nil || (s.watcher.Ready() && s.seed.Seeded()))
 }
 
 // presenceWarmup is how long a starting router waits, at most, for the
@@ -267,6 +271,7 @@ func (s *Service) Run(ctx context.Context) error {
 	run(func() { _ = bus.Watch(ctx, js, proto.BucketLists, s.onListSet) })
 	if s.watcher != nil {
 		run(func() { _ = s.watcher.Run(ctx) })
+		run(func() { s.seed.Run(ctx) })
 	}
 	run(func() { s.announcer(ctx) })
 	run(func() { s.loadGrantKey(ctx, js) })

@@ -317,6 +317,17 @@ func (s *Service) Run(ctx context.Context) error {
 				return
 			}
 			s.log.Warn("the fleet's task id key changed; minting under the new one")
+			// A new key means a new store (lost, and made again by
+			// tenancy-svc): its lists bucket is empty. Announce them again.
+			for _, u := range s.mgr.all() {
+				go func() {
+					rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+					defer cancel()
+					if perr := u.RefreshCatalog(rctx); perr != nil {
+						s.log.Warn("lists not announced again", proto.LogErr, perr)
+					}
+				}()
+			}
 		})
 	})
 	wg.Go(func() {

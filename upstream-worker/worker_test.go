@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/switchyard-mcp/switchyard/internal/bus"
+	"github.com/switchyard-mcp/switchyard/internal/taskid"
 	"github.com/switchyard-mcp/switchyard/proto"
 	"github.com/switchyard-mcp/switchyard/testutil/natstest"
 )
@@ -746,4 +747,31 @@ func TestWorkerAnswersInFlight(t *testing.T) {
 		t.Fatal(err)
 	}
 	eventually(t, 5*time.Second, "the call done", func() bool { return len(ask()) == 0 })
+}
+
+// TestWorkerReannouncesListsAfterStoreLoss: when the fleet's keys change
+// (tenancy-svc made the store again after it was lost), the worker moves
+// to the new key and writes its lists again into the empty lists bucket.
+func TestWorkerReannouncesListsAfterStoreLoss(t *testing.T) {
+	h := serveHTTP(t, newUpstream(0), "streamable")
+	e := startWorker(t, Config{}, streamableSpec("up", h.ts.URL))
+	e.waitUp("up")
+	lists, err := e.js.KeyValue(t.Context(), proto.BucketLists)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := proto.ListKey("up", proto.KindTools)
+	eventually(t, 10*time.Second, "the tools list written", func() bool { _, err := lists.Get(t.Context(), key); return err == nil })
+	// The store is lost: the lists are gone, and tenancy-svc makes new keys.
+	if err := lists.Purge(t.Context(), key); err != nil {
+		t.Fatal(err)
+	}
+	keys, err := e.js.KeyValue(t.Context(), proto.BucketKeys)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := keys.Put(t.Context(), proto.KeyTasks, bytes.Repeat([]byte{9}, taskid.KeyLen)); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 3*bus.SecretFollowInterval, "the tools list written again", func() bool { _, err := lists.Get(t.Context(), key); return err == nil })
 }
