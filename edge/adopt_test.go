@@ -231,3 +231,67 @@ func TestEdgeIdleCopyDropsOnly(t *testing.T) {
 	var closed proto.SessionClosed
 	_ = json.Unmarshal(nil, &closed) // (the workers' event is covered by TestEdgeSessionClosedPublished)
 }
+
+// TestEdgeEvictsIdleSessions: a session idle past SessionEvictAfter leaves
+// the edge's memory and comes back on its next request, with no new
+// initialize; once idle past its timeout it ends for all (record gone,
+// session_closed published).
+func TestEdgeEvictsIdleSessions(t *testing.T) {
+	var got seen
+	var nc *nats.Conn
+	g := newRigWith(t, adoptRouter(&nc, &got), &rigOpts{sessionTimeout: 1500 * time.Millisecond,
+		cfg: func(c *Config) { c.SessionEvictAfter = 100 * time.Millisecond }})
+	nc = g.nc
+	closed := make(chan proto.SessionClosed, 4)
+	if _, err := nc.Subscribe(proto.SubjEvtSessionClosedAll, func(m *nats.Msg) {
+		var ev proto.SessionClosed
+		if proto.Unmarshal(m.Data, &ev) == nil {
+			closed <- ev
+		}
+	}); err != nil {
+		t.Fatal(err)
+	}
+	g.initialize()
+	waitGone := func() {
+		t.Helper()
+		deadline := time.Now().Add(5 * time.Second)
+		for g.e.sessions.get(g.sid) != nil {
+			if time.Now().After(deadline) {
+				t.Fatal("the idle session stayed in memory")
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	waitGone()
+	if _, err := g.e.store.Load().Get(t.Context(), g.sid); err != nil {
+		t.Fatalf("eviction touched the record: %v", err)
+	}
+	select {
+	case ev := <-closed:
+		t.Fatalf("eviction ended the session: %+v", ev)
+	default:
+	}
+	// Its next request brings it back.
+	if _, e := g.call("tools/list", `{}`); e != nil {
+		t.Fatalf("after eviction: %+v", e)
+	}
+	if g.e.sessions.get(g.sid) == nil {
+		t.Fatal("not adopted again")
+	}
+	waitGone()
+	// Idle past its timeout: over for all.
+	select {
+	case ev := <-closed:
+		if ev.Session != g.sid || ev.Edge != "edge-t" {
+			t.Fatalf("session_closed %+v", ev)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the evicted session never ended")
+	}
+	if _, err := g.e.store.Load().Get(t.Context(), g.sid); !errors.Is(err, sessionstore.ErrNotFound) {
+		t.Fatalf("record after the end: %v", err)
+	}
+	if code, _, _ := g.post(`{"jsonrpc":"2.0","id":99,"method":"ping"}`); code != http.StatusNotFound {
+		t.Fatalf("after the end: %d", code)
+	}
+}

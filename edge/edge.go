@@ -54,6 +54,11 @@ type Config struct {
 	CallTimeout time.Duration
 	// SessionTimeout closes client sessions idle this long. Default 30m; negative: never.
 	SessionTimeout time.Duration
+	// SessionEvictAfter drops from the edge's memory a 2025-era session
+	// idle this long here (any edge adopts it again from its record on
+	// its next request; evict.go): idle sessions then cost the edge
+	// nothing. Default 2m; negative: never.
+	SessionEvictAfter time.Duration
 	// MaxRequestBodyBytes bounds one HTTP request body. Default 4 MiB.
 	MaxRequestBodyBytes int64
 	// MaxResultBytes bounds one reassembled result. Default 64 MiB.
@@ -153,6 +158,7 @@ type Service struct {
 	sessions       sessionTable                       // stateful client sessions (fast path, idle timer)
 	store          atomic.Pointer[sessionstore.Store] // the sessions every edge shares (adopt.go); nil until open
 	adoptLocks     adoptLocks
+	evicted        tombstones            // sessions evicted from memory, until their idle timeout (evict.go)
 	bridged        suspensions           // 2026-era calls waiting for the client's input
 	subs           listens               // upstream subscriptions of 2026-era listen streams
 	events         *mcp.MemoryEventStore // SSE events kept for resumption (SEP-1699), SDK and fast path
@@ -276,6 +282,9 @@ func (c *Config) fill() error {
 	if c.SessionTimeout == 0 {
 		c.SessionTimeout = 30 * time.Minute
 	}
+	if c.SessionEvictAfter == 0 {
+		c.SessionEvictAfter = 2 * time.Minute
+	}
 	if c.MaxRequestBodyBytes == 0 {
 		c.MaxRequestBodyBytes = 4 << 20
 	}
@@ -383,6 +392,7 @@ func (s *Service) Run(ctx context.Context) error {
 	run(func() { s.recheckOnReconnect(ctx) })
 	run(func() { _ = bus.Watch(ctx, js, proto.BucketUpstreams, s.onUpstream) })
 	run(func() { s.runSessionStore(ctx, js) })
+	run(func() { s.runEvictor(ctx) })
 	if s.watcher != nil {
 		run(func() { _ = s.watcher.Run(ctx) })
 		run(func() { s.seed.Run(ctx) })

@@ -36,7 +36,7 @@ func FromFile(f *config.File) Config {
 		from *config.Duration
 		to   *time.Duration
 	}{{f.Edge.ReadHeaderTimeout, &c.ReadHeaderTimeout}, {f.Edge.ReadTimeout, &c.ReadTimeout},
-		{f.Edge.WriteTimeout, &c.WriteTimeout}, {f.Edge.IdleTimeout, &c.IdleTimeout}} {
+		{f.Edge.WriteTimeout, &c.WriteTimeout}, {f.Edge.IdleTimeout, &c.IdleTimeout}, {f.Edge.SessionEvictAfter, &c.SessionEvictAfter}} {
 		if d.from != nil {
 			if *d.to = time.Duration(*d.from); *d.to == 0 {
 				*d.to = -1 // "0s" in the file means none

@@ -46,9 +46,24 @@ type clientSession struct {
 	// 0: never, e.g. a legacy SSE session, which has none).
 	stored atomic.Int64
 	// dropOnly marks an end that is this edge's copy only (another edge
-	// ended the session, or serves it now): no record deleted, no
-	// session_closed published.
+	// ended the session, or serves it now, or this edge evicted it from
+	// memory): no record deleted, no session_closed published.
 	dropOnly atomic.Bool
+	// last is when a request of the session last ended here (Unix ms);
+	// streams counts its GET streams open here. The evictor reads them.
+	last    atomic.Int64
+	streams atomic.Int32
+}
+
+// quiet reports whether nothing of cs is in progress on this edge: no
+// request, no GET stream, no call, no request relayed to the client.
+func (cs *clientSession) quiet() bool {
+	if cs.streams.Load() > 0 {
+		return false
+	}
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	return cs.refs == 0 && len(cs.inflight) == 0 && len(cs.viaSDK) == 0 && len(cs.relayed) == 0
 }
 
 // sessionEdge is the edge name the session's requests carry: its origin,
@@ -192,6 +207,7 @@ func (t *sessionTable) add(ss *mcp.ServerSession, id, view, tenant, owner, proto
 	t.bySDK[ss] = cs
 	t.mu.Unlock()
 	cs.gone = gone
+	cs.last.Store(time.Now().UnixMilli())
 	if ss.ID() == "" {
 		// A legacy SSE session: its end is seen by waiting for it. A
 		// streamable one's is told by its transport (sessionEvents), which
@@ -262,6 +278,7 @@ func (cs *clientSession) startPOST() func() {
 	cs.refs++
 	cs.mu.Unlock()
 	return func() {
+		cs.last.Store(time.Now().UnixMilli())
 		cs.mu.Lock()
 		cs.refs--
 		if cs.timer != nil && cs.refs == 0 {

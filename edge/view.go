@@ -310,6 +310,12 @@ func (s *Service) serve(w http.ResponseWriter, r *http.Request, v *view) {
 	if sid != "" && r.Header.Get("Mcp-Protocol-Version") < protocol2026 && s.sessions.get(sid) == nil {
 		s.adopt(r, v, sid) // another edge's session: served here from now on (adopt.go)
 	}
+	if r.Method == http.MethodGet && sid != "" {
+		if cs := s.sessions.get(sid); cs != nil {
+			cs.streams.Add(1) // an open stream keeps the session in memory (evict.go)
+			defer cs.streams.Add(-1)
+		}
+	}
 	if !s.sessionMatches(r, v) {
 		// Another view's or another caller's session reads as no session
 		// at all, so its existence does not leak.

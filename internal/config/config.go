@@ -230,9 +230,13 @@ type EdgeFile struct {
 	// three quarters of the open-file limit, at most 16,384);
 	// MaxSessions its stateful sessions (10,000); MaxTenantSessions one
 	// tenant's sessions on it (10,000). 0: no cap.
-	MaxConnections    *int `yaml:"max_connections"`
-	MaxSessions       *int `yaml:"max_sessions"`
-	MaxTenantSessions *int `yaml:"max_tenant_sessions"`
+	// SessionEvictAfter drops from an edge's memory a session idle that
+	// long on it (any edge adopts it again on its next request). Default
+	// 2m; "0s": never.
+	SessionEvictAfter *Duration `yaml:"session_evict_after"`
+	MaxConnections    *int      `yaml:"max_connections"`
+	MaxSessions       *int      `yaml:"max_sessions"`
+	MaxTenantSessions *int      `yaml:"max_tenant_sessions"`
 }
 
 // TrustedProxyPrefixes returns TrustedProxies parsed; entries that do
@@ -527,7 +531,7 @@ func (f *File) Validate() error {
 		name string
 		v    *Duration
 	}{{"read_header_timeout", f.Edge.ReadHeaderTimeout}, {"read_timeout", f.Edge.ReadTimeout},
-		{"write_timeout", f.Edge.WriteTimeout}, {"idle_timeout", f.Edge.IdleTimeout}} {
+		{"write_timeout", f.Edge.WriteTimeout}, {"idle_timeout", f.Edge.IdleTimeout}, {"session_evict_after", f.Edge.SessionEvictAfter}} {
 		if d.v != nil && *d.v < 0 {
 			bad("edge.%s: must not be negative", d.name)
 		}

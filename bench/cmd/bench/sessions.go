@@ -36,6 +36,7 @@ func runSessions(args []string) int {
 	conc := fs.Int("c", 16, "sessions opened concurrently")
 	settle := fs.Duration("settle", 3*time.Second, "wait after each step before reading the RSS")
 	out := fs.String("out", "results", "results directory")
+	evict := fs.Duration("evict-after", 0, "the edge's edge.session_evict_after (0: the edge's default, 2m); the last measurement waits past it")
 	if err := fs.Parse(args); err != nil {
 		return usageExit(err)
 	}
@@ -57,6 +58,12 @@ func runSessions(args []string) int {
 		Topology:      report.Topology{Edges: 1, Routers: 1, Workers: 1},
 		Upstreams:     []launch.Upstream{{Name: "fixture", Command: []string{self, "fixture"}, Processes: 1}},
 		LogDir:        logDir, Protocol: "2025-11-25", WantTools: launch.FixtureTools(0),
+		ExtraConfig: func() string {
+			if *evict > 0 {
+				return fmt.Sprintf("edge:\n  session_evict_after: %s\n", *evict)
+			}
+			return ""
+		}(),
 	})
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "bench sessions: %v\n", err)
@@ -91,12 +98,27 @@ func runSessions(args []string) int {
 		rows = append(rows, sessionsRow{Sessions: opened, RSS: rss})
 		fmt.Fprintf(os.Stderr, "%d sessions: edge RSS %.1f MiB\n", opened, float64(rss.KiB)/1024)
 	}
+	if *evict > 0 {
+		// Past the eviction, and a sweep: the idle sessions left memory.
+		time.Sleep(*evict + 12*time.Second)
+		rss, err := procrss.Read(edgePID)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "bench sessions: %v\n", err)
+			return 1
+		}
+		rows = append(rows, sessionsRow{Sessions: opened, RSS: rss, Evicted: true})
+		fmt.Fprintf(os.Stderr, "%d sessions, evicted after %v: edge RSS %.1f MiB\n", opened, *evict, float64(rss.KiB)/1024)
+	}
 	md := sessionsTable(rows)
 	fmt.Print(md)
-	last := rows[len(rows)-1]
+	last, evictedKiB := rows[len(rows)-1], int64(-1)
+	if last.Evicted {
+		evictedKiB = last.RSS.KiB
+		last = rows[len(rows)-2]
+	}
 	per := float64(last.RSS.KiB-base.KiB) / float64(last.Sessions)
-	fmt.Printf("BENCH_RESULT sessions=%d edge_rss_idle_kib=%d edge_rss_kib=%d per_session_kib=%.2f\n",
-		last.Sessions, base.KiB, last.RSS.KiB, per)
+	fmt.Printf("BENCH_RESULT sessions=%d edge_rss_idle_kib=%d edge_rss_kib=%d per_session_kib=%.2f edge_rss_evicted_kib=%d\n",
+		last.Sessions, base.KiB, last.RSS.KiB, per, evictedKiB)
 	if err := os.MkdirAll(*out, 0o755); err == nil {
 		err = os.WriteFile(filepath.Join(*out, "sessions-"+report.Stamp(time.Now())+".md"), []byte(md), 0o644)
 		if err != nil {
@@ -111,6 +133,7 @@ func runSessions(args []string) int {
 type sessionsRow struct {
 	Sessions int
 	RSS      procrss.RSS
+	Evicted  bool // measured after the sessions were evicted from memory
 }
 
 // sessionsTable renders rows as Markdown: RSS, its anonymous part, and
@@ -123,7 +146,11 @@ func sessionsTable(rows []sessionsRow) string {
 		if r.Sessions > 0 {
 			per = fmt.Sprintf("%.1f", float64(r.RSS.KiB-rows[0].RSS.KiB)/float64(r.Sessions))
 		}
-		fmt.Fprintf(&b, "| %d | %.1f | %.1f | %s |\n", r.Sessions, float64(r.RSS.KiB)/1024, float64(r.RSS.AnonKiB)/1024, per)
+		label := fmt.Sprint(r.Sessions)
+		if r.Evicted {
+			label += " (evicted)"
+		}
+		fmt.Fprintf(&b, "| %s | %.1f | %.1f | %s |\n", label, float64(r.RSS.KiB)/1024, float64(r.RSS.AnonKiB)/1024, per)
 	}
 	return b.String()
 }

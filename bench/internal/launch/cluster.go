@@ -56,6 +56,9 @@ type ClusterOptions struct {
 	// the cluster is ready before reading every gateway process's resident
 	// set size into [Cluster.IdleRSS]; 0 skips that (and the wait).
 	IdleRSSAfter time.Duration
+	// ExtraConfig is appended to the generated configuration (top-level
+	// YAML keys the roles read, e.g. "edge:\n  session_evict_after: 10s\n").
+	ExtraConfig string
 }
 
 // The security of a cluster's bus (ClusterOptions.NATS).
@@ -174,7 +177,7 @@ func StartCluster(ctx context.Context, o ClusterOptions) (_ *Cluster, err error)
 	}
 
 	c.ConfigPath = filepath.Join(o.LogDir, "switchyard.yaml")
-	if err := os.WriteFile(c.ConfigPath, []byte(ClusterConfigYAML(c.NATSURL, o.Upstreams)), 0o644); err != nil {
+	if err := os.WriteFile(c.ConfigPath, []byte(ClusterConfigYAML(c.NATSURL, o.Upstreams)+o.ExtraConfig), 0o644); err != nil {
 		return nil, err
 	}
 	common := slices.Concat([]string{"--config", c.ConfigPath, "--nats", c.NATSURL, "--log-format", "json"}, roleArgs)
