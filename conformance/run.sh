@@ -14,6 +14,10 @@
 #   cluster   separate processes over TCP NATS: `switchyard nats --auth` (with
 #             the material of `switchyard nats init`, over TLS), tenancy-svc,
 #             router, upstream-worker, edge, each with its own identity
+#   ha        as cluster, on a 3-node NATS cluster (`switchyard nats --cluster`),
+#             with 2 routers, 2 upstream-workers and 2 edges behind a round-robin
+#             load balancer (`bench lb`: each request to the next edge, no
+#             session affinity); not in the default modes
 #
 # Environment: BIN (default <repo>/bin: everything-server, tasks-server, switchyard),
 # CONFORMANCE_MODES (default "embedded cluster"), CONFORMANCE_OUT (default
@@ -53,8 +57,8 @@ if [ $direct_only = 0 ]; then
     m=${m//,/ }
     for mm in $m; do
       case $mm in
-        embedded|cluster) [[ " ${modes[*]} " == *" $mm "* ]] || modes+=("$mm") ;;
-        *) die "unknown mode '$mm' in CONFORMANCE_MODES (modes: $ALL_MODES)" ;;
+        embedded|cluster|ha) [[ " ${modes[*]} " == *" $mm "* ]] || modes+=("$mm") ;;
+        *) die "unknown mode '$mm' in CONFORMANCE_MODES (modes: $ALL_MODES ha)" ;;
       esac
     done
   done
@@ -127,6 +131,7 @@ cleanup() {
   for ((i = ${#pids[@]} - 1; i >= 0; i--)); do stop "${pids[i]}"; done
   [ -z "${NATS_STORE:-}" ] || rm -rf "$NATS_STORE"
   [ -z "${NATS_AUTH:-}" ] || rm -rf "$NATS_AUTH"
+  [ -z "${HA_DIR:-}" ] || rm -rf "$HA_DIR"/nats-auth "$HA_DIR"/nats-store-*
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
@@ -153,7 +158,13 @@ helper() { "$NODE" "$here/helpers.mjs" "$@"; }
 # address per mode, one NATS address for the cluster.
 nups=$((2 + 2 * tasks))
 nports=$nups
-for m in "${modes[@]}"; do nports=$((nports + nups + 1)); [ "$m" = embedded ] || nports=$((nports + 1)); done
+for m in "${modes[@]}"; do
+  nports=$((nports + nups + 1))
+  case $m in
+    cluster) nports=$((nports + 1)) ;;
+    ha) nports=$((nports + 8)) ;; # 2 edges, 3 NATS clients, 3 routes (+1 above: the balancer)
+  esac
+done
 read -ra PORTS <<<"$(helper ports $nports)" || die "no free ports"
 [ ${#PORTS[@]} = $nports ] || die "no free ports"
 port() { P=${PORTS[0]}; PORTS=("${PORTS[@]:1}"); }
@@ -238,6 +249,42 @@ start_cluster() {
   URL[cluster-stateless]=http://127.0.0.1:$gw/mcp/ev-stateless
   URL[cluster-tasks]=http://127.0.0.1:$gw/mcp/ev-tasks
   GW_BASE[cluster]=http://127.0.0.1:$gw
+}
+
+start_ha() {
+  local lb e1 e2 ups common url routes i
+  local -a client route
+  port; lb=$P; port; e1=$P; port; e2=$P
+  for i in 1 2 3; do port; client+=("$P"); port; route+=("$P"); done
+  read -ra ups <<<"${GW_UPS[ha]}"
+  HA_DIR=$OUT/ha
+  mkdir -p "$HA_DIR"
+  "$BIN/switchyard" nats init "$HA_DIR/nats-auth" >"$HA_DIR/nats-init.log" 2>&1 || die "switchyard nats init failed (log: $HA_DIR/nats-init.log)"
+  routes="127.0.0.1:${route[0]},127.0.0.1:${route[1]},127.0.0.1:${route[2]}"
+  url=
+  for i in 0 1 2; do
+    start ha "nats-$((i + 1))" "$BIN/switchyard" nats --auth "$HA_DIR/nats-auth" --addr "127.0.0.1:${client[i]}" \
+      --store "$HA_DIR/nats-store-$((i + 1))" --name "n$((i + 1))" --cluster "127.0.0.1:${route[i]}" --routes "$routes"
+    url+="${url:+,}tls://127.0.0.1:${client[i]}"
+  done
+  for i in 0 1 2; do
+    helper wait-tcp "127.0.0.1:${client[i]}" "$READY_SECONDS" || die "NATS node $((i + 1)) did not start (log: $HA_DIR/nats-$((i + 1)).log)"
+  done
+  write_config ha "127.0.0.1:$e1" "$url" "${ups[@]}"
+  common=(--config "$HA_DIR/switchyard.yaml" --nats "$url" --nats-creds "$HA_DIR/nats-auth"
+          --nats-ca "$HA_DIR/nats-auth/ca.pem" --log-format text)
+  start ha tenancy-svc "$BIN/switchyard" tenancy-svc "${common[@]}"
+  for i in 1 2; do
+    start ha "router-$i" "$BIN/switchyard" router "${common[@]}" --id "router-$i"
+    start ha "upstream-worker-$i" "$BIN/switchyard" upstream-worker "${common[@]}" --id "worker-$i"
+  done
+  start ha edge-1 "$BIN/switchyard" edge "${common[@]}" --id edge-1 --listen "127.0.0.1:$e1"
+  start ha edge-2 "$BIN/switchyard" edge "${common[@]}" --id edge-2 --listen "127.0.0.1:$e2"
+  start ha lb "$BIN/bench" lb --listen "127.0.0.1:$lb" --backends "127.0.0.1:$e1,127.0.0.1:$e2"
+  URL[ha-stateful]=http://127.0.0.1:$lb/mcp/ev-stateful
+  URL[ha-stateless]=http://127.0.0.1:$lb/mcp/ev-stateless
+  URL[ha-tasks]=http://127.0.0.1:$lb/mcp/ev-tasks
+  GW_BASE[ha]=http://127.0.0.1:$lb
 }
 
 declare -A GW_BASE

@@ -163,9 +163,29 @@ func (s *Service) update(cs *clientSession, change func(*proto.SessionRecord)) b
 }
 
 // storeLevel records the session's new log level, for the edges that
-// adopt it later.
+// adopt it later, and tells the edges holding a copy now.
 func (s *Service) storeLevel(cs *clientSession, level string) {
 	s.update(cs, func(r *proto.SessionRecord) { r.LogLevel = level })
+	subj, err := proto.EvtSessionLevelSubject(s.cfg.ID)
+	if err != nil {
+		return
+	}
+	if data, err := proto.Marshal(&proto.SessionLevel{Session: cs.id, Level: level}); err == nil {
+		_ = s.nc.Publish(subj, data)
+	}
+}
+
+// onSessionLevel sets the log level another edge's client set on this
+// edge's copy of the session.
+func (s *Service) onSessionLevel(m *nats.Msg) {
+	var ev proto.SessionLevel
+	if proto.Unmarshal(m.Data, &ev) != nil {
+		return
+	}
+	if cs := s.sessions.get(ev.Session); cs != nil {
+		lv := ev.Level
+		cs.logLevel.Store(&lv)
+	}
 }
 
 // touch records that cs is in use, at most every quarter of its idle

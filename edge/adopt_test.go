@@ -295,3 +295,43 @@ func TestEdgeEvictsIdleSessions(t *testing.T) {
 		t.Fatalf("after the end: %d", code)
 	}
 }
+
+// TestEdgeLevelReachesCopies: logging/setLevel on one edge sets the level
+// of another edge's copy of the session, which filters the upstream's log
+// messages.
+func TestEdgeLevelReachesCopies(t *testing.T) {
+	var got seen
+	var nc *nats.Conn
+	a := newRigWith(t, adoptRouter(&nc, &got), &rigOpts{})
+	nc = a.nc
+	b := newRigWith(t, nil, &rigOpts{server: a.srv, id: "edge-u"})
+	a.initialize()
+	b.sid = a.sid
+	if _, e := b.call("tools/list", `{}`); e != nil { // B holds a copy
+		t.Fatalf("tools/list on B: %+v", e)
+	}
+	if _, e := a.call("logging/setLevel", `{"level":"error"}`); e != nil {
+		t.Fatalf("setLevel on A: %+v", e)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for b.e.sessions.get(a.sid).level() != "error" {
+		if time.Now().After(deadline) {
+			t.Fatalf("B's copy has level %q", b.e.sessions.get(a.sid).level())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestRelayEdge: a relay id names the edge that relayed it; other ids
+// name none.
+func TestRelayEdge(t *testing.T) {
+	e := &Service{cfg: Config{ID: "edge-a-1"}}
+	if got := relayEdge(idKey([]byte(e.relayID()))); got != "edge-a-1" {
+		t.Fatalf("relayEdge of our own id: %q", got)
+	}
+	for _, raw := range []string{`"sy-relay-5"`, `"sy-relay-x.y-5"`, `"sy-relay-e-x"`, `7`, `"other"`, `"sy-relay--3"`} {
+		if got := relayEdge(idKey([]byte(raw))); got != "" {
+			t.Errorf("relayEdge(%s) = %q", raw, got)
+		}
+	}
+}

@@ -488,6 +488,16 @@ func (s *Service) start() error {
 	if _, err := s.nc.Subscribe(msgs, bus.Guard(msgs, s.onSessionMsg)); err != nil {
 		return fmt.Errorf("edge: subscribe: %w", err)
 	}
+	answers, err := proto.EdgeAnswerSubject(s.cfg.ID)
+	if err != nil {
+		return err
+	}
+	if _, err := s.nc.Subscribe(answers, bus.Guard(answers, s.onForwardedAnswer)); err != nil {
+		return fmt.Errorf("edge: subscribe: %w", err)
+	}
+	if _, err := s.nc.Subscribe(proto.SubjEvtSessionLevelAll, bus.Guard(proto.SubjEvtSessionLevelAll, s.onSessionLevel)); err != nil {
+		return fmt.Errorf("edge: subscribe: %w", err)
+	}
 	return nil
 }
 

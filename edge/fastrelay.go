@@ -242,7 +242,7 @@ func (s *Service) fastRelay(ctx context.Context, v *view, fc *fastCall, out *fas
 			s.refuse(u, "a 2026-07-28 client takes no server-to-client requests")
 			return false
 		}
-		rid := relayID()
+		rid := s.relayID()
 		fc.session.relay(idKey([]byte(rid)), u.reply)
 		out.relayed = append(out.relayed, idKey([]byte(rid)))
 		out.event(requestJSON(rid, u.method, u.params))
@@ -275,8 +275,14 @@ func (s *Service) answerRelayed(w http.ResponseWriter, r *http.Request, m *probe
 	if cs == nil {
 		return false
 	}
-	reply, ok := cs.takeRelay(idKey(m.ID))
+	key := idKey(m.ID)
+	reply, ok := cs.takeRelay(key)
 	if !ok {
+		// Relayed by another edge (the client's POST came here): it goes
+		// there, and the edge holding the request sends it on.
+		if e := relayEdge(key); e != "" && e != s.cfg.ID {
+			return s.forwardAnswer(w, r, e, cs.id, key)
+		}
 		return false
 	}
 	body, _ := io.ReadAll(r.Body) // precheck read it into memory
@@ -285,4 +291,37 @@ func (s *Service) answerRelayed(w http.ResponseWriter, r *http.Request, m *probe
 	}
 	w.WriteHeader(http.StatusAccepted)
 	return true
+}
+
+// forwardAnswer sends the client's answer in r's body, to the request of
+// relay id key that edge relayed for session sid, to that edge.
+func (s *Service) forwardAnswer(w http.ResponseWriter, r *http.Request, edge, sid, key string) bool {
+	subj, err := proto.EdgeAnswerSubject(edge)
+	if err != nil {
+		return false
+	}
+	body, _ := io.ReadAll(r.Body) // precheck read it into memory
+	msg := &nats.Msg{Subject: subj, Data: body, Header: nats.Header{proto.HdrSession: []string{sid}, proto.HdrRelay: []string{key}}}
+	if err := s.nc.PublishMsg(msg); err != nil {
+		s.log.Warn("answer not forwarded", proto.LogErr, err)
+	}
+	w.WriteHeader(http.StatusAccepted)
+	return true
+}
+
+// onForwardedAnswer takes an answer another edge received for a request
+// this edge relayed (forwardAnswer) and sends it to the worker waiting
+// for it.
+func (s *Service) onForwardedAnswer(m *nats.Msg) {
+	cs := s.sessions.get(m.Header.Get(proto.HdrSession))
+	if cs == nil {
+		return
+	}
+	reply, ok := cs.takeRelay(m.Header.Get(proto.HdrRelay))
+	if !ok {
+		return
+	}
+	if err := s.nc.Publish(reply, m.Data); err != nil {
+		s.log.Warn("answer not sent", proto.LogErr, err)
+	}
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -158,9 +159,31 @@ func (s *Service) refuse(u *upMsg, why string) {
 // relayIDs numbers the requests the fast path relays, edge-wide.
 var relayIDs atomic.Uint64
 
-// relayID is the id a relayed request carries to the client.
-func relayID() string {
-	return `"sy-relay-` + strconv.FormatUint(relayIDs.Add(1), 10) + `"`
+// relayPrefix starts the id of every request the fast path relays.
+const relayPrefix = "sy-relay-"
+
+// relayID is the id a relayed request carries to the client (a JSON
+// string): the edge's id in it tells any other edge that receives the
+// client's answer where to forward it (forwardAnswer).
+func (s *Service) relayID() string {
+	return `"` + relayPrefix + s.cfg.ID + "-" + strconv.FormatUint(relayIDs.Add(1), 10) + `"`
+}
+
+// relayEdge returns the edge that relayed the request of relay id key (an
+// idKey), or "" if key is not a relay id.
+func relayEdge(key string) string {
+	rest, ok := strings.CutPrefix(key, "s"+relayPrefix)
+	if !ok {
+		return ""
+	}
+	i := strings.LastIndexByte(rest, '-')
+	if i <= 0 {
+		return ""
+	}
+	if _, err := strconv.ParseUint(rest[i+1:], 10, 64); err != nil || !proto.ValidToken(rest[:i]) {
+		return ""
+	}
+	return rest[:i]
 }
 
 // onSessionMsg delivers a session-level upstream message (subject

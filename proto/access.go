@@ -222,6 +222,14 @@ func AccessTable(p AccessParams) []Access {
 			Pub: []string{Prefix + "edge.*.msg"}, Why: "upstream messages for a client session outside any call"},
 		{Resource: Prefix + "edge.<edge>.msg", Verb: "subscribe", Who: ids(IdentityEdge),
 			Sub: []string{Prefix + "edge.*.msg"}, Why: "an edge relays them to its client sessions"},
+		{Resource: Prefix + "edge.<edge>.answer", Verb: "publish", Who: ids(IdentityEdge),
+			Pub: []string{Prefix + "edge.*.answer"}, Why: "a client's answer to a request another edge relayed to it"},
+		{Resource: Prefix + "edge.<edge>.answer", Verb: "subscribe", Who: ids(IdentityEdge),
+			Sub: []string{Prefix + "edge.*.answer"}, Why: "answers to the requests an edge relayed, from the edge the client posted them to"},
+		{Resource: Prefix + "evt.session_level.<edge>", Verb: "publish", Who: ids(IdentityEdge),
+			Pub: []string{SubjEvtSessionLevelAll}, Why: "a client session's log level changed"},
+		{Resource: Prefix + "evt.session_level.<edge>", Verb: "subscribe", Who: ids(IdentityEdge),
+			Sub: []string{SubjEvtSessionLevelAll}, Why: "every copy of a session filters logs alike"},
 
 		// Events.
 		{Resource: Prefix + "evt.worker.<worker>", Verb: "publish", Who: ids(IdentityWorker),

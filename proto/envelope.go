@@ -272,6 +272,14 @@ type SessionRecord struct {
 	Active int64 `msgpack:"a"`
 }
 
+// SessionLevel tells the edges that a client session's log level changed
+// (logging/setLevel on one of them), so that every copy filters the
+// upstream's log messages alike.
+type SessionLevel struct {
+	Session string `msgpack:"s"`
+	Level   string `msgpack:"l"`
+}
+
 // SessionClosed tells workers that a client session ended, so they close
 // the upstream sessions they hold for it.
 type SessionClosed struct {

@@ -9,6 +9,9 @@ const (
 	// cancellations to it. The note of a tools/call may carry a
 	// [RouteGrant] as its body.
 	HdrPlaced = "Sy-Placed"
+	// HdrRelay names, on an answer forwarded between edges
+	// ([EdgeAnswerSubject]), the relay id the client answered.
+	HdrRelay = "Sy-Relay"
 	// HdrReplyTo is set by the router on a forwarded call: the edge's reply
 	// subject, where the worker answers. The message's own reply subject is
 	// the router's, so that NATS's no-responders status for a worker that is

@@ -23,6 +23,10 @@ const (
 	SubjEvtPresence = Prefix + "evt.presence"
 	// SubjEvtListChangedAll matches every list_changed event.
 	SubjEvtListChangedAll = Prefix + "evt.list_changed.*"
+	// SubjEvtSessionLevelAll matches every session_level event
+	// ([SessionLevel]): a client session's log level changed on one edge,
+	// for the others holding a copy of the session.
+	SubjEvtSessionLevelAll = Prefix + "evt.session_level.*"
 	// SubjEvtSessionClosedAll matches every session_closed event.
 	SubjEvtSessionClosedAll = Prefix + "evt.session_closed.*"
 	// SubjEvtRoutes is published (empty body) by a router whenever what its
@@ -347,6 +351,20 @@ func EvtListChangedSubject(tenant string) (string, error) {
 // EvtSessionClosedSubject is the session_closed event subject of an edge.
 func EvtSessionClosedSubject(edge string) (string, error) {
 	b, err := appendSubject(nil, "evt", "session_closed", edge)
+	return string(b), err
+}
+
+// EdgeAnswerSubject is where another edge forwards a client's answer to a
+// request edge relayed to it (the answer's POST reached the other edge):
+// switchyard.v1.edge.<edge>.answer, headers [HdrSession] and [HdrRelay].
+func EdgeAnswerSubject(edge string) (string, error) {
+	b, err := appendSubject(nil, "edge", edge, "answer")
+	return string(b), err
+}
+
+// EvtSessionLevelSubject is the session_level event subject of an edge.
+func EvtSessionLevelSubject(edge string) (string, error) {
+	b, err := appendSubject(nil, "evt", "session_level", edge)
 	return string(b), err
 }
 

@@ -9,6 +9,7 @@
 //	bench scale [flags]     horizontal scaling: throughput vs upstream-workers in cluster mode
 //	bench bus [flags]       the floor of the NATS round trip a call makes, embedded or over TCP
 //	bench sessions [flags]  the edge's memory per idle session (multi-process)
+//	bench lb -backends A,B  a round-robin load balancer over edges (no session affinity)
 //	bench probe -url URL    exit 0 if an HTTP or NATS server answers at URL (container health checks)
 //
 // Run "bench <command> -h" for a command's flags.
@@ -29,6 +30,7 @@ commands:
   scale     throughput vs upstream-workers (1, 2, 4) of a multi-process gateway
   bus       sequential NATS request-replies to an echo responder, in-process or over TCP (the bus floor)
   sessions  the edge's resident memory holding 0 to -n idle sessions, multi-process
+  lb        a round-robin HTTP load balancer over -backends (each request to the next)
   probe     exit 0 if an HTTP (status < 500) or NATS server answers at -url (health checks)
 `
 
@@ -50,6 +52,8 @@ func main() {
 		os.Exit(runScale(args))
 	case "bus":
 		os.Exit(runBus(args))
+	case "lb":
+		os.Exit(runLB(args))
 	case "sessions":
 		os.Exit(runSessions(args))
 	case "probe":
