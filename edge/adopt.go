@@ -16,6 +16,7 @@ import (
 
 	"github.com/switchyard-mcp/switchyard/edge/internal/sessionstore"
 	"github.com/switchyard-mcp/switchyard/internal/bus"
+	"github.com/switchyard-mcp/switchyard/internal/limit"
 	"github.com/switchyard-mcp/switchyard/proto"
 )
 
@@ -247,21 +248,49 @@ func (l *adoptLocks) of(sid string) *sync.Mutex {
 	return &l[h%uint32(len(l))]
 }
 
+// The outcomes of an adoption other than success or "no such session"
+// (the request then goes on and is answered as a session not found).
+const (
+	adoptNone      = iota // no such session for this caller and view
+	adoptOK               // held now
+	adoptCap              // the edge's session cap
+	adoptTenant           // the tenant's session cap
+	adoptStoreDown        // the session store could not be read
+)
+
+// adoptRefusal answers a request whose session exists but could not be
+// adopted here now (a cap, the store unreachable): the session is not
+// over, so not 404 (which tells a client to start again) but 503 or 429
+// with Retry-After, as a refused initialize gets.
+func adoptRefusal(w http.ResponseWriter, outcome int) {
+	w.Header().Set("Retry-After", "1")
+	switch outcome {
+	case adoptTenant:
+		perr := limit.SessionsRefused(sessionRetryAfter)
+		writeRPCErrorData(w, http.StatusTooManyRequests, nil, int(perr.Code), perr.Msg, perr.Data)
+	case adoptCap:
+		writeRPCError(w, http.StatusServiceUnavailable, nil, int(proto.CodeUnavailable), "the edge holds its maximum of sessions; retry later, or on another edge")
+	default:
+		writeRPCError(w, http.StatusServiceUnavailable, nil, int(proto.CodeUnavailable), "the session store is unavailable; retry later")
+	}
+}
+
 // adopt makes the session sid, which this edge does not hold, this edge's
 // if its record exists and belongs to v and to r's caller, by replaying
-// its initialize into v's SDK handler under the same id. It reports
-// whether the session is held now; when not, the request goes on and is
-// answered as a session not found.
-func (s *Service) adopt(r *http.Request, v *view, sid string) bool {
+// its initialize into v's SDK handler under the same id. It returns
+// adoptOK when the session is held now, adoptNone when there is no such
+// session (the request goes on and is answered as a session not found),
+// or the refusal to answer with (adoptRefusal).
+func (s *Service) adopt(r *http.Request, v *view, sid string) int {
 	st := s.store.Load()
 	if st == nil || !sessionstore.ValidID(sid) {
-		return false
+		return adoptNone
 	}
 	mu := s.adoptLocks.of(sid)
 	mu.Lock()
 	defer mu.Unlock()
 	if s.sessions.get(sid) != nil {
-		return true // adopted by a concurrent request
+		return adoptOK // adopted by a concurrent request
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), storeTimeout)
 	rec, err := st.Get(ctx, sid)
@@ -269,22 +298,26 @@ func (s *Service) adopt(r *http.Request, v *view, sid string) bool {
 	if err != nil {
 		if !errors.Is(err, sessionstore.ErrNotFound) {
 			s.log.Warn("session record not read", proto.LogSession, sid, proto.LogErr, err)
+			return adoptStoreDown
 		}
-		return false
+		return adoptNone
 	}
 	user := ""
 	if id := identityOf(r.Context()); id != nil {
 		user = id.user
 	}
 	if rec.Tenant != v.tenant || rec.View != v.name || rec.Owner != user {
-		return false // another view's or caller's session reads as none
+		return adoptNone // another view's or caller's session reads as none
 	}
 	if to := s.cfg.SessionTimeout; to > 0 && time.Since(time.UnixMilli(rec.Active)) > to {
-		return false // idle past the timeout: over (its edge died before ending it)
+		return adoptNone // idle past the timeout: over (its edge died before ending it)
 	}
 	release, token, which := s.sessions.reserve(v.tenant, s.cfg.MaxSessions, s.cfg.MaxTenantSessions)
-	if which != capNone {
-		return false
+	switch which {
+	case capEdge:
+		return adoptCap
+	case capTenant:
+		return adoptTenant
 	}
 	defer release()
 
@@ -314,17 +347,19 @@ func (s *Service) adopt(r *http.Request, v *view, sid string) bool {
 	v.newIDs.Unlock()
 	if w.Code != http.StatusOK || w.Header().Get("Mcp-Session-Id") != sid {
 		s.log.Warn("session not adopted", proto.LogSession, sid, "status", w.Code)
-		return false
+		return adoptNone
 	}
 	cs := s.sessions.get(sid)
 	if cs == nil {
-		return false
+		return adoptNone
 	}
 	if rec.LogLevel != "" {
 		lv := rec.LogLevel
 		cs.logLevel.Store(&lv)
 	}
-	cs.stored.Store(time.Now().UnixMilli())
+	// The record's activity time as written: the first request here
+	// writes it anew (touch), so the other edges see the session in use.
+	cs.stored.Store(max(rec.Active, 1))
 	done := base.Clone()
 	done.Set("Mcp-Session-Id", sid)
 	done.Set("Mcp-Protocol-Version", rec.Protocol)
@@ -332,10 +367,10 @@ func (s *Service) adopt(r *http.Request, v *view, sid string) bool {
 		s.log.Warn("session not adopted", proto.LogSession, sid, "status", w.Code)
 		cs.dropOnly.Store(true)
 		_ = cs.ss.Close()
-		return false
+		return adoptNone
 	}
 	s.log.Info("session adopted", proto.LogSession, sid, "origin", rec.Origin)
-	return true
+	return adoptOK
 }
 
 // readCloser is a strings.Reader as a request body.

@@ -463,11 +463,20 @@ func (s *Service) start() error {
 	// A router that goes (its Bye, missed heartbeats, or no responder on
 	// its subject) costs only the calls it held and had not placed: they
 	// ran nowhere and are sent to another router (roundTrip's attempts).
-	s.routers.OnGone = func(r string) {
-		s.log.Info("router gone; its unplaced calls go to another", "router", r)
+	s.routers.OnGone = func(r string, said bool) {
+		// A router that said Bye (after placing all it had) or has no
+		// subscription ran nothing of what it still holds: those calls go
+		// to another router. One that only went silent may be late, not
+		// dead, and place them yet: they fail, retryable by the client,
+		// never sent twice by the edge.
+		err := bus.ErrRouterLost
+		if !said {
+			err = bus.ErrRouterSilent
+		}
+		s.log.Info("router gone; its unplaced calls fail or go to another", "router", r, "said", said)
 		// After a moment: the placement notes the router sent before its
 		// Bye arrive on another subscription, maybe after it.
-		time.AfterFunc(routerGoneGrace, func() { s.caller.FailRouter(r, bus.ErrRouterLost) })
+		time.AfterFunc(routerGoneGrace, func() { s.caller.FailRouter(r, err) })
 	}
 	s.caller.RouterMissing = s.routers.Suspect
 	if err := s.routers.Start(); err != nil {

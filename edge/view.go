@@ -308,7 +308,11 @@ func (s *Service) tenantView(tenant, name string) *view {
 func (s *Service) serve(w http.ResponseWriter, r *http.Request, v *view) {
 	sid := r.Header.Get("Mcp-Session-Id")
 	if sid != "" && r.Header.Get("Mcp-Protocol-Version") < protocol2026 && s.sessions.get(sid) == nil {
-		s.adopt(r, v, sid) // another edge's session: served here from now on (adopt.go)
+		// Another edge's session: served here from now on (adopt.go).
+		if out := s.adopt(r, v, sid); out != adoptOK && out != adoptNone {
+			adoptRefusal(w, out)
+			return
+		}
 	}
 	if r.Method == http.MethodGet && sid != "" {
 		if cs := s.sessions.get(sid); cs != nil {
@@ -357,9 +361,10 @@ func (s *Service) serve(w http.ResponseWriter, r *http.Request, v *view) {
 	defer done()
 	w, audited := s.watchSDK(w, r, v, m)
 	defer audited()
-	if r.Method == http.MethodPost && sid == "" {
-		// The SDK may create a session: not while an adoption names the
-		// next session id (view.newIDs).
+	if r.Method == http.MethodPost && sid == "" && r.Header.Get("Mcp-Protocol-Version") < protocol2026 {
+		// The SDK's stateful handler may create a session: not while an
+		// adoption names the next session id (view.newIDs). (A 2026-era
+		// request, which may hold its stream open for hours, never does.)
 		v.newIDs.RLock()
 		defer v.newIDs.RUnlock()
 	}

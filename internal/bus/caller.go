@@ -360,6 +360,11 @@ func (c *Caller) FailRouter(router string, err *proto.Error) {
 // ran nowhere, and may be sent again.
 var ErrRouterLost = &proto.Error{Code: proto.CodeNotDelivered, Msg: "the router taking the call went away before it placed it"}
 
+// ErrRouterSilent fails a call whose router stopped heartbeating before
+// placing it: it may be late rather than gone, and place the call yet, so
+// the call is not sent again; the client decides (it may have run).
+var ErrRouterSilent = &proto.Error{Code: proto.CodeWorkerLost, Msg: "the router holding the call stopped answering before it placed it (the call may still run)"}
+
 // onMsg runs on the subscription's goroutine: it only copies and signals.
 func (c *Caller) onMsg(m *nats.Msg) {
 	id, err := strconv.ParseUint(proto.LastToken(m.Subject), 10, 64)

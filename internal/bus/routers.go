@@ -29,8 +29,11 @@ import (
 type Routers struct {
 	nc *nats.Conn
 	// OnGone, if set, is called (on the subscription's or Run's goroutine)
-	// with each router that went. Set it before Start.
-	OnGone func(router string)
+	// with each router that went: said is true when it said so (its Bye,
+	// after placing every call it had) or could not be reached (no
+	// responder), false when it only stopped heartbeating (it may be
+	// late, not dead, and still place what it holds). Set it before Start.
+	OnGone func(router string, said bool)
 
 	mu   sync.Mutex
 	live map[string]time.Time // guarded by mu: router -> deadline
@@ -100,7 +103,7 @@ func (r *Routers) Live(router string) bool {
 
 // Suspect counts router gone now (a call sent to it found no responder);
 // a later heartbeat brings it back.
-func (r *Routers) Suspect(router string) { r.drop(router) }
+func (r *Routers) Suspect(router string) { r.drop(router, true) }
 
 func (r *Routers) onBeat(m *nats.Msg) {
 	var hb proto.RouterHeartbeat
@@ -108,7 +111,7 @@ func (r *Routers) onBeat(m *nats.Msg) {
 		return
 	}
 	if hb.Bye {
-		r.drop(hb.Router)
+		r.drop(hb.Router, true)
 		return
 	}
 	iv := time.Duration(hb.IntervalMs) * time.Millisecond
@@ -124,7 +127,7 @@ func (r *Routers) onBeat(m *nats.Msg) {
 	r.mu.Unlock()
 }
 
-func (r *Routers) drop(router string) {
+func (r *Routers) drop(router string, said bool) {
 	r.mu.Lock()
 	_, known := r.live[router]
 	delete(r.live, router)
@@ -133,7 +136,7 @@ func (r *Routers) drop(router string) {
 	}
 	r.mu.Unlock()
 	if known && r.OnGone != nil {
-		r.OnGone(router)
+		r.OnGone(router, said)
 	}
 }
 
@@ -147,7 +150,7 @@ func (r *Routers) expire(now time.Time) {
 	}
 	r.mu.Unlock()
 	for _, id := range gone {
-		r.drop(id)
+		r.drop(id, false)
 	}
 }
 

@@ -29,7 +29,7 @@ func TestRouters(t *testing.T) {
 	r := NewRouters(nc)
 	var mu sync.Mutex
 	var gone []string
-	r.OnGone = func(id string) { mu.Lock(); gone = append(gone, id); mu.Unlock() }
+	r.OnGone = func(id string, _ bool) { mu.Lock(); gone = append(gone, id); mu.Unlock() }
 	if err := r.Start(); err != nil {
 		t.Fatal(err)
 	}
