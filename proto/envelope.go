@@ -115,6 +115,9 @@ type RouterHeartbeat struct {
 	Boot       int64  `msgpack:"b"` // start time, Unix nanoseconds
 	IntervalMs int32  `msgpack:"i"`
 	Bye        bool   `msgpack:"y,omitempty"`
+	// Draining says the router is stopping: it places what it was sent
+	// and says Bye; edges send it nothing new meanwhile.
+	Draining bool `msgpack:"d,omitempty"`
 }
 
 // RouteGrant lets an edge route later tools/call requests of one tool in

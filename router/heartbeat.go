@@ -17,6 +17,15 @@ const HeartbeatInterval = 500 * time.Millisecond
 // to it before it says Bye.
 const drainWait = 5 * time.Second
 
+// beat asks the heartbeat loop to publish now (and flush), waiting at most
+// a second for it to take the request.
+func (s *Service) beat() {
+	select {
+	case s.beatNow <- struct{}{}:
+	case <-time.After(time.Second):
+	}
+}
+
 // heartbeat publishes the router's heartbeat every HeartbeatInterval until
 // ctx ends, then its Bye (flushed), after which edges send it nothing.
 func (s *Service) heartbeat(ctx context.Context) {
@@ -27,6 +36,7 @@ func (s *Service) heartbeat(ctx context.Context) {
 	}
 	hb := proto.RouterHeartbeat{Router: s.cfg.ID, Boot: time.Now().UnixNano(), IntervalMs: int32(HeartbeatInterval / time.Millisecond)}
 	publish := func() {
+		hb.Draining = s.draining.Load()
 		if data, err := proto.Marshal(&hb); err == nil {
 			_ = s.nc.Publish(subj, data)
 		}
@@ -43,6 +53,9 @@ func (s *Service) heartbeat(ctx context.Context) {
 			return
 		case <-t.C:
 			publish()
+		case <-s.beatNow:
+			publish()
+			_ = s.nc.FlushTimeout(time.Second)
 		}
 	}
 }

@@ -83,6 +83,10 @@ type Service struct {
 	// grantKey signs route grants (proto.KeyGrants); nil until Run has
 	// read it: no grants are made before.
 	grantKey atomic.Pointer[grant.Key]
+	// draining is set when the router stops: its heartbeats say so.
+	draining atomic.Bool
+	// beatNow asks the heartbeat loop to publish at once.
+	beatNow chan struct{}
 
 	tenancy tenancy.Source
 	watcher *tenancy.Watcher   // nil when Config.Tenancy was given
@@ -146,7 +150,7 @@ func New(cfg Config, nc *nats.Conn, log *slog.Logger) (*Service, error) {
 	}
 	base := log.With("router_id", cfg.ID) // for components that name themselves
 	log = base.With(proto.LogComponent, "router")
-	s := &Service{cfg: cfg, nc: nc, log: log, state: catalog.NewState(cfg.NameSeparator),
+	s := &Service{cfg: cfg, nc: nc, log: log, beatNow: make(chan struct{}), state: catalog.NewState(cfg.NameSeparator),
 		tenancy: cfg.Tenancy, views: newViewCache(cfg.PageSize, cfg.ViewCacheBytes), kick: make(chan struct{}, 1)}
 	reg := metrics.Or(cfg.Metrics)
 	met, err := metrics.NewRouter(reg)
@@ -348,6 +352,8 @@ func (s *Service) Run(ctx context.Context) error {
 	s.ready.Store(false)
 	_ = svc.Stop()
 	s.live.Store(false)
+	s.draining.Store(true)
+	s.beat() // draining: edges send nothing new here
 	// Drain: the server delivers nothing more, and the calls already
 	// delivered are placed (their notes go out). Only then the Bye: an
 	// edge that hears it fails the calls this router has not placed, and

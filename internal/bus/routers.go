@@ -36,7 +36,7 @@ type Routers struct {
 	OnGone func(router string, said bool)
 
 	mu   sync.Mutex
-	live map[string]time.Time // guarded by mu: router -> deadline
+	live map[string]routerState // guarded by mu
 	pick atomic.Pointer[[]string]
 	rr   atomic.Uint64
 	sub  *nats.Subscription
@@ -44,7 +44,7 @@ type Routers struct {
 
 // NewRouters returns an empty set on nc.
 func NewRouters(nc *nats.Conn) *Routers {
-	r := &Routers{nc: nc, live: map[string]time.Time{}}
+	r := &Routers{nc: nc, live: map[string]routerState{}}
 	r.pick.Store(&[]string{})
 	return r
 }
@@ -101,6 +101,13 @@ func (r *Routers) Live(router string) bool {
 	return ok
 }
 
+// routerState is a live router's deadline (its next heartbeat due by
+// then) and whether it is draining (live, but picked no more).
+type routerState struct {
+	deadline time.Time
+	draining bool
+}
+
 // Suspect counts router gone now (a call sent to it found no responder);
 // a later heartbeat brings it back.
 func (r *Routers) Suspect(router string) { r.drop(router, true) }
@@ -119,9 +126,9 @@ func (r *Routers) onBeat(m *nats.Msg) {
 		iv = time.Second
 	}
 	r.mu.Lock()
-	_, known := r.live[hb.Router]
-	r.live[hb.Router] = time.Now().Add(iv * proto.HeartbeatMisses)
-	if !known {
+	old, known := r.live[hb.Router]
+	r.live[hb.Router] = routerState{deadline: time.Now().Add(iv * proto.HeartbeatMisses), draining: hb.Draining}
+	if !known || old.draining != hb.Draining {
 		r.publish()
 	}
 	r.mu.Unlock()
@@ -143,8 +150,8 @@ func (r *Routers) drop(router string, said bool) {
 func (r *Routers) expire(now time.Time) {
 	var gone []string
 	r.mu.Lock()
-	for id, d := range r.live {
-		if now.After(d) {
+	for id, st := range r.live {
+		if now.After(st.deadline) {
 			gone = append(gone, id)
 		}
 	}
@@ -158,8 +165,9 @@ func (r *Routers) expire(now time.Time) {
 func (r *Routers) refresh() {
 	r.mu.Lock()
 	d := time.Now().Add(time.Second * proto.HeartbeatMisses)
-	for id := range r.live {
-		r.live[id] = d
+	for id, st := range r.live {
+		st.deadline = d
+		r.live[id] = st
 	}
 	r.mu.Unlock()
 }
@@ -167,8 +175,10 @@ func (r *Routers) refresh() {
 // publish rebuilds the pick list. Call with r.mu held.
 func (r *Routers) publish() {
 	p := make([]string, 0, len(r.live))
-	for id := range r.live {
-		p = append(p, id)
+	for id, st := range r.live {
+		if !st.draining {
+			p = append(p, id)
+		}
 	}
 	slices.Sort(p)
 	r.pick.Store(&p)

@@ -91,3 +91,36 @@ func TestCallerFailRouter(t *testing.T) {
 		}
 	}
 }
+
+// TestRoutersDraining: a draining router stays live (its calls are not
+// failed) but is picked no more.
+func TestRoutersDraining(t *testing.T) {
+	s := natstest.Start(t)
+	nc, pub := natstest.Connect(t, s), natstest.Connect(t, s)
+	r := NewRouters(nc)
+	gone := make(chan string, 2)
+	r.OnGone = func(id string, _ bool) { gone <- id }
+	if err := r.Start(); err != nil {
+		t.Fatal(err)
+	}
+	_ = nc.Flush()
+	go func() { _ = r.Run(t.Context()) }()
+	beat(t, pub, "ra", time.Second, false)
+	beat(t, pub, "rb", time.Second, false)
+	waitFor(t, "ra and rb live", func() bool { return r.Live("ra") && r.Live("rb") })
+	subj, _ := proto.EvtRouterSubject("ra")
+	data, _ := proto.Marshal(&proto.RouterHeartbeat{Router: "ra", IntervalMs: 1000, Draining: true})
+	_ = pub.Publish(subj, data)
+	_ = pub.Flush()
+	waitFor(t, "ra picked no more", func() bool {
+		for range 4 {
+			if r.Pick() == "ra" {
+				return false
+			}
+		}
+		return true
+	})
+	if !r.Live("ra") || len(gone) != 0 {
+		t.Fatal("a draining router counted gone")
+	}
+}
