@@ -2,10 +2,12 @@ package edge
 
 import (
 	"context"
+	"errors"
 	"runtime/debug"
 	"sync"
 	"time"
 
+	"github.com/switchyard-mcp/switchyard/edge/internal/sessionstore"
 	"github.com/switchyard-mcp/switchyard/proto"
 )
 
@@ -108,26 +110,51 @@ func (s *Service) endTombstones(now time.Time) {
 	}
 	s.evicted.mu.Unlock()
 	st := s.store.Load()
+	if st == nil {
+		return
+	}
 	for _, id := range due {
 		s.evicted.mu.Lock()
 		tb, ok := s.evicted.m[id]
-		delete(s.evicted.m, id)
 		s.evicted.mu.Unlock()
-		if !ok || st == nil || s.sessions.get(id) != nil {
+		if !ok {
 			continue
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
 		rec, err := st.Get(ctx, id)
-		if err == nil && time.Since(time.UnixMilli(rec.Active)) < s.cfg.SessionTimeout {
-			cancel()
-			continue // used on another edge: that edge ends it
-		}
-		if err == nil {
-			if err := st.Delete(ctx, id); err != nil {
-				s.log.Warn("session record not deleted", proto.LogSession, id, proto.LogErr, err)
+		switch {
+		case errors.Is(err, sessionstore.ErrNotFound):
+			s.dropTombstone(id, tb) // ended elsewhere
+		case err != nil:
+			// The store is unreachable: try again at the next sweep.
+		case time.Since(time.UnixMilli(rec.Active)) < s.cfg.SessionTimeout:
+			// Used since, here or on another edge: look again when that
+			// use has idled out too.
+			s.evicted.mu.Lock()
+			if cur, ok := s.evicted.m[id]; ok && cur == tb {
+				s.evicted.m[id] = tombstone{origin: tb.origin, last: time.UnixMilli(rec.Active)}
+			}
+			s.evicted.mu.Unlock()
+		default:
+			if s.dropTombstone(id, tb) && s.sessions.get(id) == nil {
+				if err := st.Delete(ctx, id); err != nil {
+					s.log.Warn("session record not deleted", proto.LogSession, id, proto.LogErr, err)
+				}
+				s.publishClosed(tb.origin, id)
 			}
 		}
 		cancel()
-		s.publishClosed(tb.origin, id)
 	}
+}
+
+// dropTombstone removes id's tombstone if it is still tb; it reports
+// whether it did.
+func (s *Service) dropTombstone(id string, tb tombstone) bool {
+	s.evicted.mu.Lock()
+	defer s.evicted.mu.Unlock()
+	if cur, ok := s.evicted.m[id]; ok && cur == tb {
+		delete(s.evicted.m, id)
+		return true
+	}
+	return false
 }
