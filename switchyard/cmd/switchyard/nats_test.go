@@ -7,12 +7,18 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
 	"github.com/switchyard-mcp/switchyard/internal/natsauth"
 	"github.com/switchyard-mcp/switchyard/proto"
 )
+
+// nkeySeed matches an NKey seed (user, operator or account): "S", its
+// type, then base32 to 58 characters. (Three letters such as "SAA" alone
+// occur by chance in the base64 of the JWTs auth.conf holds.)
+var nkeySeed = regexp.MustCompile(`S[UOA][A-Z2-7]{56}`)
 
 func runNATSCLI(args ...string) cliResult {
 	var out, errb bytes.Buffer
@@ -38,7 +44,7 @@ func TestNATSInit(t *testing.T) {
 	if r.code != 0 {
 		t.Fatalf("init: exit %d: %s", r.code, r.stderr)
 	}
-	if strings.Contains(r.stdout+r.stderr, "SUA") || strings.Contains(r.stdout+r.stderr, "SOA") {
+	if nkeySeed.MatchString(r.stdout + r.stderr) {
 		t.Fatalf("init printed a seed:\n%s%s", r.stdout, r.stderr)
 	}
 	for _, id := range proto.Identities {
@@ -67,7 +73,7 @@ func TestNATSInit(t *testing.T) {
 		t.Fatalf("keys/: %v: want 0700", err)
 	}
 	conf, _ := os.ReadFile(filepath.Join(dir, natsauth.FileAuthConf))
-	if bytes.Contains(conf, []byte("SUA")) || bytes.Contains(conf, []byte("SOA")) || bytes.Contains(conf, []byte("SAA")) {
+	if nkeySeed.Match(conf) {
 		t.Fatal("auth.conf holds a seed")
 	}
 	// The certificate is valid for the names asked and for loopback.
