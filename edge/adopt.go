@@ -86,6 +86,9 @@ func (s *Service) runSessionStore(ctx context.Context, js jetstream.JetStream) {
 // onSessionClosed drops this edge's copy of a session that ended (on
 // another edge: this edge removes its own sessions before it publishes).
 func (s *Service) onSessionClosed(m *nats.Msg) {
+	if proto.LastToken(m.Subject) == s.cfg.ID {
+		return // published here: this edge ends its copy itself
+	}
 	var ev proto.SessionClosed
 	if proto.Unmarshal(m.Data, &ev) != nil {
 		return
@@ -212,11 +215,25 @@ func (s *Service) sessionIdle(cs *clientSession) {
 		ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
 		rec, err := st.Get(ctx, cs.id)
 		cancel()
-		if err == nil && time.Since(time.UnixMilli(rec.Active)) < cs.timeout {
+		// Another edge used it if the record's activity is newer than
+		// what this edge last wrote there, and recent.
+		if err == nil && rec.Active > cs.stored.Load() && time.Since(time.UnixMilli(rec.Active)) < cs.timeout {
 			cs.dropOnly.Store(true)
 		}
 	}
 	_ = cs.ss.Close()
+}
+
+// endForAll ends cs for every edge now, before this edge closes its copy
+// (a DELETE): its record is deleted and session_closed published and
+// flushed, so that the client's next request, wherever it lands, finds no
+// session. The copy's own end then does nothing more.
+func (s *Service) endForAll(cs *clientSession) {
+	if cs.dropOnly.Swap(true) {
+		return // ended already
+	}
+	s.endRecord(cs)
+	_ = s.nc.FlushTimeout(time.Second)
 }
 
 // sessionEnded is told when cs ended on this edge: unless only this edge's
@@ -226,6 +243,11 @@ func (s *Service) sessionEnded(cs *clientSession) {
 	if cs.dropOnly.Load() {
 		return
 	}
+	s.endRecord(cs)
+}
+
+// endRecord deletes cs's record and publishes its session_closed.
+func (s *Service) endRecord(cs *clientSession) {
 	if st := s.store.Load(); st != nil && cs.stored.Load() != 0 {
 		ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
 		if err := st.Delete(ctx, cs.id); err != nil {

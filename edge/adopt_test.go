@@ -175,6 +175,11 @@ func TestEdgeSessionEndsEverywhere(t *testing.T) {
 		t.Fatal(err)
 	}
 	resp.Body.Close()
+	// Gone from the store before the DELETE was answered: no edge can
+	// adopt it again.
+	if _, err := a.e.store.Load().Get(t.Context(), a.sid); !errors.Is(err, sessionstore.ErrNotFound) {
+		t.Fatalf("record right after the DELETE: %v", err)
+	}
 	deadline := time.Now().Add(5 * time.Second)
 	for b.e.sessions.get(a.sid) != nil {
 		if time.Now().After(deadline) {

@@ -31,6 +31,7 @@ const freeAfterEvicting = 1000
 type tombstone struct {
 	origin string
 	last   time.Time
+	stored int64 // the activity time this edge last wrote in the record
 }
 
 // tombstones holds the evicted sessions by id. Safe for concurrent use.
@@ -80,7 +81,7 @@ func (s *Service) evictIdle(now time.Time) {
 		if s.evicted.m == nil {
 			s.evicted.m = map[string]tombstone{}
 		}
-		s.evicted.m[cs.id] = tombstone{origin: cs.sessionEdge(s.cfg.ID), last: time.UnixMilli(cs.last.Load())}
+		s.evicted.m[cs.id] = tombstone{origin: cs.sessionEdge(s.cfg.ID), last: time.UnixMilli(cs.last.Load()), stored: cs.stored.Load()}
 		s.evicted.mu.Unlock()
 		cs.dropOnly.Store(true)
 		_ = cs.ss.Close()
@@ -127,12 +128,12 @@ func (s *Service) endTombstones(now time.Time) {
 			s.dropTombstone(id, tb) // ended elsewhere
 		case err != nil:
 			// The store is unreachable: try again at the next sweep.
-		case time.Since(time.UnixMilli(rec.Active)) < s.cfg.SessionTimeout:
-			// Used since, here or on another edge: look again when that
-			// use has idled out too.
+		case rec.Active > tb.stored && time.Since(time.UnixMilli(rec.Active)) < s.cfg.SessionTimeout:
+			// Used since on another edge (a newer activity than this
+			// edge wrote): look again when that use has idled out too.
 			s.evicted.mu.Lock()
 			if cur, ok := s.evicted.m[id]; ok && cur == tb {
-				s.evicted.m[id] = tombstone{origin: tb.origin, last: time.UnixMilli(rec.Active)}
+				s.evicted.m[id] = tombstone{origin: tb.origin, last: time.UnixMilli(rec.Active), stored: rec.Active}
 			}
 			s.evicted.mu.Unlock()
 		default:

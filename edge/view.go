@@ -326,6 +326,13 @@ func (s *Service) serve(w http.ResponseWriter, r *http.Request, v *view) {
 		http.Error(w, "session not found", http.StatusNotFound)
 		return
 	}
+	if r.Method == http.MethodDelete && sid != "" {
+		// Ended for all before the client hears so: a request it sends
+		// next, to any edge, finds no session (adopt.go).
+		if cs := s.sessions.get(sid); cs != nil {
+			s.endForAll(cs)
+		}
+	}
 	m, ok := s.precheck(w, r, v)
 	if !ok {
 		return
