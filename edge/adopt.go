@@ -218,7 +218,10 @@ func (s *Service) sessionIdle(cs *clientSession) {
 		// Another edge used it if the record's activity is newer than
 		// what this edge last wrote there, and recent.
 		if err == nil && rec.Active > cs.stored.Load() && time.Since(time.UnixMilli(rec.Active)) < cs.timeout {
+			// This copy goes; a tombstone ends the session later if the
+			// other edge's use idles out without an end (evict.go).
 			cs.dropOnly.Store(true)
+			s.entomb(cs)
 		}
 	}
 	_ = cs.ss.Close()

@@ -77,12 +77,7 @@ func (s *Service) evictIdle(now time.Time) {
 		if !cs.quiet() {
 			continue
 		}
-		s.evicted.mu.Lock()
-		if s.evicted.m == nil {
-			s.evicted.m = map[string]tombstone{}
-		}
-		s.evicted.m[cs.id] = tombstone{origin: cs.sessionEdge(s.cfg.ID), last: time.UnixMilli(cs.last.Load()), stored: cs.stored.Load()}
-		s.evicted.mu.Unlock()
+		s.entomb(cs)
 		cs.dropOnly.Store(true)
 		_ = cs.ss.Close()
 		n++
@@ -93,6 +88,17 @@ func (s *Service) evictIdle(now time.Time) {
 	if n >= freeAfterEvicting {
 		debug.FreeOSMemory()
 	}
+}
+
+// entomb records cs's tombstone: it leaves this edge's memory without an
+// end, and endTombstones ends it at its idle timeout unless used since.
+func (s *Service) entomb(cs *clientSession) {
+	s.evicted.mu.Lock()
+	defer s.evicted.mu.Unlock()
+	if s.evicted.m == nil {
+		s.evicted.m = map[string]tombstone{}
+	}
+	s.evicted.m[cs.id] = tombstone{origin: cs.sessionEdge(s.cfg.ID), last: time.UnixMilli(cs.last.Load()), stored: cs.stored.Load()}
 }
 
 // endTombstones ends, for all, each evicted session whose idle timeout has
