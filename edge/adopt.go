@@ -143,6 +143,57 @@ func initJSON(ip *mcp.InitializeParams) ([]byte, error) {
 	return json.Marshal(m)
 }
 
+// restoreWindow is how long after the store was made again (the NATS store
+// lost, tenancy-svc seeded it anew) a session without a record is answered
+// 503 rather than 404: the edge holding it writes its record back
+// (restoreRecords) within a probe interval of seeing the new store.
+const restoreWindow = 5 * time.Second
+
+// storeRebuilding reports whether the NATS store is lost and not seeded
+// again yet, or was seeded again within restoreWindow: a missing record
+// may be one an edge is about to write back.
+func (s *Service) storeRebuilding() bool {
+	if s.seed == nil {
+		return false
+	}
+	return !s.seed.Seeded() || time.Since(s.seed.Reseeded()) < restoreWindow
+}
+
+// restoreRecords writes back the records of the sessions this edge holds
+// after the NATS store was lost and seeded again (tenancy.SeedProbe's
+// OnReseed): the sessions stay adoptable by every edge. A session idle
+// long enough to have left the edge's memory (evict.go) had only its
+// record, and is lost with the store: its client initializes again.
+func (s *Service) restoreRecords() {
+	st := s.store.Load()
+	if st == nil {
+		return
+	}
+	n := 0
+	for _, cs := range s.sessions.all() {
+		if cs.ss == nil || cs.stored.Load() == 0 || cs.dropOnly.Load() {
+			continue // legacy SSE (no record), or ending
+		}
+		init, err := initJSON(cs.ss.InitializeParams())
+		if err != nil {
+			continue
+		}
+		rec := &proto.SessionRecord{ID: cs.id, Origin: cs.sessionEdge(s.cfg.ID), Tenant: cs.tenant,
+			View: strings.TrimPrefix(cs.view, cs.tenant+"/"), Owner: cs.owner, Protocol: cs.protocol,
+			Init: init, LogLevel: cs.level(), Active: time.Now().UnixMilli()}
+		ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
+		err = st.Put(ctx, rec)
+		cancel()
+		if err != nil {
+			s.log.Warn("session record not restored", proto.LogSession, cs.id, proto.LogErr, err)
+			continue
+		}
+		cs.stored.Store(rec.Active)
+		n++
+	}
+	s.log.Info("session records restored after the store was lost", "sessions", n)
+}
+
 // update rewrites cs's record with change applied; false if there is none
 // (the session has no record, or the store is not open).
 func (s *Service) update(cs *clientSession, change func(*proto.SessionRecord)) bool {
@@ -324,6 +375,9 @@ func (s *Service) adopt(r *http.Request, v *view, sid string) int {
 		if !errors.Is(err, sessionstore.ErrNotFound) {
 			s.log.Warn("session record not read", proto.LogSession, sid, proto.LogErr, err)
 			return adoptStoreDown
+		}
+		if s.storeRebuilding() {
+			return adoptStoreDown // its record may be on its way back
 		}
 		return adoptNone
 	}

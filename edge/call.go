@@ -351,6 +351,31 @@ func (s *Service) roundTrip(ctx context.Context, preq *proto.Request, op string,
 	}
 }
 
+// busWait is how long a call waits for the edge's NATS connection to come
+// back before failing: a reconnect to another node of a cluster (a node
+// restarting, the edge's connection moved) takes milliseconds, and a call
+// sent then loses nothing.
+const busWait = 2 * time.Second
+
+// awaitBus waits up to busWait (or until ctx ends) for the NATS connection
+// to be connected; false if it is not.
+func (s *Service) awaitBus(ctx context.Context) bool {
+	t := time.NewTicker(10 * time.Millisecond)
+	defer t.Stop()
+	deadline := time.Now().Add(busWait)
+	for !s.nc.IsConnected() {
+		if s.nc.IsClosed() || time.Now().After(deadline) {
+			return false
+		}
+		select {
+		case <-ctx.Done():
+			return false
+		case <-t.C:
+		}
+	}
+	return true
+}
+
 // timeoutGrace is how long the edge waits past a call's deadline for the
 // worker's own timeout answer.
 const timeoutGrace = 500 * time.Millisecond
@@ -362,7 +387,7 @@ const maxAttempts = 4
 // bytes and, for a traced call, the reply's headers. direct reports that
 // the attempt went straight to a worker on a route grant.
 func (s *Service) send(ctx context.Context, preq *proto.Request, op string, stamps, extra nats.Header, onMsg func(*nats.Msg) bool) (raw []byte, timing nats.Header, direct bool, err error) {
-	if !s.nc.IsConnected() {
+	if !s.nc.IsConnected() && !s.awaitBus(ctx) {
 		// A publish would sit in the reconnect buffer until the deadline.
 		return nil, nil, false, proto.Errorf(proto.CodeUnavailable, "gateway bus unavailable (NATS %s)", s.nc.Status())
 	}

@@ -242,6 +242,7 @@ func New(cfg Config, nc *nats.Conn, log *slog.Logger) (*Service, error) {
 		}
 		s.tenancy = s.watcher
 		s.seed = tenancy.NewSeedProbe(js, time.Second)
+		s.seed.OnReseed = s.restoreRecords
 	}
 	if cfg.Auth.JWT != nil {
 		if err := cfg.Auth.JWT.Validate(); err != nil {
@@ -442,6 +443,10 @@ func (s *Service) Run(ctx context.Context) error {
 // leaving to be read.
 const routerGoneGrace = 200 * time.Millisecond
 
+// workerByeGrace is how long after a worker's Bye the edge fails the
+// calls still waiting on it.
+const workerByeGrace = 500 * time.Millisecond
+
 // errWorkerLost fails the calls of a worker that went away. It names no
 // worker: a worker's id is an operator's name for a host (the edge logs
 // it when the worker leaves).
@@ -449,8 +454,33 @@ var errWorkerLost = &proto.Error{Code: proto.CodeWorkerLost, Msg: "the worker se
 
 func (s *Service) start() error {
 	s.caller.Gone = s.presence.Gone
+	s.presence.OnReconnect = func(w string) { go s.recheckWorker(context.Background(), w) }
 	s.presence.OnGone = func(w string) {
 		s.grants.dropAll()
+		if s.presence.SaidBye(w) {
+			// It answered every call it took before its Bye, but the
+			// edge reads replies and heartbeats on different goroutines:
+			// the last replies may land just after. What is left then
+			// is a reply lost to the bus.
+			// Only the calls placed on it before its Bye: the worker may
+			// be back already (a restart), taking new ones under its name.
+			var waiting []*bus.Call
+			for _, k := range s.caller.Pending() {
+				if k.Worker() == w {
+					waiting = append(waiting, k)
+				}
+			}
+			if len(waiting) > 0 {
+				time.AfterFunc(workerByeGrace, func() {
+					for _, k := range waiting {
+						if !k.Done() {
+							k.Fail(errWorkerLost)
+						}
+					}
+				})
+			}
+			return
+		}
 		s.log.Info("worker gone; its calls fail", proto.LogWorker, w)
 		s.caller.FailWorker(w, errWorkerLost)
 	}

@@ -10,20 +10,26 @@ import (
 	"github.com/switchyard-mcp/switchyard/proto"
 )
 
-// While the edge's NATS connection is down (a NATS node restarting, a
-// network cut, or the server cutting a slow consumer), the replies, chunks
-// and messages sent to its inbox are lost: the server does not keep them.
-// Each time the connection is back the edge finds the calls whose replies
-// may be among them and answers them within recheckWithin, instead of
-// letting them wait out their timeout:
+// While a NATS connection is down (a NATS node restarting or stopping, a
+// network cut, the server cutting a slow consumer), what is sent to its
+// subscriptions is lost: the server keeps nothing for a client that is
+// reconnecting. The edge's own connection loses replies; a worker's loses
+// calls sent to it (when the cluster still routed them to its old node).
+// Each time one of them is back, the edge settles the calls that may be
+// affected instead of letting them wait out their timeout:
 //
-//   - a call placed on a worker: the worker is asked which of them it still
-//     runs (proto.OpInFlight); those it runs go on (their replies come), the
-//     others, and all of a worker that does not answer, fail with
-//     errReplyLost: their reply is lost, and they may have run;
-//   - a call not placed yet (no placement note) is given until
-//     recheckWithin for its note or its reply (the router may place it
-//     now); then it fails with errReplyLost too.
+//   - a call placed on a worker: the worker is asked which of them it
+//     still runs (proto.OpInFlight); those go on (their replies come).
+//     Those it finished lately it answers again from the replies it keeps
+//     (upstream-worker/keep.go): they complete as if nothing happened, or
+//     fail with errReplyLost if that reply does not land within
+//     resentWithin either. Those it never saw did not run: they are placed
+//     again (as a call a router could not deliver), unless the worker is
+//     unsure (it could not keep every recent reply), when they fail with
+//     errReplyLost, as do all of a worker that does not answer;
+//   - after the edge's own reconnect, a call not placed yet (no placement
+//     note) is given until recheckWithin for its note or its reply (the
+//     router may place it now); then it fails with errReplyLost too.
 //
 // A reply that arrives meanwhile wins: a call ends once.
 
@@ -31,9 +37,26 @@ import (
 // be lost is answered.
 const recheckWithin = 1500 * time.Millisecond
 
+// resentWithin is how long a reply a worker sent again has to land.
+const resentWithin = time.Second
+
+// workerRecheckAfter is how long after a worker's reconnect the edge asks
+// about the calls it had placed on it before: long enough for any of them
+// still on its way to have reached the worker, so that one the worker
+// does not know was lost.
+const workerRecheckAfter = time.Second
+
+// flushWait is how long after its reconnect the edge waits before asking
+// workers about its calls.
+const flushWait = 300 * time.Millisecond
+
 // errReplyLost fails a call whose reply may have been lost in a bus
 // interruption: the client may retry it, knowing it may have run.
 var errReplyLost = &proto.Error{Code: proto.CodeWorkerLost, Msg: "the gateway's bus was interrupted while the call ran: its result was lost (the call may have completed)"}
+
+// errLostOnTheWay sends a call the worker never received to be placed
+// again (roundTrip's attempts, as for a router's no-responder).
+var errLostOnTheWay = &proto.Error{Code: proto.CodeNotDelivered, Msg: "the call was lost on its way to the worker in a bus interruption"}
 
 // recheckOnReconnect runs recheckPending each time nc connects again, until
 // ctx ends.
@@ -50,8 +73,36 @@ func (s *Service) recheckOnReconnect(ctx context.Context) {
 	}
 }
 
-// recheckPending answers the pending calls whose replies may have been
-// lost (see above).
+// recheckWorker settles the calls placed on worker before it reconnected
+// (presence's OnReconnect), workerRecheckAfter later.
+func (s *Service) recheckWorker(ctx context.Context, worker string) {
+	var ks []*bus.Call
+	for _, k := range s.caller.Pending() {
+		if k.Worker() == worker {
+			ks = append(ks, k)
+		}
+	}
+	if len(ks) == 0 {
+		return
+	}
+	select {
+	case <-ctx.Done():
+		return
+	case <-time.After(workerRecheckAfter):
+	}
+	live := ks[:0]
+	for _, k := range ks {
+		if !k.Done() {
+			live = append(live, k)
+		}
+	}
+	if len(live) > 0 {
+		s.settle(ctx, worker, live, time.Now().Add(recheckWithin))
+	}
+}
+
+// recheckPending settles the pending calls whose replies may have been
+// lost while the edge's connection was down (see above).
 func (s *Service) recheckPending(ctx context.Context) {
 	byWorker := map[string][]*bus.Call{}
 	var unplaced []*bus.Call
@@ -67,21 +118,18 @@ func (s *Service) recheckPending(ctx context.Context) {
 	}
 	s.log.Info("bus connection back: checking the calls in flight", "placed_on", len(byWorker), "unplaced", len(unplaced))
 	deadline := time.Now().Add(recheckWithin)
+	// What the connection buffered while down is sent first: let it
+	// reach the workers before they are asked what they saw.
+	select {
+	case <-ctx.Done():
+		return
+	case <-time.After(flushWait):
+	}
 	done := make(chan struct{}, len(byWorker))
 	for w, ks := range byWorker {
 		go func() {
 			defer func() { done <- struct{}{} }()
-			running := s.askInFlight(ctx, w, ks, deadline)
-			lost := 0
-			for _, k := range ks {
-				if !running[k.ID] {
-					k.Fail(errReplyLost)
-					lost++
-				}
-			}
-			if lost > 0 {
-				s.log.Warn("calls whose replies were lost in a bus interruption failed", proto.LogWorker, w, "calls", lost)
-			}
+			s.settle(ctx, w, ks, deadline)
 		}()
 	}
 	for range byWorker {
@@ -101,9 +149,60 @@ func (s *Service) recheckPending(ctx context.Context) {
 	}
 }
 
-// askInFlight asks worker which of ks it still runs, by call id; nil (none)
+// settle asks worker about ks and ends those whose reply will not come
+// (see above); the question is bounded by deadline.
+func (s *Service) settle(ctx context.Context, worker string, ks []*bus.Call, deadline time.Time) {
+	a, ok := s.askInFlight(ctx, worker, ks, deadline)
+	lost, again := 0, 0
+	var waiting []*bus.Call
+	for _, k := range ks {
+		switch {
+		case ok && a.running[k.ID]:
+		case ok && a.resent[k.ID]:
+			waiting = append(waiting, k)
+		case ok && !a.unsure:
+			if !k.Done() {
+				k.Fail(errLostOnTheWay)
+				again++
+			}
+		default:
+			if !k.Done() {
+				k.Fail(errReplyLost)
+				lost++
+			}
+		}
+	}
+	if len(waiting) > 0 {
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(resentWithin):
+		}
+		for _, k := range waiting {
+			if !k.Done() {
+				k.Fail(errReplyLost)
+				lost++
+			}
+		}
+	}
+	if again > 0 {
+		s.log.Info("calls lost on their way to a worker in a bus interruption placed again", proto.LogWorker, worker, "calls", again)
+	}
+	if lost > 0 {
+		s.log.Warn("calls whose replies were lost in a bus interruption failed", proto.LogWorker, worker, "calls", lost)
+	}
+}
+
+// inFlightAnswer is a worker's answer to an in_flight question, by call id.
+type inFlightAnswer struct {
+	running, resent map[uint64]bool
+	unsure          bool
+}
+
+// askInFlight asks worker which of ks it still runs, which it finished and
+// has just answered again, and whether it is sure about the others; false
 // if it does not answer by deadline (it is gone or cut off too).
-func (s *Service) askInFlight(ctx context.Context, worker string, ks []*bus.Call, deadline time.Time) map[uint64]bool {
+func (s *Service) askInFlight(ctx context.Context, worker string, ks []*bus.Call, deadline time.Time) (inFlightAnswer, bool) {
 	q := proto.InFlight{Calls: make([]proto.Cancel, 0, len(ks))}
 	for _, k := range ks {
 		from := k.From
@@ -114,28 +213,31 @@ func (s *Service) askInFlight(ctx context.Context, worker string, ks []*bus.Call
 	}
 	data, err := proto.Marshal(&q)
 	if err != nil {
-		return nil
+		return inFlightAnswer{}, false
 	}
 	subj, err := proto.AppendWorkerSubject(nil, worker, proto.OpInFlight)
 	if err != nil {
-		return nil
+		return inFlightAnswer{}, false
 	}
 	ctx, cancel := context.WithDeadline(ctx, deadline)
 	defer cancel()
 	m, err := s.nc.RequestWithContext(ctx, string(subj), data)
 	if err != nil {
-		return nil
+		return inFlightAnswer{}, false
 	}
 	var a proto.InFlight
 	if proto.Unmarshal(m.Data, &a) != nil {
-		return nil
+		return inFlightAnswer{}, false
 	}
-	running := make(map[uint64]bool, len(a.Calls))
+	out := inFlightAnswer{running: make(map[uint64]bool, len(a.Calls)), resent: make(map[uint64]bool, len(a.Resent)), unsure: a.Unsure}
 	for _, c := range a.Calls {
-		running[c.ID] = true
+		out.running[c.ID] = true
+	}
+	for _, c := range a.Resent {
+		out.resent[c.ID] = true
 	}
 	// A reply the worker sent just before its answer may still be on its
 	// way to the inbox: it wins if it lands now.
 	time.Sleep(100 * time.Millisecond)
-	return running
+	return out, true
 }

@@ -1,6 +1,7 @@
 package edge
 
 import (
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -13,9 +14,10 @@ import (
 )
 
 // TestEdgeReconnectAnswersLostCalls: after the edge's NATS connection is
-// cut and back, a call its worker no longer runs (its reply was lost) is
-// answered with a retryable error within seconds, and a call the worker
-// still runs goes on to its result.
+// cut and back, a call its worker no longer runs and whose reply it could
+// not keep (its reply was lost; the worker answers Unsure) is answered
+// with a retryable error within seconds, and a call the worker still runs
+// goes on to its result.
 func TestEdgeReconnectAnswersLostCalls(t *testing.T) {
 	var nc *nats.Conn
 	held := make(chan *nats.Msg, 4)
@@ -41,7 +43,7 @@ func TestEdgeReconnectAnswersLostCalls(t *testing.T) {
 			var q proto.InFlight
 			_ = proto.Unmarshal(m.Data, &q)
 			if w == "w-lost" {
-				q.Calls = nil
+				q.Calls, q.Unsure = nil, true
 			}
 			data, _ := proto.Marshal(&q)
 			_ = nc.Publish(m.Reply, data)
@@ -135,4 +137,102 @@ func TestEdgeReconnectAnswersLostCalls(t *testing.T) {
 func respondKept(nc *nats.Conn, subj string) error {
 	data, _ := proto.Marshal(&proto.Reply{Result: []byte(`{"content":[{"type":"text","text":"kept"}]}`)})
 	return nc.Publish(subj, data)
+}
+
+// TestEdgeReconnectResendsUndelivered: after a bus interruption, a call
+// its worker says it never saw (and is sure of: it keeps its recent
+// replies) did not run, so the edge places it again and the client gets
+// its result, no error; a call whose kept reply the worker sent again
+// completes with that reply.
+func TestEdgeReconnectResendsUndelivered(t *testing.T) {
+	var nc *nats.Conn
+	held := make(chan *nats.Msg, 8)
+	g := newRigWith(t, func(m *nats.Msg) {
+		_ = nc.PublishMsg(&nats.Msg{Subject: m.Reply, Header: nats.Header{proto.HdrPlaced: []string{"w-1"}}})
+		held <- m
+	}, &rigOpts{cfg: func(c *Config) { c.CallTimeout = 60 * time.Second }})
+	nc = g.nc
+	g.initialize()
+	var resend atomic.Pointer[string] // the reply subject of the call answered from the keep
+	subj, _ := proto.AppendWorkerSubject(nil, "w-1", proto.OpInFlight)
+	if _, err := nc.Subscribe(string(subj), func(m *nats.Msg) {
+		var q proto.InFlight
+		_ = proto.Unmarshal(m.Data, &q)
+		a := proto.InFlight{}
+		for _, c := range q.Calls {
+			if to := resend.Load(); to != nil && strings.HasSuffix(*to, "."+strconv.FormatUint(c.ID, 10)) {
+				_ = respondKept(nc, *to)
+				a.Resent = append(a.Resent, c)
+			}
+		}
+		data, _ := proto.Marshal(&a)
+		_ = nc.Publish(m.Reply, data)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	never, kept := make(chan string, 1), make(chan string, 1)
+	go func() {
+		_, body, _ := g.post(`{"jsonrpc":"2.0","id":21,"method":"tools/call","params":{"name":"up__x","arguments":{"a":"never"}}}`)
+		never <- body
+	}()
+	go func() {
+		_, body, _ := g.post(`{"jsonrpc":"2.0","id":22,"method":"tools/call","params":{"name":"up__x","arguments":{"a":"done"}}}`)
+		kept <- body
+	}()
+	for range 2 {
+		select {
+		case m := <-held:
+			if strings.Contains(string(m.Data), "done") {
+				to := m.Reply
+				resend.Store(&to)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("calls not routed")
+		}
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for placed := 0; placed < 2; {
+		placed = 0
+		for _, k := range g.e.caller.Pending() {
+			if k.Worker() != "" {
+				placed++
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d calls placed", placed)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	cid, err := g.e.nc.GetClientID()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := g.srv.DisconnectClientByID(cid); err != nil {
+		t.Fatal(err)
+	}
+	// The call the worker never saw comes again; this time it runs.
+	select {
+	case m := <-held:
+		if !strings.Contains(string(m.Data), "never") {
+			t.Fatalf("placed again: %s", m.Data)
+		}
+		_ = respondKept(nc, m.Reply)
+	case <-time.After(10 * time.Second):
+		t.Fatal("the call the worker never saw was not placed again")
+	}
+	for name, c := range map[string]chan string{"never seen": never, "kept": kept} {
+		select {
+		case body := <-c:
+			if !strings.Contains(body, `"kept"`) {
+				t.Fatalf("%s call answered %s", name, body)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("the %s call got no answer", name)
+		}
+	}
+	select {
+	case m := <-held:
+		t.Fatalf("a call placed a third time: %s", m.Data)
+	default:
+	}
 }

@@ -160,6 +160,17 @@ func (t *sessionTable) count() int {
 	return len(t.m)
 }
 
+// all returns the sessions held now.
+func (t *sessionTable) all() []*clientSession {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	out := make([]*clientSession, 0, len(t.m))
+	for _, cs := range t.m {
+		out = append(out, cs)
+	}
+	return out
+}
+
 // of returns the tracked session of ss, or nil.
 func (t *sessionTable) of(ss *mcp.ServerSession) *clientSession {
 	t.mu.RLock()

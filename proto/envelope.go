@@ -81,9 +81,15 @@ type Cancel struct {
 
 // InFlight names calls by the keys workers know them by (Request.Edge and
 // Request.ID): an edge's question on switchyard.v1.worker.<w>.in_flight,
-// and the worker's answer, which keeps those it still runs.
+// and the worker's answer: Calls keeps those it still runs, Resent those
+// it finished lately and whose kept reply it has just sent again (to the
+// subject the first went to). A call in neither never reached the worker
+// (it may be sent again), unless Unsure is set: the worker could not keep
+// every recent reply, so such a call may have run.
 type InFlight struct {
-	Calls []Cancel `msgpack:"c"`
+	Calls  []Cancel `msgpack:"c"`
+	Resent []Cancel `msgpack:"r,omitempty"`
+	Unsure bool     `msgpack:"u,omitempty"`
 }
 
 // Heartbeat is a worker's presence message on switchyard.v1.evt.worker.<id>.
@@ -91,10 +97,14 @@ type InFlight struct {
 // ([SubjEvtPresence]), and a final one with Bye set when they stop. Receivers
 // consider a worker gone after [HeartbeatMisses] intervals without one.
 type Heartbeat struct {
-	Worker     string          `msgpack:"w"`
-	Boot       int64           `msgpack:"b"` // start time, Unix nanoseconds: tells a restart apart
-	IntervalMs int32           `msgpack:"i"`
-	InFlight   int32           `msgpack:"f,omitempty"`
+	Worker     string `msgpack:"w"`
+	Boot       int64  `msgpack:"b"` // start time, Unix nanoseconds: tells a restart apart
+	IntervalMs int32  `msgpack:"i"`
+	InFlight   int32  `msgpack:"f,omitempty"`
+	// Reconnects counts the worker's NATS reconnects: when it changes,
+	// messages sent to the worker meanwhile may have been lost, and edges
+	// ask it about the calls they wait on ([InFlight]).
+	Reconnects uint64          `msgpack:"n,omitempty"`
 	Upstreams  []UpstreamState `msgpack:"u,omitempty"`
 	Bye        bool            `msgpack:"y,omitempty"`
 	// Draining says the worker is stopping: it takes no new call and

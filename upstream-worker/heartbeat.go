@@ -6,6 +6,8 @@ import (
 	"slices"
 	"time"
 
+	"github.com/nats-io/nats.go"
+
 	"github.com/switchyard-mcp/switchyard/proto"
 )
 
@@ -28,6 +30,10 @@ const minKickGap = 50 * time.Millisecond
 func (s *Service) heartbeats(ctx context.Context) {
 	t := time.NewTicker(s.cfg.HeartbeatInterval)
 	defer t.Stop()
+	// After a reconnect, at once: edges learn from Reconnects that
+	// messages to this worker may have been lost meanwhile.
+	back := s.nc.StatusChanged(nats.CONNECTED)
+	defer s.nc.RemoveStatusListener(back)
 	s.publishHeartbeat(false)
 	last := time.Now()
 	var held <-chan time.Time // a kick waiting out minKickGap
@@ -36,6 +42,7 @@ func (s *Service) heartbeats(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
+		case <-back:
 		case <-held:
 			held = nil
 		case <-s.hbKick:
@@ -78,6 +85,7 @@ func (s *Service) heartbeat(bye bool) *proto.Heartbeat {
 		Boot:       s.boot,
 		IntervalMs: int32(s.cfg.HeartbeatInterval.Milliseconds()),
 		InFlight:   int32(len(s.sem)),
+		Reconnects: s.nc.Stats().Reconnects,
 		Upstreams:  make([]proto.UpstreamState, 0, len(names)),
 		Bye:        bye,
 		Draining:   !bye && s.stopping.Load(),

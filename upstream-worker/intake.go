@@ -305,6 +305,11 @@ func (s *Service) dispatch(m *nats.Msg, key callKey, ctx context.Context, cancel
 			s.met.Upstream(up, method, code, start)
 		}
 		s.respond(m, r)
+		if key.id != 0 {
+			if to := replyTo(m); to != "" {
+				s.kept.put(key, to, r, time.Now())
+			}
+		}
 	})
 }
 
@@ -376,22 +381,37 @@ func (s *Service) onCancel(m *nats.Msg) {
 	s.respond(m, &proto.Reply{})
 }
 
-// onInFlight answers which of the asked calls this worker still runs.
+// onInFlight answers which of the asked calls this worker still runs, and
+// sends again the kept replies of those it finished lately (keep.go),
+// naming them in the answer's Resent. The others never reached it, unless
+// the answer says Unsure (a reply left the keep early).
 func (s *Service) onInFlight(m *nats.Msg) {
 	var q proto.InFlight
 	if err := proto.Unmarshal(m.Data, &q); err != nil {
 		s.badEnvelope(m, err)
 		return
 	}
-	running := q.Calls[:0]
-	s.callsMu.Lock()
+	var running, resent []proto.Cancel
+	now := time.Now()
 	for _, c := range q.Calls {
-		if s.calls[callKey{c.Edge, c.ID}] != nil {
+		key := callKey{c.Edge, c.ID}
+		s.callsMu.Lock()
+		run := s.calls[key] != nil
+		s.callsMu.Unlock()
+		if run {
 			running = append(running, c)
+			continue
+		}
+		if to, r, ok := s.kept.get(key, now); ok {
+			if err := bus.RespondReply(s.nc, to, r); err == nil {
+				resent = append(resent, c)
+			}
 		}
 	}
-	s.callsMu.Unlock()
-	data, err := proto.Marshal(&proto.InFlight{Calls: running})
+	if len(resent) > 0 {
+		s.log.Info("replies sent again after a bus interruption", "calls", len(resent))
+	}
+	data, err := proto.Marshal(&proto.InFlight{Calls: running, Resent: resent, Unsure: s.kept.unsure(now)})
 	if err == nil && m.Reply != "" {
 		err = s.nc.Publish(m.Reply, data)
 	}

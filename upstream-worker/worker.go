@@ -179,6 +179,7 @@ type Service struct {
 
 	callsMu sync.Mutex
 	calls   map[callKey]*callEntry // guarded by callsMu: cancellable calls
+	kept    *replyKeep             // replies sent lately, sent again on request (keep.go)
 
 	subs []*nats.Subscription // intake and event subscriptions (Run goroutine only)
 }
@@ -221,6 +222,7 @@ func New(cfg Config, nc *nats.Conn, log *slog.Logger) (*Service, error) {
 		hbKick: make(chan struct{}, 1),
 		closer: upstream.NewCloser(),
 		calls:  map[callKey]*callEntry{},
+		kept:   newReplyKeep(),
 	}
 	for _, u := range cfg.Upstreams {
 		s.serves[u] = true

@@ -92,7 +92,8 @@ func IdentityOptions(id proto.Identity, name string, log *slog.Logger) []nats.Op
 
 // ConnectAs dials the servers of n as identity want, or one of also as
 // the credentials say (see [NATSOptions]), with reconnects forever, so a
-// role survives a server restart.
+// role survives a server restart, and a ping every second, so that it
+// leaves a server it can no longer reach within ~3 s.
 func ConnectAs(n config.NATSFile, want proto.Identity, log *slog.Logger, also ...proto.Identity) (*nats.Conn, error) {
 	opts, _, err := NATSOptions(n, want, "switchyard-"+string(want), log, also...)
 	if err != nil {
@@ -106,6 +107,12 @@ func ConnectAs(n config.NATSFile, want proto.Identity, log *slog.Logger, also ..
 		nats.MaxReconnects(-1),
 		nats.ReconnectWait(250*time.Millisecond),
 		nats.RetryOnFailedConnect(true),
+		// A server cut off without closing the connection (a partition,
+		// a host gone) is given up on after two unanswered pings, ~2-3 s,
+		// and the role moves to another node of the cluster; nats.go's
+		// default waits two minutes per ping.
+		nats.PingInterval(time.Second),
+		nats.MaxPingsOutstanding(2),
 		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
 			if err != nil {
 				log.Warn("nats disconnected", proto.LogErr, err)

@@ -21,8 +21,11 @@ type WorkerInfo struct {
 	// Draining: the worker is stopping (proto.Heartbeat.Draining). It is
 	// alive, so its calls in flight stand, but every upstream on it
 	// reads as down (Err "worker draining"): nothing new is placed there.
-	Draining  bool
-	Upstreams map[string]proto.UpstreamState
+	Draining bool
+	// Reconnects is the worker's count of NATS reconnects
+	// (proto.Heartbeat.Reconnects).
+	Reconnects uint64
+	Upstreams  map[string]proto.UpstreamState
 }
 
 // View is an immutable snapshot of the live workers.
@@ -57,11 +60,16 @@ type Presence struct {
 	OnChange func(*View)
 	// OnGone is called when a worker leaves.
 	OnGone func(worker string)
+	// OnReconnect, if set, is called (on Run's goroutine: it must not
+	// block) when a live worker's heartbeat says it reconnected to NATS
+	// since its last one: messages sent to it meanwhile may be lost.
+	OnReconnect func(worker string)
 
 	view atomic.Pointer[View]
 
 	workers  map[string]*entry // owned by the Run goroutine
 	gone     sync.Map          // worker id -> time.Time it left; read by any goroutine
+	byes     sync.Map          // worker id -> struct{}: it left saying Bye (read by any goroutine)
 	inbox    chan *nats.Msg
 	suspect  chan string
 	interval time.Duration
@@ -112,6 +120,14 @@ func (p *Presence) Draining(worker string) bool {
 // minute and has not come back. Unlike !Alive it is false for a worker this
 // registry has not heard of yet, so a call placed by a router that saw a
 // newer worker first is not failed by mistake.
+// SaidBye reports whether worker's last departure was a Bye (a graceful
+// stop, after it answered every call it took) rather than silence or a
+// restart.
+func (p *Presence) SaidBye(worker string) bool {
+	_, ok := p.byes.Load(worker)
+	return ok
+}
+
 func (p *Presence) Gone(worker string) bool {
 	t, ok := p.gone.Load(worker)
 	return ok && time.Since(t.(time.Time)) < time.Minute
@@ -181,11 +197,13 @@ func (p *Presence) apply(m *nats.Msg) {
 	if hb.Bye {
 		if _, ok := p.workers[hb.Worker]; ok {
 			delete(p.workers, hb.Worker)
+			p.byes.Store(hb.Worker, struct{}{})
 			p.publish(hb.Worker)
 		}
 		return
 	}
-	info := &WorkerInfo{ID: hb.Worker, Boot: hb.Boot, InFlight: hb.InFlight, Draining: hb.Draining, Upstreams: make(map[string]proto.UpstreamState, len(hb.Upstreams))}
+	info := &WorkerInfo{ID: hb.Worker, Boot: hb.Boot, InFlight: hb.InFlight, Draining: hb.Draining, Reconnects: hb.Reconnects,
+		Upstreams: make(map[string]proto.UpstreamState, len(hb.Upstreams))}
 	for _, u := range hb.Upstreams {
 		if hb.Draining { // alive, but no new call goes there
 			u.Up, u.Err = false, "worker draining"
@@ -199,11 +217,14 @@ func (p *Presence) apply(m *nats.Msg) {
 	old := p.workers[hb.Worker]
 	if old == nil {
 		p.gone.Delete(hb.Worker)
+		p.byes.Delete(hb.Worker)
 	}
 	p.workers[hb.Worker] = &entry{info: info, deadline: time.Now().Add(iv * proto.HeartbeatMisses), interval: iv}
 	gone := ""
 	if old != nil && old.info.Boot != hb.Boot {
 		gone = hb.Worker // restarted: its old sessions and calls are gone
+	} else if old != nil && old.info.Reconnects != hb.Reconnects && p.OnReconnect != nil {
+		p.OnReconnect(hb.Worker)
 	}
 	if old == nil || gone != "" || !sameUpstreams(old.info, info) {
 		// Restarted, not gone: new calls may land on it, so it is never
@@ -234,6 +255,7 @@ func (p *Presence) expire(now time.Time) {
 		if now.After(e.deadline) {
 			delete(p.workers, id)
 			p.log.Warn("worker silent, dropped", proto.LogWorker, id)
+			p.byes.Delete(id)
 			p.publish(id)
 		}
 	}

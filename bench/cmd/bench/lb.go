@@ -8,18 +8,18 @@ import (
 	"log"
 	"net"
 	"net/http"
-	"net/http/httputil"
 	"os"
 	"os/signal"
 	"strings"
-	"sync/atomic"
 	"syscall"
+
+	"github.com/switchyard-mcp/switchyard/bench/internal/lb"
 )
 
 // runLB implements "bench lb": a plain round-robin HTTP load balancer in
-// front of several edges, as an operator would put one: each request goes
-// to the next backend, whatever session it belongs to (no affinity), and
-// streams (SSE) are passed through as they come. The fault harness and
+// front of several edges, as an operator would put one (package lb): each
+// request goes to the next ready backend, whatever session it belongs to
+// (no affinity), and streams (SSE) are passed through as they come. The fault harness and
 // `make conformance`'s ha mode run clients through it. It returns the
 // exit code: 0 after SIGTERM or an interrupt, 1 if serving fails, 2 on
 // bad usage.
@@ -56,25 +56,11 @@ func runLB(args []string) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	fmt.Fprintf(os.Stderr, "bench lb: listening on http://%s, round-robin over %s\n", dialAddr(*listen, ln.Addr()), strings.Join(hosts, ", "))
-	if err := serve(ctx, ln, roundRobin(hosts, log.New(os.Stderr, "bench lb: ", log.LstdFlags))); err != nil && ctx.Err() == nil && !errors.Is(err, http.ErrServerClosed) {
+	b := lb.New(hosts, log.New(os.Stderr, "bench lb: ", log.LstdFlags))
+	go b.Run(ctx)
+	if err := serve(ctx, ln, b); err != nil && ctx.Err() == nil && !errors.Is(err, http.ErrServerClosed) {
 		fmt.Fprintf(os.Stderr, "bench lb: %v\n", err)
 		return 1
 	}
 	return 0
-}
-
-// roundRobin is a reverse proxy sending each request to the next of hosts.
-// The Host header and X-Forwarded-* follow what the client sent, so the
-// edges see the balancer's address as the public one.
-func roundRobin(hosts []string, logger *log.Logger) http.Handler {
-	var next atomic.Uint64
-	return &httputil.ReverseProxy{
-		Rewrite: func(r *httputil.ProxyRequest) {
-			h := hosts[(next.Add(1)-1)%uint64(len(hosts))]
-			r.Out.URL.Scheme, r.Out.URL.Host = "http", h
-			r.Out.Host = r.In.Host
-		},
-		FlushInterval: -1, // SSE: every event as it comes
-		ErrorLog:      logger,
-	}
 }

@@ -10,6 +10,7 @@
 //	bench bus [flags]       the floor of the NATS round trip a call makes, embedded or over TCP
 //	bench sessions [flags]  the edge's memory per idle session (multi-process)
 //	bench lb -backends A,B  a round-robin load balancer over edges (no session affinity)
+//	bench chaos [flags]     the fault harness: roles killed and NATS cut under load (root)
 //	bench probe -url URL    exit 0 if an HTTP or NATS server answers at URL (container health checks)
 //
 // Run "bench <command> -h" for a command's flags.
@@ -31,6 +32,7 @@ commands:
   bus       sequential NATS request-replies to an echo responder, in-process or over TCP (the bus floor)
   sessions  the edge's resident memory holding 0 to -n idle sessions, multi-process
   lb        a round-robin HTTP load balancer over -backends (each request to the next)
+  chaos     fault scenarios under load on a namespaced deployment (needs root; docs/reliability.md)
   probe     exit 0 if an HTTP (status < 500) or NATS server answers at -url (health checks)
 `
 
@@ -52,6 +54,8 @@ func main() {
 		os.Exit(runScale(args))
 	case "bus":
 		os.Exit(runBus(args))
+	case "chaos":
+		os.Exit(runChaos(args))
 	case "lb":
 		os.Exit(runLB(args))
 	case "sessions":

@@ -258,7 +258,13 @@ func runNATSServe(args []string, stderr io.Writer) int {
 		go watchAuth(ctx, ns, filepath.Join(*authDir, natsauth.FileAuthConf), load, stderr)
 	}
 	<-ctx.Done()
-	ns.Shutdown()
+	if cur.Cluster != nil {
+		// The other nodes take over: leadership moves, clients move
+		// (embedded.LameDuckGrace and LameDuckDuration), then it stops.
+		ns.LameDuckShutdown()
+	} else {
+		ns.Shutdown()
+	}
 	ns.WaitForShutdown()
 	return 0
 }

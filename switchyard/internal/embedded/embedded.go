@@ -50,6 +50,13 @@ type Options struct {
 	SyncAlways   bool
 }
 
+// A cluster node's lame-duck mode: the wait after telling its clients it
+// stops, then the time over which it closes their connections.
+const (
+	LameDuckGrace    = time.Second
+	LameDuckDuration = 3 * time.Second
+)
+
 // RouteUser is the user name routes authenticate with (Cluster.Secret is
 // its password).
 const RouteUser = "switchyard-route"
@@ -127,6 +134,12 @@ func clusterOptions(opts *server.Options, c *Cluster) error {
 		return fmt.Errorf("nats cluster listen %q: %w", c.Listen, err)
 	}
 	opts.Cluster.Name = c.Name
+	// A node stopping (Server.LameDuckShutdown) hands its streams'
+	// leadership over, tells its clients, and closes their connections
+	// over LameDuckDuration, so that they move to the other nodes one by
+	// one rather than all at once.
+	opts.LameDuckGracePeriod = LameDuckGrace
+	opts.LameDuckDuration = LameDuckDuration
 	opts.Cluster.Host = host
 	if opts.Cluster.Port, err = strconv.Atoi(port); err != nil {
 		return fmt.Errorf("nats cluster listen %q: bad port", c.Listen)
