@@ -11,7 +11,7 @@ MODULES := proto internal testutil edge router upstream-worker tenancy-svc bench
 TEST_FLAGS ?= -race -count=1 -shuffle=on -timeout 25m
 ROLES := edge router upstream-worker tenancy-svc
 
-.PHONY: all build dev test vet fmt-check lint fuzz bench bench-gate bench-hops bench-micro bench-bus bench-sessions loadtest loadtest-cluster loadtest-scale compose-bench tidy check-mods upstreams clean conformance conformance-direct conformance-install
+.PHONY: all build dev test vet fmt-check lint fuzz chaos chaos-short bench bench-gate bench-hops bench-micro bench-bus bench-sessions loadtest loadtest-cluster loadtest-scale compose-bench tidy check-mods upstreams clean conformance conformance-direct conformance-install
 
 all: build
 
@@ -156,6 +156,17 @@ bench-bus: build
 ## by default); the goal is under 150 MB at 10,000 (docs/benchmarks.md)
 bench-sessions: build
 	$(BIN)/bench sessions -switchyard $(BIN)/switchyard -n 10000 -evict-after 30s -out results
+
+## chaos: the fault scenarios of docs/reliability.md under load: 3 NATS nodes,
+## tenancy-svc, 2 routers, 2 workers and 2 edges as processes in network
+## namespaces (needs root and the ip command), 64 official-SDK sessions
+## behind a round-robin balancer; the table goes to results/chaos-<time>/
+chaos: build
+	$(BIN)/bench chaos -switchyard $(BIN)/switchyard
+
+## chaos-short: the same scenarios with 16 sessions and shorter holds (CI)
+chaos-short: build
+	$(BIN)/bench chaos -switchyard $(BIN)/switchyard -short -sessions 16
 
 ## loadtest: concurrency and federation sweep into results/sweep-<timestamp>/,
 ## with the floor: the fixture through a bare reverse proxy (bench proxy)

@@ -328,3 +328,46 @@ func TestRelayEdge(t *testing.T) {
 		}
 	}
 }
+
+// TestEdgeRestoresRecords: after the NATS store lost the session records
+// (tenancy.SeedProbe's OnReseed calls restoreRecords), the edge holding a
+// session writes its record back, and another edge adopts it again with
+// its log level.
+func TestEdgeRestoresRecords(t *testing.T) {
+	var got seen
+	var nc *nats.Conn
+	a := newRigWith(t, adoptRouter(&nc, &got), &rigOpts{})
+	nc = a.nc
+	b := newRigWith(t, nil, &rigOpts{server: a.srv, id: "edge-u"})
+	code, body, h := a.post(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18",` +
+		`"capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
+	if code != http.StatusOK {
+		t.Fatalf("initialize: %d %s", code, body)
+	}
+	a.sid = h.Get("Mcp-Session-Id")
+	if code, body, _ := a.post(`{"jsonrpc":"2.0","method":"notifications/initialized"}`, "Mcp-Protocol-Version", "2025-06-18"); code != http.StatusAccepted {
+		t.Fatalf("initialized: %d %s", code, body)
+	}
+	if code, body, _ := a.post(`{"jsonrpc":"2.0","id":1,"method":"logging/setLevel","params":{"level":"error"}}`, "Mcp-Protocol-Version", "2025-06-18"); code != http.StatusOK {
+		t.Fatalf("setLevel: %d %s", code, body)
+	}
+	// The store loses the record.
+	if err := a.e.store.Load().Delete(t.Context(), a.sid); err != nil {
+		t.Fatal(err)
+	}
+	b.sid = a.sid
+	call := `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"up__x","arguments":{}}}`
+	if code, body, _ := b.post(call, "Mcp-Protocol-Version", "2025-06-18"); code != http.StatusNotFound {
+		t.Fatalf("without its record: %d %s", code, body)
+	}
+	a.e.restoreRecords()
+	if code, body, _ := b.post(call, "Mcp-Protocol-Version", "2025-06-18"); code != http.StatusOK || !strings.Contains(body, `"ok"`) {
+		t.Fatalf("after the restore: %d %s", code, body)
+	}
+	if cs := b.e.sessions.get(a.sid); cs == nil || cs.level() != "error" || cs.protocol != "2025-06-18" {
+		t.Fatalf("adopted copy %+v", cs)
+	}
+	if r, ok := got.last("tools/call"); !ok || r.Edge != "edge-t" {
+		t.Fatalf("routed as %+v", r)
+	}
+}

@@ -391,6 +391,7 @@ func (s *Service) Run(ctx context.Context) error {
 	run(func() { _ = s.routers.Run(ctx) })
 	run(func() { s.grants.dropOnReconnect(ctx, s.nc) })
 	run(func() { s.recheckOnReconnect(ctx) })
+	run(func() { s.sweepUnplaced(ctx) })
 	run(func() { _ = bus.Watch(ctx, js, proto.BucketUpstreams, s.onUpstream) })
 	run(func() { s.runSessionStore(ctx, js) })
 	run(func() { s.runEvictor(ctx) })

@@ -73,6 +73,50 @@ func (s *Service) recheckOnReconnect(ctx context.Context) {
 	}
 }
 
+// unplacedSweep is how often the edge looks for calls no router has
+// placed: one unplaced at two sweeps in a row (2 to 4 s) is failed.
+const unplacedSweep = 2 * time.Second
+
+// errUnplaced fails a call no router placed or answered within two sweeps:
+// it was sent into a bus interruption the edge's own connection did not
+// see (a route to a NATS node that was cut off still counted as alive), or
+// its router is stalled. It may still run, if that router is only late.
+var errUnplaced = &proto.Error{Code: proto.CodeWorkerLost, Msg: "no router placed the call in time (the bus may have lost it; the call may still run)"}
+
+// sweepUnplaced fails the calls that stay unplaced (no placement note, no
+// reply) across two sweeps, until ctx ends. A router places a call within
+// milliseconds of receiving it; the calls a router it is known to hold
+// goes silent are failed sooner (routers' OnGone).
+func (s *Service) sweepUnplaced(ctx context.Context) {
+	t := time.NewTicker(unplacedSweep)
+	defer t.Stop()
+	prev := map[*bus.Call]bool{}
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		cur := map[*bus.Call]bool{}
+		failed := 0
+		for _, k := range s.caller.Pending() {
+			if k.Worker() != "" || k.Done() {
+				continue
+			}
+			if prev[k] {
+				k.Fail(errUnplaced)
+				failed++
+				continue
+			}
+			cur[k] = true
+		}
+		if failed > 0 {
+			s.log.Warn("calls no router placed in time failed", "calls", failed)
+		}
+		prev = cur
+	}
+}
+
 // recheckWorker settles the calls placed on worker before it reconnected
 // (presence's OnReconnect), workerRecheckAfter later.
 func (s *Service) recheckWorker(ctx context.Context, worker string) {

@@ -236,3 +236,99 @@ func TestEdgeReconnectResendsUndelivered(t *testing.T) {
 	default:
 	}
 }
+
+// TestEdgeUnplacedCallFails: a call no router places or answers (sent
+// into a cut the edge's own connection did not see) is failed within two
+// sweeps, -32064, not left to the call timeout.
+func TestEdgeUnplacedCallFails(t *testing.T) {
+	g := newRigWith(t, func(*nats.Msg) {}, &rigOpts{cfg: func(c *Config) { c.CallTimeout = 60 * time.Second }})
+	g.initialize()
+	start := time.Now()
+	_, body, _ := g.post(`{"jsonrpc":"2.0","id":31,"method":"tools/call","params":{"name":"up__x","arguments":{}}}`)
+	if !strings.Contains(body, `"code":-32064`) || !strings.Contains(body, "no router placed") {
+		t.Fatalf("unplaced call answered %s", body)
+	}
+	if d := time.Since(start); d > 3*unplacedSweep {
+		t.Fatalf("unplaced call answered after %v", d)
+	}
+}
+
+// TestEdgeRechecksAfterWorkerReconnect: when a worker's heartbeat says it
+// reconnected to NATS, the edge asks it about the calls placed on it
+// before; one it never saw is placed again and completes.
+func TestEdgeRechecksAfterWorkerReconnect(t *testing.T) {
+	var nc *nats.Conn
+	held := make(chan *nats.Msg, 4)
+	g := newRigWith(t, func(m *nats.Msg) {
+		_ = nc.PublishMsg(&nats.Msg{Subject: m.Reply, Header: nats.Header{proto.HdrPlaced: []string{"w-r"}}})
+		held <- m
+	}, &rigOpts{cfg: func(c *Config) { c.CallTimeout = 60 * time.Second }})
+	nc = g.nc
+	g.initialize()
+	hb := func(reconnects uint64) {
+		subj, _ := proto.EvtWorkerSubject("w-r")
+		data, _ := proto.Marshal(&proto.Heartbeat{Worker: "w-r", Boot: 7, IntervalMs: 200, Reconnects: reconnects})
+		if err := nc.Publish(subj, data); err != nil {
+			t.Fatal(err)
+		}
+	}
+	hb(0)
+	var asked atomic.Int32
+	subj, _ := proto.AppendWorkerSubject(nil, "w-r", proto.OpInFlight)
+	if _, err := nc.Subscribe(string(subj), func(m *nats.Msg) {
+		asked.Add(1)
+		data, _ := proto.Marshal(&proto.InFlight{}) // knows none of them, and is sure
+		_ = nc.Publish(m.Reply, data)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	var reconnects atomic.Uint64
+	stop := make(chan struct{})
+	defer close(stop)
+	go func() { // the worker stays alive
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(100 * time.Millisecond):
+				hb(reconnects.Load())
+			}
+		}
+	}()
+	res := make(chan string, 1)
+	go func() {
+		_, body, _ := g.post(`{"jsonrpc":"2.0","id":41,"method":"tools/call","params":{"name":"up__x","arguments":{}}}`)
+		res <- body
+	}()
+	select {
+	case <-held: // placed on w-r, then lost on its way (never answered)
+	case <-time.After(10 * time.Second):
+		t.Fatal("call not routed")
+	}
+	for deadline := time.Now().Add(10 * time.Second); len(g.e.caller.Pending()) == 0 || g.e.caller.Pending()[0].Worker() == ""; {
+		if time.Now().After(deadline) {
+			t.Fatal("the placement note was not read")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	reconnects.Store(1) // the worker reconnected
+	// The heartbeats now say Reconnects 1: the edge asks, then places the
+	// call again.
+	select {
+	case m := <-held:
+		_ = respondKept(nc, m.Reply)
+	case <-time.After(10 * time.Second):
+		t.Fatal("the call the worker never saw was not placed again")
+	}
+	select {
+	case body := <-res:
+		if !strings.Contains(body, `"kept"`) {
+			t.Fatalf("call answered %s", body)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no answer")
+	}
+	if asked.Load() == 0 {
+		t.Fatal("the worker was not asked")
+	}
+}

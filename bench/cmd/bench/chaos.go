@@ -28,7 +28,7 @@ func runChaos(args []string) int {
 	fs := flag.NewFlagSet("bench chaos", flag.ContinueOnError)
 	sessions := fs.Int("sessions", 64, "official-SDK client sessions calling through the balancer")
 	short := fs.Bool("short", false, "the CI run: shorter holds and settles (use with fewer -sessions)")
-	sleepMS := fs.Int("service-ms", 50, "how long each call takes at the upstream, in milliseconds")
+	sleepMS := fs.Int("service-ms", 100, "how long each call takes at the upstream, in milliseconds")
 	only := fs.String("scenarios", "", "comma-separated substrings: run only the scenarios whose name contains one")
 	out := fs.String("out", "", "directory for logs and results.md (default results/chaos-<time>)")
 	sy := fs.String("switchyard", "", "switchyard binary (default: switchyard next to this binary)")

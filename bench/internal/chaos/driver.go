@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net/http"
 	"strings"
 	"sync"
@@ -20,7 +21,19 @@ const (
 	outHung      = "hung"      // no answer within the driver's hang bound
 	outTransport = "transport" // the HTTP exchange failed (connection cut, 5xx without a JSON-RPC body)
 	outLost      = "session"   // the session is gone (404, or its connection broke)
+	outWrong     = "wrong result"
 )
+
+// echoed is the text of an echo result.
+func echoed(res *mcp.CallToolResult) string {
+	if res == nil || len(res.Content) != 1 {
+		return ""
+	}
+	if t, ok := res.Content[0].(*mcp.TextContent); ok {
+		return t.Text
+	}
+	return ""
+}
 
 // codeRejected is the go-sdk's jsonrpc2.ErrRejected (internal there): a
 // request its transport could not deliver or got an HTTP error for.
@@ -42,11 +55,13 @@ type Driver struct {
 	sleepMS   int
 	hangAfter time.Duration
 
-	mu    sync.Mutex
-	calls []call      // guarded by mu
-	lost  []time.Time // guarded by mu: when each lost session was seen lost
-	opens []time.Time // guarded by mu: sessions that failed to open, when
+	mu      sync.Mutex
+	calls   []call            // guarded by mu
+	running map[int]time.Time // guarded by mu: calls in progress by session, since when
+	lost    []time.Time       // guarded by mu: when each lost session was seen lost
+	opens   []time.Time       // guarded by mu: sessions that failed to open, when
 
+	seq      atomic.Int64 // numbers the calls: each echo's text is unique
 	stopping atomic.Bool
 	wg       sync.WaitGroup
 }
@@ -54,7 +69,7 @@ type Driver struct {
 // NewDriver returns a driver calling tool (an echo taking sleep_ms) at url;
 // a call not answered within hangAfter counts as hung.
 func NewDriver(url, tool string, sleepMS int, hangAfter time.Duration) *Driver {
-	return &Driver{url: url, tool: tool, sleepMS: sleepMS, hangAfter: hangAfter}
+	return &Driver{url: url, tool: tool, sleepMS: sleepMS, hangAfter: hangAfter, running: map[int]time.Time{}}
 }
 
 // Start runs n sessions until ctx ends or Stop.
@@ -100,6 +115,10 @@ func (d *Driver) connect(ctx context.Context, i int) *mcp.ClientSession {
 
 func (d *Driver) session(ctx context.Context, i int) {
 	defer d.wg.Done()
+	// Sessions start spread over a call's length and pause a random few
+	// milliseconds between calls: in lockstep, a fault injected on a
+	// schedule could land between everyone's calls.
+	time.Sleep(time.Duration(rand.Int64N(int64(time.Duration(d.sleepMS)*time.Millisecond) + 1)))
 	for !d.stopping.Load() && ctx.Err() == nil {
 		cs := d.connect(ctx, i)
 		if cs == nil {
@@ -120,6 +139,7 @@ func (d *Driver) session(ctx context.Context, i int) {
 			if c.outcome == outLost {
 				break
 			}
+			time.Sleep(time.Duration(rand.Int64N(int64(10 * time.Millisecond))))
 		}
 		select {
 		case <-broken:
@@ -137,12 +157,25 @@ func (d *Driver) session(ctx context.Context, i int) {
 
 func (d *Driver) callOnce(ctx context.Context, cs *mcp.ClientSession, i int) call {
 	c := call{start: time.Now()}
+	d.mu.Lock()
+	d.running[i] = c.start
+	d.mu.Unlock()
+	defer func() {
+		d.mu.Lock()
+		delete(d.running, i)
+		d.mu.Unlock()
+	}()
 	cctx, cancel := context.WithTimeout(ctx, d.hangAfter)
 	defer cancel()
+	text := fmt.Sprint("s", i, "-", d.seq.Add(1))
 	res, err := cs.CallTool(cctx, &mcp.CallToolParams{Name: d.tool,
-		Arguments: map[string]any{"text": fmt.Sprint("s", i), "sleep_ms": d.sleepMS}})
+		Arguments: map[string]any{"text": text, "sleep_ms": d.sleepMS}})
 	c.end = time.Now()
 	c.outcome = classify(cctx, res, err)
+	if c.outcome == outOK && echoed(res) != text {
+		// Another call's result, or none: worse than an error.
+		c.outcome, c.msg = outWrong, fmt.Sprintf("sent %q, got %q", text, echoed(res))
+	}
 	if err != nil {
 		c.msg = err.Error()
 	}
@@ -176,6 +209,32 @@ func classify(ctx context.Context, res *mcp.CallToolResult, err error) string {
 	}
 }
 
+// Settle waits until every call started before t has ended (and is
+// recorded), up to within: a call still running then is left out of a
+// Window computed now, and one running past the hang bound is recorded
+// as hung when it reaches it. It reports whether all had ended.
+func (d *Driver) Settle(t time.Time, within time.Duration) bool {
+	deadline := time.Now().Add(within)
+	for {
+		d.mu.Lock()
+		busy := false
+		for _, s := range d.running {
+			if s.Before(t) {
+				busy = true
+				break
+			}
+		}
+		d.mu.Unlock()
+		if !busy {
+			return true
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
 // Window is what the driver saw between two times.
 type Window struct {
 	Calls    int
@@ -183,6 +242,7 @@ type Window struct {
 	Examples map[string]string // an error message of each outcome
 	Failed   []string          // each failed call: start, end, outcome, message
 	Hung     int
+	Wrong    int       // calls answered with another call's result (or none)
 	Lost     int       // sessions lost
 	OpenFail int       // session opens that failed (retried)
 	LastErr  time.Time // the end of the last failed call (zero: none)
@@ -190,14 +250,15 @@ type Window struct {
 	Slowest time.Duration
 }
 
-// Window returns the calls started in [from, to), and the sessions lost
-// and opens failed then.
+// Window returns the calls in progress at some time in [from, to) (those
+// in flight when a fault begins count, wherever they started), and the
+// sessions lost and opens failed then.
 func (d *Driver) Window(from, to time.Time) Window {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	w := Window{Errors: map[string]int{}, Examples: map[string]string{}}
 	for _, c := range d.calls {
-		if c.start.Before(from) || !c.start.Before(to) {
+		if c.end.Before(from) || !c.start.Before(to) {
 			continue
 		}
 		w.Calls++
@@ -212,6 +273,9 @@ func (d *Driver) Window(from, to time.Time) Window {
 		}
 		if c.outcome == outHung {
 			w.Hung++
+		}
+		if c.outcome == outWrong {
+			w.Wrong++
 		}
 		if c.end.After(w.LastErr) {
 			w.LastErr = c.end

@@ -11,10 +11,10 @@
 //     [DownFor], and the request is sent to another backend instead (no
 //     byte of it reached the refused one);
 //   - request bodies up to [MaxBufferedBody] are buffered, so that a
-//     request sent on a kept-alive connection the backend closed meanwhile
-//     is sent again (net/http's transport retries such a request when it
-//     can rewind its body), as balancers do for requests that never
-//     reached a backend.
+//     request that could not be written to a kept-alive connection the
+//     backend closed meanwhile is sent again on a new one (net/http's
+//     transport does, when it can rewind the body). A request the backend
+//     may have read is never sent again: a tools/call must not run twice.
 //
 // "bench lb", the fault harness (bench chaos) and `make conformance`'s ha
 // mode use it.
