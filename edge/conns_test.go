@@ -346,3 +346,39 @@ func TestCapListenerCounts(t *testing.T) {
 		t.Fatalf("accept after close: %v", err)
 	}
 }
+
+// TestEdgeDrainDelay: a stopping edge with a drain delay reports not
+// ready at once, still serves the requests it gets meanwhile (each
+// response closing its connection, so a balancer opens the next one
+// elsewhere), and closes its listener only after the delay.
+func TestEdgeDrainDelay(t *testing.T) {
+	const delay = 700 * time.Millisecond
+	g := newRigWith(t, nil, &rigOpts{cfg: func(c *Config) { c.DrainDelay = delay }})
+	if !g.e.Ready() {
+		t.Fatal("edge not ready")
+	}
+	stopped := make(chan struct{})
+	start := time.Now()
+	go func() { g.stop(); close(stopped) }()
+	for g.e.Ready() {
+		if time.Since(start) > delay/2 {
+			t.Fatal("still ready while draining")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	req, _ := http.NewRequest(http.MethodPost, g.url, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"ping"}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("request while draining: %v", err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode >= 500 || !resp.Close {
+		t.Fatalf("while draining: status %d, connection closed after it %v", resp.StatusCode, resp.Close)
+	}
+	<-stopped
+	if d := time.Since(start); d < delay {
+		t.Fatalf("stopped after %v, before the drain delay", d)
+	}
+}

@@ -99,6 +99,13 @@ type Config struct {
 	JSONResponse bool
 	// ShutdownGrace bounds the HTTP shutdown. Default 5s.
 	ShutdownGrace time.Duration
+	// DrainDelay is how long a stopping edge keeps serving before it
+	// closes its listener: /readyz answers 503 and every response closes
+	// its connection meanwhile, so that a load balancer's health check
+	// stops sending it requests before the listener goes (a request sent
+	// on a connection the edge closes would fail at the client). Set it
+	// to the balancer's check interval or more. Default 0: none.
+	DrainDelay time.Duration
 	// Metrics is where the edge registers its metrics
 	// (internal/metrics.Edge and switchyard_edge_sessions_open). Nil: a
 	// private registry nobody serves.
@@ -153,7 +160,9 @@ type Service struct {
 	passthrough atomic.Bool
 
 	ready atomic.Bool
-	addr  atomic.Pointer[string]
+	// draining is set while a stopping edge waits out Config.DrainDelay.
+	draining atomic.Bool
+	addr     atomic.Pointer[string]
 
 	sessions       sessionTable                       // stateful client sessions (fast path, idle timer)
 	store          atomic.Pointer[sessionstore.Store] // the sessions every edge shares (adopt.go); nil until open
@@ -342,10 +351,14 @@ func (s *Service) Addr() string {
 	return ""
 }
 
-// Run listens and serves until ctx ends, then shuts the HTTP server down
-// (bounded by ShutdownGrace) and fails calls still waiting.
-func (s *Service) Run(ctx context.Context) error {
-	ctx, cancel := context.WithCancel(ctx)
+// Run listens and serves until parent ends, then drains (Config.DrainDelay:
+// not ready, still serving), shuts the HTTP server down (bounded by
+// ShutdownGrace), fails calls still waiting, and stops its own work.
+func (s *Service) Run(parent context.Context) error {
+	// The edge's own work (presence, routers, stores, watchers) outlives
+	// parent: it goes on while the edge drains and finishes the requests
+	// it has, and stops after them.
+	ctx, cancel := context.WithCancel(context.WithoutCancel(parent))
 	defer cancel()
 	if err := s.start(); err != nil {
 		return err
@@ -377,7 +390,7 @@ func (s *Service) Run(ctx context.Context) error {
 		ln = &capListener{Listener: ln, max: int64(s.cfg.MaxConnections), refused: func() { s.met.Limited("edge_connections") }}
 	}
 	srv := &http.Server{
-		Handler:           withDeadlines(s.handler(), orNone(s.cfg.ReadTimeout), orNone(s.cfg.WriteTimeout)),
+		Handler:           s.closeWhileDraining(withDeadlines(s.handler(), orNone(s.cfg.ReadTimeout), orNone(s.cfg.WriteTimeout))),
 		ReadHeaderTimeout: orNone(s.cfg.ReadHeaderTimeout),
 		IdleTimeout:       s.cfg.IdleTimeout, // negative: none (net/http)
 	}
@@ -391,7 +404,7 @@ func (s *Service) Run(ctx context.Context) error {
 	run(func() { _ = s.routers.Run(ctx) })
 	run(func() { s.grants.dropOnReconnect(ctx, s.nc) })
 	run(func() { s.recheckOnReconnect(ctx) })
-	run(func() { s.sweepUnplaced(ctx) })
+	run(func() { s.sweepStuck(ctx) })
 	run(func() { _ = bus.Watch(ctx, js, proto.BucketUpstreams, s.onUpstream) })
 	run(func() { s.runSessionStore(ctx, js) })
 	run(func() { s.runEvictor(ctx) })
@@ -418,10 +431,15 @@ func (s *Service) Run(ctx context.Context) error {
 	s.log.Info("edge listening", "addr", addr)
 	s.warnAdvertised(addr)
 	select {
-	case <-ctx.Done():
+	case <-parent.Done():
 	case err = <-serveErr:
 	}
 	s.ready.Store(false)
+	if s.cfg.DrainDelay > 0 && err == nil {
+		s.draining.Store(true)
+		s.log.Info("edge draining", "for", s.cfg.DrainDelay)
+		time.Sleep(s.cfg.DrainDelay)
+	}
 	_ = svc.Stop()
 	sctx, scancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.ShutdownGrace)
 	if srv.Shutdown(sctx) != nil {
@@ -437,6 +455,18 @@ func (s *Service) Run(ctx context.Context) error {
 		err = nil
 	}
 	return err
+}
+
+// closeWhileDraining makes every response close its connection while the
+// edge drains (Config.DrainDelay): a balancer then opens a new one, to an
+// edge that is ready.
+func (s *Service) closeWhileDraining(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if s.draining.Load() {
+			w.Header().Set("Connection", "close")
+		}
+		h.ServeHTTP(w, r)
+	})
 }
 
 // routerGoneGrace is how long after a router's departure the edge fails

@@ -32,6 +32,9 @@ func FromFile(f *config.File) Config {
 			c.RouteCacheTTL = -1 // "0s" in the file means off (Validate refuses negatives)
 		}
 	}
+	if f.Edge.DrainDelay != nil {
+		c.DrainDelay = time.Duration(*f.Edge.DrainDelay)
+	}
 	for _, d := range []struct {
 		from *config.Duration
 		to   *time.Duration

@@ -73,22 +73,30 @@ func (s *Service) recheckOnReconnect(ctx context.Context) {
 	}
 }
 
-// unplacedSweep is how often the edge looks for calls no router has
-// placed: one unplaced at two sweeps in a row (2 to 4 s) is failed.
-const unplacedSweep = 2 * time.Second
+// sweepEvery is how often the edge looks for calls stuck in a gap it did
+// not see (a route to a NATS node that was cut off still counted as alive,
+// so a call or note went into the cut): a call pending at two sweeps in a
+// row, 2 to 4 s, is checked.
+const sweepEvery = 2 * time.Second
 
 // errUnplaced fails a call no router placed or answered within two sweeps:
 // it was sent into a bus interruption the edge's own connection did not
-// see (a route to a NATS node that was cut off still counted as alive), or
-// its router is stalled. It may still run, if that router is only late.
+// see, or its router is stalled. It may still run, if that router is only
+// late.
 var errUnplaced = &proto.Error{Code: proto.CodeWorkerLost, Msg: "no router placed the call in time (the bus may have lost it; the call may still run)"}
 
-// sweepUnplaced fails the calls that stay unplaced (no placement note, no
-// reply) across two sweeps, until ctx ends. A router places a call within
-// milliseconds of receiving it; the calls a router it is known to hold
-// goes silent are failed sooner (routers' OnGone).
-func (s *Service) sweepUnplaced(ctx context.Context) {
-	t := time.NewTicker(unplacedSweep)
+// sweepStuck checks, every sweepEvery until ctx ends, the calls pending at
+// the previous sweep too:
+//
+//   - one no router has placed (no placement note, no reply) fails with
+//     errUnplaced: a router places a call within milliseconds of getting
+//     it (the calls of a router known to go silent fail sooner: routers'
+//     OnGone);
+//   - those placed on a worker are asked about (settle, in sweep mode):
+//     one the worker never saw is placed again, and a reply it kept is
+//     sent again; the calls it runs go on, however long.
+func (s *Service) sweepStuck(ctx context.Context) {
+	t := time.NewTicker(sweepEvery)
 	defer t.Stop()
 	prev := map[*bus.Call]bool{}
 	for {
@@ -98,24 +106,44 @@ func (s *Service) sweepUnplaced(ctx context.Context) {
 		case <-t.C:
 		}
 		cur := map[*bus.Call]bool{}
+		byWorker := map[string][]*bus.Call{}
 		failed := 0
 		for _, k := range s.caller.Pending() {
-			if k.Worker() != "" || k.Done() {
-				continue
-			}
-			if prev[k] {
-				k.Fail(errUnplaced)
-				failed++
+			if k.Done() {
 				continue
 			}
 			cur[k] = true
+			if !prev[k] {
+				continue
+			}
+			if w := k.Worker(); w != "" {
+				byWorker[w] = append(byWorker[w], k)
+				continue
+			}
+			k.Fail(errUnplaced)
+			failed++
 		}
 		if failed > 0 {
 			s.log.Warn("calls no router placed in time failed", "calls", failed)
 		}
+		for w, ks := range byWorker {
+			go s.settle(ctx, w, ks, time.Now().Add(recheckWithin), onSweep)
+		}
 		prev = cur
 	}
 }
+
+// How settle treats a worker's silence.
+type settleMode int
+
+const (
+	// afterGap: a known interruption; a worker that does not answer has
+	// lost the calls' replies.
+	afterGap settleMode = iota
+	// onSweep: a routine check; a worker that does not answer is left to
+	// its heartbeats.
+	onSweep
+)
 
 // recheckWorker settles the calls placed on worker before it reconnected
 // (presence's OnReconnect), workerRecheckAfter later.
@@ -141,7 +169,7 @@ func (s *Service) recheckWorker(ctx context.Context, worker string) {
 		}
 	}
 	if len(live) > 0 {
-		s.settle(ctx, worker, live, time.Now().Add(recheckWithin))
+		s.settle(ctx, worker, live, time.Now().Add(recheckWithin), afterGap)
 	}
 }
 
@@ -173,7 +201,7 @@ func (s *Service) recheckPending(ctx context.Context) {
 	for w, ks := range byWorker {
 		go func() {
 			defer func() { done <- struct{}{} }()
-			s.settle(ctx, w, ks, deadline)
+			s.settle(ctx, w, ks, deadline, afterGap)
 		}()
 	}
 	for range byWorker {
@@ -194,9 +222,14 @@ func (s *Service) recheckPending(ctx context.Context) {
 }
 
 // settle asks worker about ks and ends those whose reply will not come
-// (see above); the question is bounded by deadline.
-func (s *Service) settle(ctx context.Context, worker string, ks []*bus.Call, deadline time.Time) {
+// (see above); the question is bounded by deadline. A call the worker does
+// not know while calls wait unread in its subscriptions (Backlog) is left
+// for the next sweep: it may be among them.
+func (s *Service) settle(ctx context.Context, worker string, ks []*bus.Call, deadline time.Time, mode settleMode) {
 	a, ok := s.askInFlight(ctx, worker, ks, deadline)
+	if !ok && mode == onSweep {
+		return
+	}
 	lost, again := 0, 0
 	var waiting []*bus.Call
 	for _, k := range ks {
@@ -204,6 +237,7 @@ func (s *Service) settle(ctx context.Context, worker string, ks []*bus.Call, dea
 		case ok && a.running[k.ID]:
 		case ok && a.resent[k.ID]:
 			waiting = append(waiting, k)
+		case ok && a.backlog:
 		case ok && !a.unsure:
 			if !k.Done() {
 				k.Fail(errLostOnTheWay)
@@ -240,7 +274,7 @@ func (s *Service) settle(ctx context.Context, worker string, ks []*bus.Call, dea
 // inFlightAnswer is a worker's answer to an in_flight question, by call id.
 type inFlightAnswer struct {
 	running, resent map[uint64]bool
-	unsure          bool
+	unsure, backlog bool
 }
 
 // askInFlight asks worker which of ks it still runs, which it finished and
@@ -273,7 +307,7 @@ func (s *Service) askInFlight(ctx context.Context, worker string, ks []*bus.Call
 	if proto.Unmarshal(m.Data, &a) != nil {
 		return inFlightAnswer{}, false
 	}
-	out := inFlightAnswer{running: make(map[uint64]bool, len(a.Calls)), resent: make(map[uint64]bool, len(a.Resent)), unsure: a.Unsure}
+	out := inFlightAnswer{running: make(map[uint64]bool, len(a.Calls)), resent: make(map[uint64]bool, len(a.Resent)), unsure: a.Unsure, backlog: a.Backlog}
 	for _, c := range a.Calls {
 		out.running[c.ID] = true
 	}

@@ -248,7 +248,7 @@ func TestEdgeUnplacedCallFails(t *testing.T) {
 	if !strings.Contains(body, `"code":-32064`) || !strings.Contains(body, "no router placed") {
 		t.Fatalf("unplaced call answered %s", body)
 	}
-	if d := time.Since(start); d > 3*unplacedSweep {
+	if d := time.Since(start); d > 3*sweepEvery {
 		t.Fatalf("unplaced call answered after %v", d)
 	}
 }
@@ -330,5 +330,72 @@ func TestEdgeRechecksAfterWorkerReconnect(t *testing.T) {
 	}
 	if asked.Load() == 0 {
 		t.Fatal("the worker was not asked")
+	}
+}
+
+// TestEdgeSweepReplacesLostCall: a call placed on a worker that never saw
+// it (lost on a route into a cut no connection of the edge's or the
+// worker's noticed) is placed again within two sweeps, and completes; one
+// the worker says it runs is left alone.
+func TestEdgeSweepReplacesLostCall(t *testing.T) {
+	var nc *nats.Conn
+	held := make(chan *nats.Msg, 4)
+	g := newRigWith(t, func(m *nats.Msg) {
+		_ = nc.PublishMsg(&nats.Msg{Subject: m.Reply, Header: nats.Header{proto.HdrPlaced: []string{"w-s"}}})
+		held <- m
+	}, &rigOpts{cfg: func(c *Config) { c.CallTimeout = 60 * time.Second }})
+	nc = g.nc
+	g.initialize()
+	var running atomic.Pointer[string] // the reply subject of the call the worker runs
+	subj, _ := proto.AppendWorkerSubject(nil, "w-s", proto.OpInFlight)
+	if _, err := nc.Subscribe(string(subj), func(m *nats.Msg) {
+		var q proto.InFlight
+		_ = proto.Unmarshal(m.Data, &q)
+		var a proto.InFlight
+		for _, c := range q.Calls {
+			if r := running.Load(); r != nil && strings.HasSuffix(*r, "."+strconv.FormatUint(c.ID, 10)) {
+				a.Calls = append(a.Calls, c)
+			}
+		}
+		data, _ := proto.Marshal(&a)
+		_ = nc.Publish(m.Reply, data)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	res := make(chan string, 2)
+	for i, arg := range []string{"runs", "lost"} {
+		go func() {
+			_, body, _ := g.post(`{"jsonrpc":"2.0","id":` + strconv.Itoa(60+i) + `,"method":"tools/call","params":{"name":"up__x","arguments":{"a":"` + arg + `"}}}`)
+			res <- body
+		}()
+	}
+	var runs *nats.Msg
+	for range 2 {
+		select {
+		case m := <-held:
+			if strings.Contains(string(m.Data), "runs") {
+				runs = m
+				r := m.Reply
+				running.Store(&r)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("calls not routed")
+		}
+	}
+	select {
+	case m := <-held:
+		if !strings.Contains(string(m.Data), "lost") {
+			t.Fatalf("a running call was placed again: %s", m.Data)
+		}
+		_ = respondKept(nc, m.Reply)
+	case <-time.After(4*sweepEvery + 2*time.Second):
+		t.Fatal("the lost call was not placed again")
+	}
+	if body := <-res; !strings.Contains(body, `"kept"`) {
+		t.Fatalf("placed again, answered %s", body)
+	}
+	_ = respondKept(nc, runs.Reply)
+	if body := <-res; !strings.Contains(body, `"kept"`) {
+		t.Fatalf("running call answered %s", body)
 	}
 }

@@ -84,12 +84,15 @@ type Cancel struct {
 // and the worker's answer: Calls keeps those it still runs, Resent those
 // it finished lately and whose kept reply it has just sent again (to the
 // subject the first went to). A call in neither never reached the worker
-// (it may be sent again), unless Unsure is set: the worker could not keep
-// every recent reply, so such a call may have run.
+// (it may be sent again), unless Unsure is set (the worker could not keep
+// every recent reply, so such a call may have run) or Backlog is (calls
+// wait in the worker's subscriptions unread: such a call may be among
+// them, and run yet).
 type InFlight struct {
-	Calls  []Cancel `msgpack:"c"`
-	Resent []Cancel `msgpack:"r,omitempty"`
-	Unsure bool     `msgpack:"u,omitempty"`
+	Calls   []Cancel `msgpack:"c"`
+	Resent  []Cancel `msgpack:"r,omitempty"`
+	Unsure  bool     `msgpack:"u,omitempty"`
+	Backlog bool     `msgpack:"b,omitempty"`
 }
 
 // Heartbeat is a worker's presence message on switchyard.v1.evt.worker.<id>.

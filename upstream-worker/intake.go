@@ -46,8 +46,11 @@ func (s *Service) subscribe() error {
 		if err != nil {
 			return err
 		}
-		if sub.subj == s.wkSubj {
+		switch sub.subj {
+		case s.wkSubj:
 			s.wkSub.Store(ns)
+		case s.grSubj:
+			s.grSub.Store(ns)
 		}
 		s.subs = append(s.subs, ns)
 	}
@@ -391,6 +394,7 @@ func (s *Service) onInFlight(m *nats.Msg) {
 		s.badEnvelope(m, err)
 		return
 	}
+	backlog := s.backlog()
 	var running, resent []proto.Cancel
 	now := time.Now()
 	for _, c := range q.Calls {
@@ -411,13 +415,62 @@ func (s *Service) onInFlight(m *nats.Msg) {
 	if len(resent) > 0 {
 		s.log.Info("replies sent again after a bus interruption", "calls", len(resent))
 	}
-	data, err := proto.Marshal(&proto.InFlight{Calls: running, Resent: resent, Unsure: s.kept.unsure(now)})
+	data, err := proto.Marshal(&proto.InFlight{Calls: running, Resent: resent, Unsure: s.kept.unsure(now), Backlog: backlog})
 	if err == nil && m.Reply != "" {
 		err = s.nc.Publish(m.Reply, data)
 	}
 	if err != nil {
 		s.log.Warn("reply failed", proto.LogSubject, m.Subject, proto.LogErr, err)
 	}
+}
+
+// backlogWait bounds how long an in_flight question waits for the calls
+// queued unread in the worker's other subscriptions when it came.
+const backlogWait = 500 * time.Millisecond
+
+// backlog reports whether calls queued unread in the worker's grant and
+// pool subscriptions when the question came are still unread after
+// backlogWait: a call the worker does not know may be among them. (Calls
+// on the worker subject came before the question, on the same
+// subscription: they are taken already.)
+func (s *Service) backlog() bool {
+	type mark struct {
+		sub  *nats.Subscription
+		want int64
+	}
+	var marks []mark
+	for _, sub := range append(s.mgr.poolSubs(), s.grSub.Load()) {
+		if sub == nil {
+			continue
+		}
+		n, _, err := sub.Pending()
+		if err != nil || n == 0 {
+			continue
+		}
+		if d, err := sub.Delivered(); err == nil {
+			marks = append(marks, mark{sub, d + int64(n)})
+		}
+	}
+	if len(marks) == 0 {
+		return false
+	}
+	deadline := time.Now().Add(backlogWait)
+	for _, m := range marks {
+		for {
+			d, err := m.sub.Delivered()
+			if err != nil || d >= m.want {
+				break
+			}
+			if time.Now().After(deadline) {
+				return true
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+	// The last call counted delivered may still be in its callback, which
+	// tracks it before it returns.
+	time.Sleep(5 * time.Millisecond)
+	return false
 }
 
 // onSessionClosed closes the upstream sessions dedicated to a client

@@ -156,6 +156,7 @@ type Service struct {
 	// scrapes, readiness), nil until Run has built it.
 	mgrSet atomic.Pointer[manager]
 	wkSub  atomic.Pointer[nats.Subscription] // the worker subject's, for its pending count
+	grSub  atomic.Pointer[nats.Subscription] // the grant subject's, for backlog
 	// taskIDs is the fleet's task id codec (KV switchyard_keys), set by Run
 	// before the first upstream starts.
 	taskIDs *taskid.Codec

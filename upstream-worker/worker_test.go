@@ -713,7 +713,9 @@ func TestWorkerGracefulStopDrains(t *testing.T) {
 }
 
 // TestWorkerAnswersInFlight: asked which of some calls it still runs, a
-// worker names those running and none other.
+// worker names those running and none other; once the call is done, it
+// names it among those whose kept reply it sent again, and is sure of the
+// others (it never saw them).
 func TestWorkerAnswersInFlight(t *testing.T) {
 	h := serveHTTP(t, newUpstream(0), "streamable")
 	e := startWorker(t, Config{}, streamableSpec("up", h.ts.URL))
@@ -727,6 +729,7 @@ func TestWorkerAnswersInFlight(t *testing.T) {
 		answered <- err
 	}()
 	eventually(t, 5*time.Second, "the call in flight", func() bool { return h.toolCalls.Load() > before })
+	var last proto.InFlight
 	ask := func() []proto.Cancel {
 		data, _ := proto.Marshal(&proto.InFlight{Calls: []proto.Cancel{{Edge: "e1", ID: 77}, {Edge: "e1", ID: 78}, {Edge: "e2", ID: 77}}})
 		subj, _ := proto.AppendWorkerSubject(nil, e.svc.cfg.ID, proto.OpInFlight)
@@ -738,6 +741,7 @@ func TestWorkerAnswersInFlight(t *testing.T) {
 		if err := proto.Unmarshal(m.Data, &a); err != nil {
 			t.Fatal(err)
 		}
+		last = a
 		return a.Calls
 	}
 	if got := ask(); len(got) != 1 || got[0].Edge != "e1" || got[0].ID != 77 {
@@ -747,6 +751,9 @@ func TestWorkerAnswersInFlight(t *testing.T) {
 		t.Fatal(err)
 	}
 	eventually(t, 5*time.Second, "the call done", func() bool { return len(ask()) == 0 })
+	if len(last.Resent) != 1 || last.Resent[0].Edge != "e1" || last.Resent[0].ID != 77 || last.Unsure || last.Backlog {
+		t.Fatalf("after the call: %+v, want e1/77 resent alone, sure, no backlog", last)
+	}
 }
 
 // TestWorkerReannouncesListsAfterStoreLoss: when the fleet's keys change

@@ -234,6 +234,10 @@ type EdgeFile struct {
 	// long on it (any edge adopts it again on its next request). Default
 	// 2m; "0s": never.
 	SessionEvictAfter *Duration `yaml:"session_evict_after"`
+	// DrainDelay is how long a stopping edge keeps serving, not ready,
+	// before it closes its listener, so that a load balancer's health
+	// check sees it leave first. Default none.
+	DrainDelay        *Duration `yaml:"drain_delay"`
 	MaxConnections    *int      `yaml:"max_connections"`
 	MaxSessions       *int      `yaml:"max_sessions"`
 	MaxTenantSessions *int      `yaml:"max_tenant_sessions"`
@@ -531,7 +535,8 @@ func (f *File) Validate() error {
 		name string
 		v    *Duration
 	}{{"read_header_timeout", f.Edge.ReadHeaderTimeout}, {"read_timeout", f.Edge.ReadTimeout},
-		{"write_timeout", f.Edge.WriteTimeout}, {"idle_timeout", f.Edge.IdleTimeout}, {"session_evict_after", f.Edge.SessionEvictAfter}} {
+		{"write_timeout", f.Edge.WriteTimeout}, {"idle_timeout", f.Edge.IdleTimeout}, {"session_evict_after", f.Edge.SessionEvictAfter},
+		{"drain_delay", f.Edge.DrainDelay}} {
 		if d.v != nil && *d.v < 0 {
 			bad("edge.%s: must not be negative", d.name)
 		}

@@ -102,7 +102,10 @@ func chaosRun(ctx context.Context, bin, dir string, sessions, sleepMS int, only 
 	go func() { _ = up.Serve(ln) }()
 	defer up.Close()
 	fmt.Fprintf(os.Stderr, "bench chaos: starting the deployment (logs in %s/logs)\n", dir)
-	d, err := chaos.Deploy(ctx, n, chaos.DeployOptions{Bin: bin, Dir: dir, Upstream: "http://" + ln.Addr().String() + "/mcp"})
+	// The edges drain for 1 s when stopped: four of the balancer's
+	// health checks (lb.CheckInterval), as docs/reliability.md advises.
+	d, err := chaos.Deploy(ctx, n, chaos.DeployOptions{Bin: bin, Dir: dir, Upstream: "http://" + ln.Addr().String() + "/mcp",
+		ExtraConfig: "edge:\n  drain_delay: 1s\n"})
 	if err != nil {
 		return nil, err
 	}
