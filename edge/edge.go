@@ -160,6 +160,9 @@ type Service struct {
 	passthrough atomic.Bool
 
 	ready atomic.Bool
+	// lastGap is when the NATS connection was last back after a gap
+	// (Unix nanoseconds; 0: never).
+	lastGap atomic.Int64
 	// draining is set while a stopping edge waits out Config.DrainDelay.
 	draining atomic.Bool
 	addr     atomic.Pointer[string]
@@ -474,8 +477,8 @@ func (s *Service) closeWhileDraining(h http.Handler) http.Handler {
 // leaving to be read.
 const routerGoneGrace = 200 * time.Millisecond
 
-// workerByeGrace is how long after a worker's Bye the edge fails the
-// calls still waiting on it.
+// workerByeGrace bounds how long after a worker's Bye the edge waits for
+// its inbox to catch up before settling the calls still waiting on it.
 const workerByeGrace = 500 * time.Millisecond
 
 // errWorkerLost fails the calls of a worker that went away. It names no
@@ -489,12 +492,13 @@ func (s *Service) start() error {
 	s.presence.OnGone = func(w string) {
 		s.grants.dropAll()
 		if s.presence.SaidBye(w) {
-			// It answered every call it took before its Bye, but the
-			// edge reads replies and heartbeats on different goroutines:
-			// the last replies may land just after. What is left then
-			// is a reply lost to the bus.
-			// Only the calls placed on it before its Bye: the worker may
-			// be back already (a restart), taking new ones under its name.
+			// It answered every call it took before its Bye, and NATS
+			// keeps its messages in order to this connection: once the
+			// inbox has handled what it held at the Bye, a call still
+			// waiting never reached the worker (it came as the worker
+			// left), and is placed again. If the connection had a gap
+			// meanwhile, or the inbox does not catch up, its reply may be
+			// what was lost: it fails, "may have run".
 			var waiting []*bus.Call
 			for _, k := range s.caller.Pending() {
 				if k.Worker() == w {
@@ -502,13 +506,21 @@ func (s *Service) start() error {
 				}
 			}
 			if len(waiting) > 0 {
-				time.AfterFunc(workerByeGrace, func() {
+				go func() {
+					caught := s.caller.CatchUp(workerByeGrace)
+					// No gap while any of them can have been in flight.
+					quiet := time.Since(time.Unix(0, s.lastGap.Load())) > s.cfg.CallTimeout
+					again := caught && quiet && s.nc.IsConnected()
 					for _, k := range waiting {
-						if !k.Done() {
+						switch {
+						case k.Done():
+						case again:
+							k.Fail(errLostOnTheWay)
+						default:
 							k.Fail(errWorkerLost)
 						}
 					}
-				})
+				}()
 			}
 			return
 		}

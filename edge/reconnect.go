@@ -2,6 +2,7 @@ package edge
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -68,6 +69,7 @@ func (s *Service) recheckOnReconnect(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-ch:
+			s.lastGap.Store(time.Now().UnixNano())
 			go s.recheckPending(ctx)
 		}
 	}
@@ -271,6 +273,9 @@ func (s *Service) settle(ctx context.Context, worker string, ks []*bus.Call, dea
 	}
 }
 
+// askEvery is how long one in_flight question waits for its answer.
+const askEvery = 400 * time.Millisecond
+
 // inFlightAnswer is a worker's answer to an in_flight question, by call id.
 type inFlightAnswer struct {
 	running, resent map[uint64]bool
@@ -297,11 +302,25 @@ func (s *Service) askInFlight(ctx context.Context, worker string, ks []*bus.Call
 	if err != nil {
 		return inFlightAnswer{}, false
 	}
-	ctx, cancel := context.WithDeadline(ctx, deadline)
-	defer cancel()
-	m, err := s.nc.RequestWithContext(ctx, string(subj), data)
-	if err != nil {
-		return inFlightAnswer{}, false
+	// Asked again every askEvery until deadline: the worker's own
+	// connection may be moving too (a NATS node stopping moves every
+	// client), and a question sent into that gap is lost.
+	var m *nats.Msg
+	for m == nil {
+		left := time.Until(deadline)
+		if left <= 0 || ctx.Err() != nil {
+			return inFlightAnswer{}, false
+		}
+		actx, cancel := context.WithTimeout(ctx, min(left, askEvery))
+		m, err = s.nc.RequestWithContext(actx, string(subj), data)
+		cancel()
+		switch {
+		case err == nil:
+		case errors.Is(err, nats.ErrNoResponders):
+			time.Sleep(50 * time.Millisecond) // not subscribed again yet
+		case !errors.Is(err, context.DeadlineExceeded):
+			return inFlightAnswer{}, false
+		}
 	}
 	var a proto.InFlight
 	if proto.Unmarshal(m.Data, &a) != nil {

@@ -399,3 +399,63 @@ func TestEdgeSweepReplacesLostCall(t *testing.T) {
 		t.Fatalf("running call answered %s", body)
 	}
 }
+
+// TestEdgeByeReplacesUntakenCall: a call still waiting on a worker after
+// its Bye (the worker answers every call it took before saying Bye) never
+// reached it: once the edge's inbox has caught up, it is placed again and
+// completes, with no error.
+func TestEdgeByeReplacesUntakenCall(t *testing.T) {
+	var nc *nats.Conn
+	held := make(chan *nats.Msg, 4)
+	var routed atomic.Int32
+	g := newRigWith(t, func(m *nats.Msg) {
+		w := "w-b"
+		if routed.Add(1) > 1 {
+			w = "w-c" // the router no longer places on the worker that left
+		}
+		_ = nc.PublishMsg(&nats.Msg{Subject: m.Reply, Header: nats.Header{proto.HdrPlaced: []string{w}}})
+		held <- m
+	}, &rigOpts{cfg: func(c *Config) { c.CallTimeout = 60 * time.Second }})
+	nc = g.nc
+	g.initialize()
+	hb := func(bye bool) {
+		subj, _ := proto.EvtWorkerSubject("w-b")
+		data, _ := proto.Marshal(&proto.Heartbeat{Worker: "w-b", Boot: 9, IntervalMs: 5000, Bye: bye})
+		if err := nc.Publish(subj, data); err != nil {
+			t.Fatal(err)
+		}
+	}
+	hb(false)
+	for deadline := time.Now().Add(10 * time.Second); g.e.presence.View().Workers["w-b"] == nil; {
+		if time.Now().After(deadline) {
+			t.Fatal("worker not seen")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	res := make(chan string, 1)
+	go func() {
+		_, body, _ := g.post(`{"jsonrpc":"2.0","id":71,"method":"tools/call","params":{"name":"up__x","arguments":{}}}`)
+		res <- body
+	}()
+	select {
+	case <-held:
+	case <-time.After(10 * time.Second):
+		t.Fatal("call not routed")
+	}
+	for deadline := time.Now().Add(10 * time.Second); len(g.e.caller.Pending()) == 0 || g.e.caller.Pending()[0].Worker() == ""; {
+		if time.Now().After(deadline) {
+			t.Fatal("the placement note was not read")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	hb(true)
+	select {
+	case m := <-held:
+		_ = respondKept(nc, m.Reply)
+	case <-time.After(10 * time.Second):
+		t.Fatal("the call the worker never took was not placed again")
+	}
+	if body := <-res; !strings.Contains(body, `"kept"`) {
+		t.Fatalf("call answered %s", body)
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/nats-io/nats.go"
 
@@ -66,6 +67,42 @@ func (c *Caller) Start() error {
 	_ = sub.SetPendingLimits(-1, 512<<20)
 	c.sub = sub
 	return nil
+}
+
+// CatchUp waits until every message the inbox had received when it was
+// called has been handled (or until within passes; false then). What a
+// responder published before something this connection received since is
+// then either handled or was never sent here: NATS keeps one publisher's
+// messages in order to one subscriber's connection.
+func (c *Caller) CatchUp(within time.Duration) bool {
+	if c.sub == nil {
+		return true
+	}
+	n, _, err := c.sub.Pending()
+	if err != nil {
+		return false
+	}
+	d, err := c.sub.Delivered()
+	if err != nil {
+		return false
+	}
+	want := d + int64(n)
+	deadline := time.Now().Add(within)
+	for {
+		d, err := c.sub.Delivered()
+		if err != nil {
+			return false
+		}
+		if d >= want {
+			// The last message counted delivered may still be in onMsg.
+			time.Sleep(5 * time.Millisecond)
+			return true
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(time.Millisecond)
+	}
 }
 
 // Stop unsubscribes and fails every pending call with err.
