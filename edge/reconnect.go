@@ -30,7 +30,9 @@ import (
 //     errReplyLost, as do all of a worker that does not answer;
 //   - after the edge's own reconnect, a call not placed yet (no placement
 //     note) is given until recheckWithin for its note or its reply (the
-//     router may place it now); then it fails with errReplyLost too.
+//     router may place it now); then every worker is asked about it, since
+//     its note may be what was lost, and if none knows it, it fails with
+//     errReplyLost too.
 //
 // A reply that arrives meanwhile wins: a call ends once.
 
@@ -90,10 +92,11 @@ var errUnplaced = &proto.Error{Code: proto.CodeWorkerLost, Msg: "no router place
 // sweepStuck checks, every sweepEvery until ctx ends, the calls pending at
 // the previous sweep too:
 //
-//   - one no router has placed (no placement note, no reply) fails with
-//     errUnplaced: a router places a call within milliseconds of getting
-//     it (the calls of a router known to go silent fail sooner: routers'
-//     OnGone);
+//   - one no router has placed (no placement note, no reply): every worker
+//     is asked about it (its note may be what was lost); if none knows it,
+//     it fails with errUnplaced: a router places a call within
+//     milliseconds of getting it (the calls of a router known to go
+//     silent fail sooner: routers' OnGone);
 //   - those placed on a worker are asked about (settle, in sweep mode):
 //     one the worker never saw is placed again, and a reply it kept is
 //     sent again; the calls it runs go on, however long.
@@ -109,7 +112,7 @@ func (s *Service) sweepStuck(ctx context.Context) {
 		}
 		cur := map[*bus.Call]bool{}
 		byWorker := map[string][]*bus.Call{}
-		failed := 0
+		var unplaced []*bus.Call
 		for _, k := range s.caller.Pending() {
 			if k.Done() {
 				continue
@@ -122,11 +125,10 @@ func (s *Service) sweepStuck(ctx context.Context) {
 				byWorker[w] = append(byWorker[w], k)
 				continue
 			}
-			k.Fail(errUnplaced)
-			failed++
+			unplaced = append(unplaced, k)
 		}
-		if failed > 0 {
-			s.log.Warn("calls no router placed in time failed", "calls", failed)
+		if len(unplaced) > 0 {
+			go s.settleUnplaced(ctx, unplaced, time.Now().Add(recheckWithin), errUnplaced)
 		}
 		for w, ks := range byWorker {
 			go s.settle(ctx, w, ks, time.Now().Add(recheckWithin), onSweep)
@@ -210,16 +212,87 @@ func (s *Service) recheckPending(ctx context.Context) {
 		<-done
 	}
 	if len(unplaced) > 0 {
+		// Given until the deadline for their notes or replies; then every
+		// worker is asked about those still unplaced, since the note may
+		// be what was lost.
 		select {
 		case <-ctx.Done():
 			return
-		case <-time.After(time.Until(deadline)):
+		case <-time.After(time.Until(deadline) - askEvery):
 		}
-		for _, k := range unplaced {
-			if k.Worker() == "" && !k.Done() {
+		s.settleUnplaced(ctx, unplaced, time.Now().Add(askEvery), errReplyLost)
+	}
+}
+
+// settleUnplaced asks every live worker about ks, calls with no placement
+// note (it may have been lost with the reply): one a worker runs goes on,
+// one whose kept reply a worker sent again gets resentWithin to land; the
+// others, which no worker knows, fail with fail. (None is placed again: a
+// router that holds one, or whose forward of it waits in its reconnect
+// buffer, may still place it.)
+func (s *Service) settleUnplaced(ctx context.Context, ks []*bus.Call, deadline time.Time, fail *proto.Error) {
+	live := ks[:0:0]
+	for _, k := range ks {
+		if !k.Done() && k.Worker() == "" {
+			live = append(live, k)
+		}
+	}
+	if len(live) == 0 {
+		return
+	}
+	type answer struct {
+		a  inFlightAnswer
+		ok bool
+	}
+	workers := s.presence.View().Workers
+	answers := make(chan answer, len(workers))
+	for w := range workers {
+		go func() {
+			a, ok := s.askInFlight(ctx, w, live, deadline)
+			answers <- answer{a, ok}
+		}()
+	}
+	known, resent := map[uint64]bool{}, map[uint64]bool{}
+	for range workers {
+		r := <-answers
+		if !r.ok {
+			continue
+		}
+		for id := range r.a.running {
+			known[id] = true
+		}
+		for id := range r.a.resent {
+			known[id], resent[id] = true, true
+		}
+	}
+	var waiting []*bus.Call
+	failed := 0
+	for _, k := range live {
+		switch {
+		case k.Done() || k.Worker() != "":
+		case resent[k.ID]:
+			waiting = append(waiting, k)
+		case known[k.ID]:
+		default:
+			k.Fail(fail)
+			failed++
+		}
+	}
+	if len(waiting) > 0 {
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(resentWithin):
+		}
+		for _, k := range waiting {
+			if !k.Done() {
 				k.Fail(errReplyLost)
+				failed++
 			}
 		}
+	}
+	if failed > 0 {
+		s.log.Warn("calls no router placed, or whose note was lost, failed", "calls", failed)
 	}
 }
 

@@ -459,3 +459,68 @@ func TestEdgeByeReplacesUntakenCall(t *testing.T) {
 		t.Fatalf("call answered %s", body)
 	}
 }
+
+// TestEdgeFindsCallWhoseNoteWasLost: after a bus interruption, a call with
+// no placement note (the note was lost with the reply) is looked for on
+// every live worker; the one that ran it sends its kept reply again, and
+// the call completes.
+func TestEdgeFindsCallWhoseNoteWasLost(t *testing.T) {
+	var nc *nats.Conn
+	held := make(chan *nats.Msg, 4)
+	g := newRigWith(t, func(m *nats.Msg) { held <- m }, &rigOpts{cfg: func(c *Config) { c.CallTimeout = 60 * time.Second }})
+	nc = g.nc
+	g.initialize()
+	subj, _ := proto.EvtWorkerSubject("w-k")
+	beat, _ := proto.Marshal(&proto.Heartbeat{Worker: "w-k", Boot: 3, IntervalMs: 5000})
+	_ = nc.Publish(subj, beat)
+	var to atomic.Pointer[string]
+	q, _ := proto.AppendWorkerSubject(nil, "w-k", proto.OpInFlight)
+	if _, err := nc.Subscribe(string(q), func(m *nats.Msg) {
+		var in proto.InFlight
+		_ = proto.Unmarshal(m.Data, &in)
+		var a proto.InFlight
+		for _, c := range in.Calls {
+			if r := to.Load(); r != nil && strings.HasSuffix(*r, "."+strconv.FormatUint(c.ID, 10)) {
+				_ = respondKept(nc, *r)
+				a.Resent = append(a.Resent, c)
+			}
+		}
+		data, _ := proto.Marshal(&a)
+		_ = nc.Publish(m.Reply, data)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); g.e.presence.View().Workers["w-k"] == nil; {
+		if time.Now().After(deadline) {
+			t.Fatal("worker not seen")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	res := make(chan string, 1)
+	go func() {
+		_, body, _ := g.post(`{"jsonrpc":"2.0","id":81,"method":"tools/call","params":{"name":"up__x","arguments":{}}}`)
+		res <- body
+	}()
+	select {
+	case m := <-held:
+		r := m.Reply
+		to.Store(&r)
+	case <-time.After(10 * time.Second):
+		t.Fatal("call not routed")
+	}
+	cid, err := g.e.nc.GetClientID()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := g.srv.DisconnectClientByID(cid); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case body := <-res:
+		if !strings.Contains(body, `"kept"`) {
+			t.Fatalf("call answered %s", body)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no answer")
+	}
+}
