@@ -82,7 +82,7 @@ func runChaos(args []string) int {
 	return 0
 }
 
-func chaosRun(ctx context.Context, bin, dir string, sessions, sleepMS int, only string, ro chaos.RunOptions) ([]chaos.Result, error) {
+func chaosRun(ctx context.Context, bin, dir string, sessions, sleepMS int, only string, ro chaos.RunOptions) (rs []chaos.Result, err error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
@@ -98,7 +98,8 @@ func chaosRun(ctx context.Context, bin, dir string, sessions, sleepMS int, only 
 		return nil, err
 	}
 	srv := fixture.NewServer(fixture.Options{})
-	up := &http.Server{Handler: mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil), ReadHeaderTimeout: 10 * time.Second}
+	runs := chaos.NewRunCounter()
+	up := &http.Server{Handler: runs.Wrap(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)), ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = up.Serve(ln) }()
 	defer up.Close()
 	fmt.Fprintf(os.Stderr, "bench chaos: starting the deployment (logs in %s/logs)\n", dir)
@@ -126,7 +127,16 @@ func chaosRun(ctx context.Context, bin, dir string, sessions, sleepMS int, only 
 	defer dcancel()
 	dr.Start(dctx, sessions)
 	defer dr.Stop()
-	var rs []chaos.Result
+	defer func() {
+		// Every echo's text is unique: one the upstream received twice
+		// ran twice.
+		total, twice := runs.Counts()
+		fmt.Fprintf(os.Stderr, "bench chaos: the upstream ran %d calls, %d of them more than once\n", total, len(twice))
+		if len(twice) > 0 {
+			_ = os.WriteFile(filepath.Join(dir, "ran-twice.txt"), []byte(strings.Join(twice, "\n")+"\n"), 0o644)
+			rs = append(rs, chaos.Result{Scenario: chaos.Scenario{Name: "calls that ran more than once (whole run)"}, Err: fmt.Errorf("%d calls ran more than once (ran-twice.txt)", len(twice))})
+		}
+	}()
 	for _, s := range chaos.Scenarios() {
 		if !selected(s.Name, only) {
 			continue

@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -88,5 +91,27 @@ func TestScenarios(t *testing.T) {
 		if !names["kill -9 "+r] || !names["SIGTERM "+r] {
 			t.Errorf("%s is not killed and stopped", r)
 		}
+	}
+}
+
+// TestRunCounter: a call whose echo text reaches the upstream twice is
+// counted as run twice; other requests are not counted.
+func TestRunCounter(t *testing.T) {
+	c := NewRunCounter()
+	h := c.Wrap(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if b, _ := io.ReadAll(r.Body); len(b) == 0 {
+			t.Error("the handler got no body")
+		}
+	}))
+	for _, body := range []string{
+		`{"method":"tools/call","params":{"arguments":{"text":"s1-1"}}}`,
+		`{"method":"tools/call","params":{"arguments":{"text":"s1-2"}}}`,
+		`{"method":"tools/call","params":{"arguments":{"text":"s1-1"}}}`,
+		`{"method":"tools/list","params":{}}`,
+	} {
+		h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(http.MethodPost, "/mcp", strings.NewReader(body)))
+	}
+	if total, twice := c.Counts(); total != 2 || len(twice) != 1 || twice[0] != "s1-1" {
+		t.Fatalf("counts %d %v", total, twice)
 	}
 }
