@@ -66,24 +66,13 @@ func TestEdgeAdoptsSession(t *testing.T) {
 	nc = a.nc
 	b := newRigWith(t, nil, &rigOpts{server: a.srv, id: "edge-u"})
 
-	code, body, h := a.post(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18",` +
-		`"capabilities":{"sampling":{},"elicitation":{}},"clientInfo":{"name":"t","version":"1"}}}`)
-	if code != http.StatusOK {
-		t.Fatalf("initialize: %d %s", code, body)
-	}
-	a.sid = h.Get("Mcp-Session-Id")
-	if code, body, _ := a.post(`{"jsonrpc":"2.0","method":"notifications/initialized"}`, "Mcp-Protocol-Version", "2025-06-18"); code != http.StatusAccepted {
-		t.Fatalf("initialized: %d %s", code, body)
-	}
-	if code, body, _ := a.post(`{"jsonrpc":"2.0","id":1,"method":"logging/setLevel","params":{"level":"warning"}}`, "Mcp-Protocol-Version", "2025-06-18"); code != http.StatusOK {
-		t.Fatalf("setLevel: %d %s", code, body)
-	}
+	openSession(t, a, `{"sampling":{},"elicitation":{}}`, "warning")
 	csA := a.e.sessions.get(a.sid)
 
 	// A dies; B serves the session from its record.
 	a.stop()
 	b.sid = a.sid
-	code, body, h = b.post(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"up__x","arguments":{}}}`, "Mcp-Protocol-Version", "2025-06-18")
+	code, body, h := b.post(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"up__x","arguments":{}}}`, "Mcp-Protocol-Version", "2025-06-18")
 	if code != http.StatusOK || !strings.Contains(body, `"ok"`) {
 		t.Fatalf("call on B: %d %s", code, body)
 	}
@@ -339,18 +328,7 @@ func TestEdgeRestoresRecords(t *testing.T) {
 	a := newRigWith(t, adoptRouter(&nc, &got), &rigOpts{})
 	nc = a.nc
 	b := newRigWith(t, nil, &rigOpts{server: a.srv, id: "edge-u"})
-	code, body, h := a.post(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18",` +
-		`"capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
-	if code != http.StatusOK {
-		t.Fatalf("initialize: %d %s", code, body)
-	}
-	a.sid = h.Get("Mcp-Session-Id")
-	if code, body, _ := a.post(`{"jsonrpc":"2.0","method":"notifications/initialized"}`, "Mcp-Protocol-Version", "2025-06-18"); code != http.StatusAccepted {
-		t.Fatalf("initialized: %d %s", code, body)
-	}
-	if code, body, _ := a.post(`{"jsonrpc":"2.0","id":1,"method":"logging/setLevel","params":{"level":"error"}}`, "Mcp-Protocol-Version", "2025-06-18"); code != http.StatusOK {
-		t.Fatalf("setLevel: %d %s", code, body)
-	}
+	openSession(t, a, `{}`, "error")
 	// The store loses the record.
 	if err := a.e.store.Load().Delete(t.Context(), a.sid); err != nil {
 		t.Fatal(err)
@@ -369,5 +347,23 @@ func TestEdgeRestoresRecords(t *testing.T) {
 	}
 	if r, ok := got.last("tools/call"); !ok || r.Edge != "edge-t" {
 		t.Fatalf("routed as %+v", r)
+	}
+}
+
+// openSession opens a 2025-06-18 session on g with capabilities caps (a
+// JSON object) and sets its log level.
+func openSession(t *testing.T, g *rig, caps, level string) {
+	t.Helper()
+	code, body, h := g.post(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18",` +
+		`"capabilities":` + caps + `,"clientInfo":{"name":"t","version":"1"}}}`)
+	if code != http.StatusOK {
+		t.Fatalf("initialize: %d %s", code, body)
+	}
+	g.sid = h.Get("Mcp-Session-Id")
+	if code, body, _ := g.post(`{"jsonrpc":"2.0","method":"notifications/initialized"}`, "Mcp-Protocol-Version", "2025-06-18"); code != http.StatusAccepted {
+		t.Fatalf("initialized: %d %s", code, body)
+	}
+	if code, body, _ := g.post(`{"jsonrpc":"2.0","id":1,"method":"logging/setLevel","params":{"level":"`+level+`"}}`, "Mcp-Protocol-Version", "2025-06-18"); code != http.StatusOK {
+		t.Fatalf("setLevel: %d %s", code, body)
 	}
 }

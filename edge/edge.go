@@ -496,9 +496,10 @@ func (s *Service) start() error {
 			// keeps its messages in order to this connection: once the
 			// inbox has handled what it held at the Bye, a call still
 			// waiting never reached the worker (it came as the worker
-			// left), and is placed again. If the connection had a gap
-			// meanwhile, or the inbox does not catch up, its reply may be
-			// what was lost: it fails, "may have run".
+			// left), and is placed again. If this connection or the
+			// worker's had a gap meanwhile, or the inbox does not catch
+			// up, its reply may be what was lost: it fails, "may have
+			// run".
 			var waiting []*bus.Call
 			for _, k := range s.caller.Pending() {
 				if k.Worker() == w {
@@ -509,7 +510,8 @@ func (s *Service) start() error {
 				go func() {
 					caught := s.caller.CatchUp(workerByeGrace)
 					// No gap while any of them can have been in flight.
-					quiet := time.Since(time.Unix(0, s.lastGap.Load())) > s.cfg.CallTimeout
+					quiet := time.Since(time.Unix(0, s.lastGap.Load())) > s.cfg.CallTimeout &&
+						!s.presence.ReconnectedWithin(w, s.cfg.CallTimeout)
 					again := caught && quiet && s.nc.IsConnected()
 					for _, k := range waiting {
 						switch {

@@ -25,9 +25,10 @@ import (
 //     (upstream-worker/keep.go): they complete as if nothing happened, or
 //     fail with errReplyLost if that reply does not land within
 //     resentWithin either. Those it never saw did not run: they are placed
-//     again (as a call a router could not deliver), unless the worker is
-//     unsure (it could not keep every recent reply), when they fail with
-//     errReplyLost, as do all of a worker that does not answer;
+//     again (as a call a router could not deliver) if between lostAfter
+//     and replaceBefore old (younger, asked again later; older, or if the
+//     worker is unsure, it could not keep every recent reply, they fail
+//     with errReplyLost, as do all of a worker that does not answer);
 //   - after the edge's own reconnect, a call not placed yet (no placement
 //     note) is given until recheckWithin for its note or its reply (the
 //     router may place it now); then every worker is asked about it, since
@@ -278,22 +279,32 @@ func (s *Service) settleUnplaced(ctx context.Context, ks []*bus.Call, deadline t
 			failed++
 		}
 	}
-	if len(waiting) > 0 {
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(resentWithin):
-		}
-		for _, k := range waiting {
-			if !k.Done() {
-				k.Fail(errReplyLost)
-				failed++
-			}
-		}
-	}
+	failed += awaitResent(ctx, waiting)
 	if failed > 0 {
 		s.log.Warn("calls no router placed, or whose note was lost, failed", "calls", failed)
 	}
+}
+
+// awaitResent gives the calls whose kept reply a worker sent again
+// resentWithin to land, then fails those still waiting with errReplyLost;
+// it returns how many it failed (none if ctx ends first).
+func awaitResent(ctx context.Context, waiting []*bus.Call) int {
+	if len(waiting) == 0 {
+		return 0
+	}
+	select {
+	case <-ctx.Done():
+		return 0
+	case <-time.After(resentWithin):
+	}
+	failed := 0
+	for _, k := range waiting {
+		if !k.Done() {
+			k.Fail(errReplyLost)
+			failed++
+		}
+	}
+	return failed
 }
 
 // settle asks worker about ks and ends those whose reply will not come
@@ -313,7 +324,10 @@ func (s *Service) settle(ctx context.Context, worker string, ks []*bus.Call, dea
 		case ok && a.resent[k.ID]:
 			waiting = append(waiting, k)
 		case ok && a.backlog:
-		case ok && !a.unsure:
+		case ok && !a.unsure && k.Age() < lostAfter:
+			// It may still be on its way (a stalled route): asked again
+			// at a later sweep.
+		case ok && !a.unsure && k.Age() < replaceBefore:
 			if !k.Done() {
 				k.Fail(errLostOnTheWay)
 				again++
@@ -325,19 +339,7 @@ func (s *Service) settle(ctx context.Context, worker string, ks []*bus.Call, dea
 			}
 		}
 	}
-	if len(waiting) > 0 {
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(resentWithin):
-		}
-		for _, k := range waiting {
-			if !k.Done() {
-				k.Fail(errReplyLost)
-				lost++
-			}
-		}
-	}
+	lost += awaitResent(ctx, waiting)
 	if again > 0 {
 		s.log.Info("calls lost on their way to a worker in a bus interruption placed again", proto.LogWorker, worker, "calls", again)
 	}
@@ -346,8 +348,20 @@ func (s *Service) settle(ctx context.Context, worker string, ks []*bus.Call, dea
 	}
 }
 
-// askEvery is how long one in_flight question waits for its answer.
-const askEvery = 400 * time.Millisecond
+// askEvery is how long one in_flight question waits for its answer
+// (longer than a worker's backlogWait).
+const askEvery = 700 * time.Millisecond
+
+// A call a worker says it never saw is placed again only between these
+// ages. Younger, it may still be on its way: a stalled route or
+// connection is given up (and what it held discarded) within ~3 s, as
+// NATS nodes and roles ping every second. Older, the worker may have run
+// it and forgotten its reply (it keeps replies proto.ReplyKeepMs): it
+// fails, "may have run".
+const (
+	lostAfter     = 5 * time.Second
+	replaceBefore = proto.ReplyKeepMs*time.Millisecond - 2*time.Second
+)
 
 // inFlightAnswer is a worker's answer to an in_flight question, by call id.
 type inFlightAnswer struct {
@@ -398,6 +412,9 @@ func (s *Service) askInFlight(ctx context.Context, worker string, ks []*bus.Call
 	var a proto.InFlight
 	if proto.Unmarshal(m.Data, &a) != nil {
 		return inFlightAnswer{}, false
+	}
+	if wi := s.presence.View().Workers[worker]; wi != nil && a.Boot != 0 && wi.Boot != a.Boot {
+		return inFlightAnswer{}, false // another process under that id: it knows nothing of ks
 	}
 	out := inFlightAnswer{running: make(map[uint64]bool, len(a.Calls)), resent: make(map[uint64]bool, len(a.Resent)), unsure: a.Unsure, backlog: a.Backlog}
 	for _, c := range a.Calls {

@@ -154,22 +154,7 @@ func TestEdgeReconnectResendsUndelivered(t *testing.T) {
 	nc = g.nc
 	g.initialize()
 	var resend atomic.Pointer[string] // the reply subject of the call answered from the keep
-	subj, _ := proto.AppendWorkerSubject(nil, "w-1", proto.OpInFlight)
-	if _, err := nc.Subscribe(string(subj), func(m *nats.Msg) {
-		var q proto.InFlight
-		_ = proto.Unmarshal(m.Data, &q)
-		a := proto.InFlight{}
-		for _, c := range q.Calls {
-			if to := resend.Load(); to != nil && strings.HasSuffix(*to, "."+strconv.FormatUint(c.ID, 10)) {
-				_ = respondKept(nc, *to)
-				a.Resent = append(a.Resent, c)
-			}
-		}
-		data, _ := proto.Marshal(&a)
-		_ = nc.Publish(m.Reply, data)
-	}); err != nil {
-		t.Fatal(err)
-	}
+	resendsKept(t, nc, "w-1", &resend)
 	never, kept := make(chan string, 1), make(chan string, 1)
 	go func() {
 		_, body, _ := g.post(`{"jsonrpc":"2.0","id":21,"method":"tools/call","params":{"name":"up__x","arguments":{"a":"never"}}}`)
@@ -305,12 +290,7 @@ func TestEdgeRechecksAfterWorkerReconnect(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("call not routed")
 	}
-	for deadline := time.Now().Add(10 * time.Second); len(g.e.caller.Pending()) == 0 || g.e.caller.Pending()[0].Worker() == ""; {
-		if time.Now().After(deadline) {
-			t.Fatal("the placement note was not read")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	waitUntil(t, "the placement note read", func() bool { p := g.e.caller.Pending(); return len(p) > 0 && p[0].Worker() != "" })
 	reconnects.Store(1) // the worker reconnected
 	// The heartbeats now say Reconnects 1: the edge asks, then places the
 	// call again.
@@ -426,12 +406,7 @@ func TestEdgeByeReplacesUntakenCall(t *testing.T) {
 		}
 	}
 	hb(false)
-	for deadline := time.Now().Add(10 * time.Second); g.e.presence.View().Workers["w-b"] == nil; {
-		if time.Now().After(deadline) {
-			t.Fatal("worker not seen")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	waitUntil(t, "worker w-b seen", func() bool { return g.e.presence.View().Workers["w-b"] != nil })
 	res := make(chan string, 1)
 	go func() {
 		_, body, _ := g.post(`{"jsonrpc":"2.0","id":71,"method":"tools/call","params":{"name":"up__x","arguments":{}}}`)
@@ -442,12 +417,7 @@ func TestEdgeByeReplacesUntakenCall(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("call not routed")
 	}
-	for deadline := time.Now().Add(10 * time.Second); len(g.e.caller.Pending()) == 0 || g.e.caller.Pending()[0].Worker() == ""; {
-		if time.Now().After(deadline) {
-			t.Fatal("the placement note was not read")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	waitUntil(t, "the placement note read", func() bool { p := g.e.caller.Pending(); return len(p) > 0 && p[0].Worker() != "" })
 	hb(true)
 	select {
 	case m := <-held:
@@ -474,28 +444,8 @@ func TestEdgeFindsCallWhoseNoteWasLost(t *testing.T) {
 	beat, _ := proto.Marshal(&proto.Heartbeat{Worker: "w-k", Boot: 3, IntervalMs: 5000})
 	_ = nc.Publish(subj, beat)
 	var to atomic.Pointer[string]
-	q, _ := proto.AppendWorkerSubject(nil, "w-k", proto.OpInFlight)
-	if _, err := nc.Subscribe(string(q), func(m *nats.Msg) {
-		var in proto.InFlight
-		_ = proto.Unmarshal(m.Data, &in)
-		var a proto.InFlight
-		for _, c := range in.Calls {
-			if r := to.Load(); r != nil && strings.HasSuffix(*r, "."+strconv.FormatUint(c.ID, 10)) {
-				_ = respondKept(nc, *r)
-				a.Resent = append(a.Resent, c)
-			}
-		}
-		data, _ := proto.Marshal(&a)
-		_ = nc.Publish(m.Reply, data)
-	}); err != nil {
-		t.Fatal(err)
-	}
-	for deadline := time.Now().Add(10 * time.Second); g.e.presence.View().Workers["w-k"] == nil; {
-		if time.Now().After(deadline) {
-			t.Fatal("worker not seen")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	resendsKept(t, nc, "w-k", &to)
+	waitUntil(t, "worker w-k seen", func() bool { return g.e.presence.View().Workers["w-k"] != nil })
 	res := make(chan string, 1)
 	go func() {
 		_, body, _ := g.post(`{"jsonrpc":"2.0","id":81,"method":"tools/call","params":{"name":"up__x","arguments":{}}}`)
@@ -522,5 +472,27 @@ func TestEdgeFindsCallWhoseNoteWasLost(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("no answer")
+	}
+}
+
+// resendsKept answers in_flight questions to worker as a worker that kept
+// the reply of the call whose reply subject *to holds: it sends that reply
+// again and lists it in Resent; it knows no other call.
+func resendsKept(t *testing.T, nc *nats.Conn, worker string, to *atomic.Pointer[string]) {
+	t.Helper()
+	subj, _ := proto.AppendWorkerSubject(nil, worker, proto.OpInFlight)
+	if _, err := nc.Subscribe(string(subj), func(m *nats.Msg) {
+		var q, a proto.InFlight
+		_ = proto.Unmarshal(m.Data, &q)
+		for _, c := range q.Calls {
+			if r := to.Load(); r != nil && strings.HasSuffix(*r, "."+strconv.FormatUint(c.ID, 10)) {
+				_ = respondKept(nc, *r)
+				a.Resent = append(a.Resent, c)
+			}
+		}
+		data, _ := proto.Marshal(&a)
+		_ = nc.Publish(m.Reply, data)
+	}); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -88,12 +88,23 @@ type Cancel struct {
 // every recent reply, so such a call may have run) or Backlog is (calls
 // wait in the worker's subscriptions unread: such a call may be among
 // them, and run yet).
+//
+// A worker keeps each reply [ReplyKeepMs] milliseconds: a call it finished
+// earlier than that reads as never seen, so an edge places again only
+// calls younger than that. Boot is the answering worker's
+// ([Heartbeat.Boot]): an answer from another process under the same id
+// (a restart) says nothing of the calls the first one took.
 type InFlight struct {
 	Calls   []Cancel `msgpack:"c"`
 	Resent  []Cancel `msgpack:"r,omitempty"`
 	Unsure  bool     `msgpack:"u,omitempty"`
 	Backlog bool     `msgpack:"b,omitempty"`
+	Boot    int64    `msgpack:"o,omitempty"`
 }
+
+// ReplyKeepMs is how long a worker keeps a reply it sent, to send it again
+// when asked ([InFlight]), in milliseconds.
+const ReplyKeepMs = 10_000
 
 // Heartbeat is a worker's presence message on switchyard.v1.evt.worker.<id>.
 // Workers send one every IntervalMs milliseconds, on request

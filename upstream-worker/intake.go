@@ -415,7 +415,7 @@ func (s *Service) onInFlight(m *nats.Msg) {
 	if len(resent) > 0 {
 		s.log.Info("replies sent again after a bus interruption", "calls", len(resent))
 	}
-	data, err := proto.Marshal(&proto.InFlight{Calls: running, Resent: resent, Unsure: s.kept.unsure(now), Backlog: backlog})
+	data, err := proto.Marshal(&proto.InFlight{Calls: running, Resent: resent, Unsure: s.kept.unsure(now), Backlog: backlog, Boot: s.boot})
 	if err == nil && m.Reply != "" {
 		err = s.nc.Publish(m.Reply, data)
 	}
@@ -426,7 +426,7 @@ func (s *Service) onInFlight(m *nats.Msg) {
 
 // backlogWait bounds how long an in_flight question waits for the calls
 // queued unread in the worker's other subscriptions when it came.
-const backlogWait = 500 * time.Millisecond
+const backlogWait = 300 * time.Millisecond
 
 // backlog reports whether calls queued unread in the worker's grant and
 // pool subscriptions when the question came are still unread after
@@ -443,15 +443,22 @@ func (s *Service) backlog() bool {
 		if sub == nil {
 			continue
 		}
+		// Delivered first: a message delivered between the two reads
+		// then lowers the mark, never raises it past what was queued.
+		d, err := sub.Delivered()
+		if err != nil {
+			continue
+		}
 		n, _, err := sub.Pending()
 		if err != nil || n == 0 {
 			continue
 		}
-		if d, err := sub.Delivered(); err == nil {
-			marks = append(marks, mark{sub, d + int64(n)})
-		}
+		marks = append(marks, mark{sub, d + int64(n)})
 	}
 	if len(marks) == 0 {
+		// The last call delivered may still be in its callback, which
+		// tracks it before it returns.
+		time.Sleep(5 * time.Millisecond)
 		return false
 	}
 	deadline := time.Now().Add(backlogWait)

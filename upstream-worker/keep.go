@@ -18,7 +18,7 @@ const (
 	// keepFor is how long a reply is kept: longer than an edge takes to
 	// reconnect and ask (a reconnect is immediate to another node of a
 	// cluster; the edge asks at once).
-	keepFor = 10 * time.Second
+	keepFor = proto.ReplyKeepMs * time.Millisecond
 	// keepBytes bounds the results kept, all calls together; the oldest
 	// go first. A result larger than keepMaxOne is not kept.
 	keepBytes  = 16 << 20

@@ -78,11 +78,11 @@ func (c *Caller) CatchUp(within time.Duration) bool {
 	if c.sub == nil {
 		return true
 	}
-	n, _, err := c.sub.Pending()
+	d, err := c.sub.Delivered() // first: see upstream-worker's backlog
 	if err != nil {
 		return false
 	}
-	d, err := c.sub.Delivered()
+	n, _, err := c.sub.Pending()
 	if err != nil {
 		return false
 	}
@@ -132,6 +132,7 @@ type Call struct {
 	reply string
 	done  chan struct{}
 	once  sync.Once
+	born  time.Time // when New made it
 
 	mu     sync.Mutex
 	worker string      // guarded by mu: from the placement note, or PlaceDirect
@@ -150,12 +151,15 @@ type Call struct {
 // New registers a pending call.
 func (c *Caller) New() *Call {
 	id := c.seq.Add(1)
-	k := &Call{ID: id, c: c, reply: c.prefix + strconv.FormatUint(id, 10), done: make(chan struct{}), signal: make(chan struct{}, 1)}
+	k := &Call{ID: id, c: c, reply: c.prefix + strconv.FormatUint(id, 10), done: make(chan struct{}), signal: make(chan struct{}, 1), born: time.Now()}
 	c.mu.Lock()
 	c.pending[id] = k
 	c.mu.Unlock()
 	return k
 }
+
+// Age is how long ago the call was made.
+func (k *Call) Age() time.Duration { return time.Since(k.born) }
 
 // Reply is the subject responders publish to.
 func (k *Call) Reply() string { return k.reply }

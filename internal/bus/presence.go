@@ -70,6 +70,7 @@ type Presence struct {
 	workers  map[string]*entry // owned by the Run goroutine
 	gone     sync.Map          // worker id -> time.Time it left; read by any goroutine
 	byes     sync.Map          // worker id -> struct{}: it left saying Bye (read by any goroutine)
+	recon    sync.Map          // worker id -> time.Time its heartbeat last showed a NATS reconnect
 	inbox    chan *nats.Msg
 	suspect  chan string
 	interval time.Duration
@@ -126,6 +127,13 @@ func (p *Presence) Draining(worker string) bool {
 func (p *Presence) SaidBye(worker string) bool {
 	_, ok := p.byes.Load(worker)
 	return ok
+}
+
+// ReconnectedWithin reports whether worker's heartbeats showed a NATS
+// reconnect of its within d: a reply it sent may have been lost then.
+func (p *Presence) ReconnectedWithin(worker string, d time.Duration) bool {
+	t, ok := p.recon.Load(worker)
+	return ok && time.Since(t.(time.Time)) < d
 }
 
 func (p *Presence) Gone(worker string) bool {
@@ -223,8 +231,11 @@ func (p *Presence) apply(m *nats.Msg) {
 	gone := ""
 	if old != nil && old.info.Boot != hb.Boot {
 		gone = hb.Worker // restarted: its old sessions and calls are gone
-	} else if old != nil && old.info.Reconnects != hb.Reconnects && p.OnReconnect != nil {
-		p.OnReconnect(hb.Worker)
+	} else if old != nil && old.info.Reconnects != hb.Reconnects {
+		p.recon.Store(hb.Worker, time.Now())
+		if p.OnReconnect != nil {
+			p.OnReconnect(hb.Worker)
+		}
 	}
 	if old == nil || gone != "" || !sameUpstreams(old.info, info) {
 		// Restarted, not gone: new calls may land on it, so it is never

@@ -93,6 +93,14 @@ func (o Options) ServerOptions() (*server.Options, error) {
 	opts.MaxPayload = MaxPayload
 	opts.NoSigs = true
 	opts.NoLog = !o.Log
+	// A client (or, clustered, a node) cut off without its connection
+	// closing is given up on after two unanswered pings, ~2-3 s: what was
+	// queued for it is dropped rather than delivered late, and its
+	// interest goes, so that messages stop being sent into the cut (edges
+	// rely on it: edge/reconnect.go). nats-server's default pings every
+	// two minutes.
+	opts.PingInterval = time.Second
+	opts.MaxPingsOut = 2
 	opts.ServerName = "switchyard"
 	if o.Name != "" {
 		opts.ServerName = o.Name
@@ -140,13 +148,6 @@ func clusterOptions(opts *server.Options, c *Cluster) error {
 	// one rather than all at once.
 	opts.LameDuckGracePeriod = LameDuckGrace
 	opts.LameDuckDuration = LameDuckDuration
-	// A node cut off without its connections closing (a partition, a
-	// host gone) is given up on after two unanswered pings, ~2-3 s: its
-	// routes go, and with them the interest of its clients, so that
-	// messages stop being sent into the cut. nats-server's default pings
-	// every two minutes.
-	opts.PingInterval = time.Second
-	opts.MaxPingsOut = 2
 	opts.Cluster.Host = host
 	if opts.Cluster.Port, err = strconv.Atoi(port); err != nil {
 		return fmt.Errorf("nats cluster listen %q: bad port", c.Listen)
