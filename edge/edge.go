@@ -497,9 +497,9 @@ func (s *Service) start() error {
 			// inbox has handled what it held at the Bye, a call still
 			// waiting never reached the worker (it came as the worker
 			// left), and is placed again. If this connection or the
-			// worker's had a gap meanwhile, or the inbox does not catch
-			// up, its reply may be what was lost: it fails, "may have
-			// run".
+			// worker's had a gap since it was sent, or the inbox does not
+			// catch up, its reply may be what was lost: it fails, "may
+			// have run".
 			var waiting []*bus.Call
 			for _, k := range s.caller.Pending() {
 				if k.Worker() == w {
@@ -508,15 +508,18 @@ func (s *Service) start() error {
 			}
 			if len(waiting) > 0 {
 				go func() {
-					caught := s.caller.CatchUp(workerByeGrace)
-					// No gap while any of them can have been in flight.
-					quiet := time.Since(time.Unix(0, s.lastGap.Load())) > s.cfg.CallTimeout &&
-						!s.presence.ReconnectedWithin(w, s.cfg.CallTimeout)
-					again := caught && quiet && s.nc.IsConnected()
+					caught := s.caller.CatchUp(workerByeGrace) && s.nc.IsConnected()
+					// The last gap of this connection, and of the worker's,
+					// as seen here (no earlier than it ended).
+					gap := time.Unix(0, s.lastGap.Load())
+					if t := s.presence.ReconnectedAt(w); t.After(gap) {
+						gap = t
+					}
 					for _, k := range waiting {
 						switch {
 						case k.Done():
-						case again:
+						case caught && gap.Before(k.Born()):
+							// No gap since it was sent: never taken.
 							k.Fail(errLostOnTheWay)
 						default:
 							k.Fail(errWorkerLost)

@@ -161,6 +161,9 @@ func (c *Caller) New() *Call {
 // Age is how long ago the call was made.
 func (k *Call) Age() time.Duration { return time.Since(k.born) }
 
+// Born is when the call was made.
+func (k *Call) Born() time.Time { return k.born }
+
 // Reply is the subject responders publish to.
 func (k *Call) Reply() string { return k.reply }
 

@@ -129,11 +129,14 @@ func (p *Presence) SaidBye(worker string) bool {
 	return ok
 }
 
-// ReconnectedWithin reports whether worker's heartbeats showed a NATS
-// reconnect of its within d: a reply it sent may have been lost then.
-func (p *Presence) ReconnectedWithin(worker string, d time.Duration) bool {
-	t, ok := p.recon.Load(worker)
-	return ok && time.Since(t.(time.Time)) < d
+// ReconnectedAt returns when worker's heartbeats last showed a NATS
+// reconnect of its (zero if never): a reply it sent before then may have
+// been lost.
+func (p *Presence) ReconnectedAt(worker string) time.Time {
+	if t, ok := p.recon.Load(worker); ok {
+		return t.(time.Time)
+	}
+	return time.Time{}
 }
 
 func (p *Presence) Gone(worker string) bool {
