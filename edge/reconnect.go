@@ -274,6 +274,9 @@ func (s *Service) settleUnplaced(ctx context.Context, ks []*bus.Call, deadline t
 		case resent[k.ID]:
 			waiting = append(waiting, k)
 		case known[k.ID]:
+		case k.Age() < lostAfter:
+			// Its forward may still be on its way, or its worker was
+			// moving too: asked again at a later sweep.
 		default:
 			k.Fail(fail)
 			failed++
@@ -315,6 +318,17 @@ func (s *Service) settle(ctx context.Context, worker string, ks []*bus.Call, dea
 	a, ok := s.askInFlight(ctx, worker, ks, deadline)
 	if !ok && mode == onSweep {
 		return
+	}
+	if !ok {
+		// After a gap, a worker that does not answer may be moving too:
+		// its young calls are asked about again at a later sweep.
+		old := ks[:0:0]
+		for _, k := range ks {
+			if k.Age() >= lostAfter {
+				old = append(old, k)
+			}
+		}
+		ks = old
 	}
 	lost, again := 0, 0
 	var waiting []*bus.Call
