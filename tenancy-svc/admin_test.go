@@ -94,18 +94,37 @@ func TestTenancyAdminDiscovery(t *testing.T) {
 	}
 	// Every admin request counts in STATS.
 	mustCall[tenancy.TenantListReply](t, rig.nc, tenancy.SubjTenantList, nil)
-	msg, err = rig.nc.Request("$SRV.STATS."+tenancy.AdminService, nil, 5*time.Second)
-	if err != nil {
-		t.Fatalf("$SRV.STATS: %v", err)
+	got := settledStats(t, rig.nc, func(got map[string]*micro.EndpointStats) bool {
+		return got[tenancy.SubjTenantList] != nil && got[tenancy.SubjTenantList].NumRequests >= 1
+	})
+	if l := got[tenancy.SubjTenantList]; l == nil || l.NumRequests != 1 {
+		t.Errorf("STATS tenant.list = %+v, want 1 request", l)
 	}
-	var stats micro.Stats
-	if err := json.Unmarshal(msg.Data, &stats); err != nil {
-		t.Fatal(err)
-	}
-	for _, ep := range stats.Endpoints {
-		if ep.Subject == tenancy.SubjTenantList && ep.NumRequests != 1 {
-			t.Errorf("STATS tenant.list requests = %d, want 1", ep.NumRequests)
+}
+
+// settledStats reads $SRV.STATS of the admin service, by endpoint subject,
+// until settled holds (or 5 s pass): nats.go's micro counts a request once
+// its handler has returned, which is after the reply went out.
+func settledStats(t *testing.T, nc *nats.Conn, settled func(map[string]*micro.EndpointStats) bool) map[string]*micro.EndpointStats {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		msg, err := nc.Request("$SRV.STATS."+tenancy.AdminService, nil, 5*time.Second)
+		if err != nil {
+			t.Fatalf("$SRV.STATS: %v", err)
 		}
+		var stats micro.Stats
+		if err := json.Unmarshal(msg.Data, &stats); err != nil {
+			t.Fatal(err)
+		}
+		got := map[string]*micro.EndpointStats{}
+		for _, ep := range stats.Endpoints {
+			got[ep.Subject] = ep
+		}
+		if settled(got) || time.Now().After(deadline) {
+			return got
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
 
@@ -130,18 +149,10 @@ func TestTenancyAdminStatsCountErrors(t *testing.T) {
 	}
 	mustCall[tenancy.TenantListReply](t, rig.nc, tenancy.SubjTenantList, nil)
 
-	msg, err = rig.nc.Request("$SRV.STATS."+tenancy.AdminService, nil, 5*time.Second)
-	if err != nil {
-		t.Fatalf("$SRV.STATS: %v", err)
-	}
-	var stats micro.Stats
-	if err := json.Unmarshal(msg.Data, &stats); err != nil {
-		t.Fatal(err)
-	}
-	got := map[string]*micro.EndpointStats{}
-	for _, ep := range stats.Endpoints {
-		got[ep.Subject] = ep
-	}
+	got := settledStats(t, rig.nc, func(got map[string]*micro.EndpointStats) bool {
+		g, l := got[tenancy.SubjTenantGet], got[tenancy.SubjTenantList]
+		return g != nil && g.NumErrors >= 1 && l != nil && l.NumRequests >= 1
+	})
 	if g := got[tenancy.SubjTenantGet]; g == nil || g.NumErrors < 1 || !strings.Contains(g.LastError, "ghost") {
 		t.Errorf("STATS tenant.get = %+v, want an error whose last_error names ghost", g)
 	}
