@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -39,12 +40,22 @@ func FuzzUnmarshalRequest(f *testing.F) {
 func FuzzRouteTokens(f *testing.F) {
 	f.Add("switchyard.v1.route.default.tools_call")
 	f.Add("switchyard.v1.route..x")
+	f.Add("switchyard.v1.router.r1.default.tools_call")
 	f.Fuzz(func(t *testing.T, s string) {
 		ten, op, ok := RouteTokens(s)
 		if !ok {
 			return
 		}
-		b, err := AppendRouteSubject(nil, ten, op)
+		// Both forms decode: switchyard.v1.route.<tenant>.<op> and the
+		// per-router switchyard.v1.router.<router>.<tenant>.<op>.
+		var b []byte
+		var err error
+		if router, isDirect := strings.CutPrefix(s, Prefix+"router."); isDirect {
+			router, _, _ = strings.Cut(router, ".")
+			b, err = AppendRouterRouteSubject(nil, router, ten, op)
+		} else {
+			b, err = AppendRouteSubject(nil, ten, op)
+		}
 		if err != nil || string(b) != s {
 			t.Fatalf("RouteTokens(%q) = %q %q, rebuilt %q (%v)", s, ten, op, b, err)
 		}
