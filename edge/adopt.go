@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -94,8 +95,16 @@ func (s *Service) onSessionClosed(m *nats.Msg) {
 		return
 	}
 	if cs := s.sessions.get(ev.Session); cs != nil && cs.ss != nil {
+		if d := slowSessionClosed.Load(); d > 0 {
+			time.Sleep(time.Duration(d))
+		}
 		cs.dropOnly.Store(true)
 		_ = cs.ss.Close()
+	}
+	if m.Reply != "" { // a DELETE waits for every edge to have dropped its copy
+		if err := s.nc.Publish(m.Reply, nil); err != nil {
+			s.log.Debug("session_closed not acknowledged", proto.LogErr, err)
+		}
 	}
 }
 
@@ -286,8 +295,59 @@ func (s *Service) endForAll(cs *clientSession) {
 	if cs.dropOnly.Swap(true) {
 		return // ended already
 	}
-	s.endRecord(cs)
-	_ = s.nc.FlushTimeout(time.Second)
+	if st := s.store.Load(); st != nil && cs.stored.Load() != 0 {
+		ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
+		if err := st.Delete(ctx, cs.id); err != nil {
+			s.log.Warn("session record not deleted", proto.LogSession, cs.id, proto.LogErr, err)
+		}
+		cancel()
+	}
+	s.closeAcked(cs.sessionEdge(s.cfg.ID), cs.id)
+}
+
+// slowSessionClosed delays an edge's handling of another edge's
+// session_closed event, in tests (0 in production).
+var slowSessionClosed atomic.Int64 // nanoseconds
+
+// closeAckWait bounds how long a DELETE waits for the other edges to drop
+// their copies of the session.
+const closeAckWait = time.Second
+
+// closeAcked publishes the session_closed event of session id (origin
+// edge) and waits, up to closeAckWait, until every other live edge
+// (limit.Fleet) has acknowledged it, having dropped its copy: a request
+// the client sends next, to any edge, finds no session.
+func (s *Service) closeAcked(edge, id string) {
+	others := s.fleet.View().N() - 1
+	if others <= 0 {
+		s.publishClosed(edge, id)
+		_ = s.nc.FlushTimeout(closeAckWait)
+		return
+	}
+	subj, err := proto.EvtSessionClosedSubject(s.cfg.ID)
+	var data []byte
+	if err == nil {
+		data, err = proto.Marshal(&proto.SessionClosed{Edge: edge, Session: id})
+	}
+	var sub *nats.Subscription
+	inbox := s.nc.NewInbox()
+	if err == nil {
+		sub, err = s.nc.SubscribeSync(inbox)
+	}
+	if err == nil {
+		defer func() { _ = sub.Unsubscribe() }()
+		err = s.nc.PublishMsg(&nats.Msg{Subject: subj, Reply: inbox, Data: data})
+	}
+	if err != nil {
+		s.log.Warn("session_closed not published", proto.LogSession, id, proto.LogErr, err)
+		return
+	}
+	deadline := time.Now().Add(closeAckWait)
+	for got := 0; got < others; got++ {
+		if _, err := sub.NextMsg(time.Until(deadline)); err != nil {
+			return // an edge gone or slow: its copy ends at its own timeout or at the event
+		}
+	}
 }
 
 // sessionEnded is told when cs ended on this edge: unless only this edge's

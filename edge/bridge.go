@@ -26,7 +26,10 @@ import (
 // calls again with the matching requestState, sends its answer to the
 // worker and waits for the rest of the same call.
 
-// bridgePrefix starts the requestState of a call the edge suspended.
+// bridgePrefix starts the requestState of a call the edge suspended:
+// sy-bridge:<edge>.<token>, the edge that holds the call and the
+// suspension's token. Any edge that receives the follow-up resumes the
+// call there (resumeAt); a state without an edge is this edge's.
 const bridgePrefix = "sy-bridge:"
 
 // inputKey is the key of the bridged request in inputRequests.
@@ -150,7 +153,7 @@ func (s *Service) suspend(sp *suspended, u *upMsg, user string, release func()) 
 		b = append(b, u.params...)
 	}
 	b = append(b, `}},"requestState":`...)
-	b = appendJSONString(b, bridgePrefix+token)
+	b = appendJSONString(b, bridgePrefix+s.cfg.ID+"."+token)
 	return append(b, '}')
 }
 
@@ -170,17 +173,37 @@ func bridgeRetry(params []byte) (state string, responses []byte, ok bool) {
 	return state, responses, strings.HasPrefix(state, bridgePrefix)
 }
 
+// stateEdge splits a bridge requestState (after bridgePrefix) into the
+// edge holding the call ("" for this edge) and the suspension's token.
+func stateEdge(state string) (edge, token string) {
+	rest := strings.TrimPrefix(state, bridgePrefix)
+	if e, t, ok := strings.Cut(rest, "."); ok {
+		return e, t
+	}
+	return "", rest
+}
+
 // resume continues the suspended call named by state: the client's answer
 // (inputResponses[inputKey]) goes to the worker, and the call is waited
 // for again, with onMsg for its messages. The results are roundTrip's.
+// A call another edge holds is resumed there (resumeAt), caps being the
+// client's declared capabilities for the requests the upstream makes
+// next.
 //
 // retry is the retried request (method, view and name as the client sent
 // them): a requestState given to another request is refused and stays
 // valid for its own. A requestState of another tenant or caller (user)
 // reads exactly as one that does not exist. The suspension's limit
 // ticket passes to *release, for the caller to end with the call.
-func (s *Service) resume(ctx context.Context, state string, responses []byte, retry *proto.Request, user string, release *func(), onMsg func(*nats.Msg) bool) ([]byte, nats.Header, error) {
-	token := strings.TrimPrefix(state, bridgePrefix)
+func (s *Service) resume(ctx context.Context, state string, responses []byte, retry *proto.Request, user string, caps []byte, release *func(), onMsg func(*nats.Msg) bool) ([]byte, nats.Header, error) {
+	edge, token := stateEdge(state)
+	if edge != "" && edge != s.cfg.ID {
+		raw, err := s.resumeAt(ctx, edge, &proto.Resume{
+			Token: token, Tenant: retry.Tenant, User: user, Method: retry.Method, View: retry.View,
+			Name: retry.Name, Responses: responses, Caps: caps,
+		}, onMsg)
+		return raw, nil, err
+	}
 	sus := s.bridged.take(token)
 	if sus != nil && (sus.preq.Tenant != retry.Tenant || sus.user != user) {
 		s.bridged.put(token, sus)

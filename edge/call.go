@@ -248,7 +248,7 @@ func (s *Service) forward(ctx context.Context, v *view, method, op, name string,
 	var raw []byte
 	var timing nats.Header
 	if state, responses, ok := bridgeRetry(params); ok && preq.Session == "" {
-		raw, timing, err = s.resume(ctx, state, responses, &preq, user, &release, onMsg)
+		raw, timing, err = s.resume(ctx, state, responses, &preq, user, br.caps, &release, onMsg)
 	} else {
 		done, perr := s.admit(&preq)
 		if perr != nil {

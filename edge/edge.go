@@ -582,6 +582,13 @@ func (s *Service) start() error {
 	if _, err := s.nc.Subscribe(answers, bus.Guard(answers, s.onForwardedAnswer)); err != nil {
 		return fmt.Errorf("edge: subscribe: %w", err)
 	}
+	resumes, err := proto.EdgeResumeSubject(s.cfg.ID)
+	if err != nil {
+		return err
+	}
+	if _, err := s.nc.Subscribe(resumes, bus.Guard(resumes, s.onResume)); err != nil {
+		return fmt.Errorf("edge: subscribe: %w", err)
+	}
 	if _, err := s.nc.Subscribe(proto.SubjEvtSessionLevelAll, bus.Guard(proto.SubjEvtSessionLevelAll, s.onSessionLevel)); err != nil {
 		return fmt.Errorf("edge: subscribe: %w", err)
 	}

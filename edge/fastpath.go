@@ -262,7 +262,7 @@ func (s *Service) runFast(w http.ResponseWriter, r *http.Request, v *view, fc *f
 		onMsg = logGate(onMsg, fc.session.level())
 	}
 	if resuming {
-		raw, timing, err = s.resume(ctx, state, responses, &preq, user, &release, onMsg)
+		raw, timing, err = s.resume(ctx, state, responses, &preq, user, br.caps, &release, onMsg)
 	} else {
 		var extra nats.Header
 		if fc.session == nil && fc.op == proto.OpToolsCall {

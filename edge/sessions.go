@@ -25,7 +25,7 @@ type clientSession struct {
 	owner    string      // the identity's user that created it ("" anonymous)
 	protocol string      // negotiated by initialize
 	caps     []byte      // the client's capabilities from initialize, as JSON
-	ready    atomic.Bool // notifications/initialized arrived
+	ready    atomic.Bool // open to the fast path: initialized (streamable HTTP) or notifications/initialized arrived (legacy SSE)
 
 	mu       sync.Mutex
 	refs     int         // guarded by mu: POSTs in progress

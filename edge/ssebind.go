@@ -14,6 +14,9 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/nats-io/nats.go"
+
+	"github.com/switchyard-mcp/switchyard/proto"
 )
 
 // Legacy HTTP+SSE sessions (protocol 2024-11-05) are named by the
@@ -32,7 +35,11 @@ func sseOwner(v *view, id *identity) string { return v.key + "\x00" + id.user }
 func (s *Service) serveSSEBound(w http.ResponseWriter, r *http.Request, v *view, id *identity) {
 	if r.Method != http.MethodGet {
 		if sid := r.URL.Query().Get("sessionid"); sid != "" {
-			if owner, ok := s.sseOwners.Load(sid); !ok || owner != sseOwner(v, id) {
+			owner, ok := s.sseOwners.Load(sid)
+			if !ok && r.Method == http.MethodPost && s.forwardSSEPost(w, r, v, id, sid) {
+				return // another edge holds the stream and answered
+			}
+			if !ok || owner != sseOwner(v, id) {
 				http.Error(w, "session not found", http.StatusNotFound)
 				return
 			}
@@ -50,8 +57,14 @@ func (s *Service) serveSSEBound(w http.ResponseWriter, r *http.Request, v *view,
 		return
 	}
 	release()
-	c := &sseCapture{ResponseWriter: w, owner: sseOwner(v, id), s: s}
+	c := &sseCapture{ResponseWriter: w, owner: sseOwner(v, id), s: s, v: v}
 	defer func() {
+		if c.sub != nil {
+			// Gone from the server before the stream ends: a POST sent
+			// after that gets no responders (404) at once.
+			_ = c.sub.Unsubscribe()
+			_ = s.nc.FlushTimeout(time.Second)
+		}
 		if c.sid != "" {
 			s.sseOwners.Delete(c.sid)
 		}
@@ -162,9 +175,11 @@ func legacyDiscoverError(req mcp.Request) error {
 type sseCapture struct {
 	http.ResponseWriter
 	s     *Service
+	v     *view
 	owner string
 	sid   string
-	buf   []byte // the stream until the endpoint event is complete
+	buf   []byte             // the stream until the endpoint event is complete
+	sub   *nats.Subscription // the session's POSTs from other edges (SSEPostSubject)
 }
 
 func (c *sseCapture) Write(b []byte) (int, error) {
@@ -176,6 +191,7 @@ func (c *sseCapture) Write(b []byte) (int, error) {
 				if sid, err := url.QueryUnescape(string(rest[:j])); err == nil && sid != "" {
 					c.sid = sid
 					c.s.sseOwners.Store(sid, c.owner)
+					c.sub = c.s.takeSSEPosts(c.v, sid, c.owner)
 				}
 				c.buf = nil
 			}
@@ -201,3 +217,128 @@ func (c *sseCapture) Flush() {
 
 // Unwrap lets http.ResponseController reach the connection.
 func (c *sseCapture) Unwrap() http.ResponseWriter { return c.ResponseWriter }
+
+// A legacy session's POSTs may reach any edge (a round-robin balancer);
+// its GET stream, and so the SDK session, stays on the edge that opened
+// it. That edge takes the session's POSTs from the others on
+// switchyard.v1.sse.<sessionid>.post while the stream is open.
+
+// sseForwardWait bounds how long an edge waits for the holding edge to
+// take a forwarded POST: the SDK answers one as soon as the session has
+// queued its message.
+const sseForwardWait = 5 * time.Second
+
+// forwardSSEPost sends a POST for legacy session sid, which this edge
+// does not hold, to the edge that does, and writes its answer; it reports
+// false (nothing written) when no edge holds it.
+func (s *Service) forwardSSEPost(w http.ResponseWriter, r *http.Request, v *view, id *identity, sid string) bool {
+	subj, err := proto.SSEPostSubject(sid)
+	if err != nil {
+		return false
+	}
+	start := time.Now()
+	var body []byte
+	if r.Body != nil {
+		if body, err = io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxRequestBodyBytes)); err != nil {
+			var mbe *http.MaxBytesError
+			if errors.As(err, &mbe) {
+				http.Error(w, "request body exceeds "+strconv.FormatInt(mbe.Limit, 10)+" bytes", http.StatusRequestEntityTooLarge)
+			} else {
+				http.Error(w, "failed to read body", http.StatusBadRequest)
+			}
+			s.refused(r, v, "", int64(jsonrpc.CodeInvalidRequest), start)
+			return true
+		}
+	}
+	m := &nats.Msg{Subject: subj, Data: body, Header: nats.Header{
+		proto.HdrSSEOwner: []string{sseOwner(v, id)},
+		"Content-Type":    []string{r.Header.Get("Content-Type")},
+	}}
+	ctx, cancel := context.WithTimeout(r.Context(), sseForwardWait)
+	defer cancel()
+	rep, err := s.nc.RequestMsgWithContext(ctx, m)
+	if err != nil {
+		if errors.Is(err, nats.ErrNoResponders) {
+			return false // no edge holds it: unknown
+		}
+		http.Error(w, "the edge holding the session did not answer", http.StatusServiceUnavailable)
+		return true
+	}
+	code, err := strconv.Atoi(rep.Header.Get(proto.HdrHTTPStatus))
+	if err != nil || code < 100 || code > 599 {
+		code = http.StatusBadGateway
+	}
+	if ct := rep.Header.Get("Content-Type"); ct != "" {
+		w.Header().Set("Content-Type", ct)
+	}
+	w.WriteHeader(code)
+	_, _ = w.Write(rep.Data)
+	return true
+}
+
+// takeSSEPosts subscribes to the POSTs other edges receive for legacy
+// session sid of v, opened by owner (sseOwner); nil when it cannot (the
+// session then takes POSTs at this edge only).
+func (s *Service) takeSSEPosts(v *view, sid, owner string) *nats.Subscription {
+	subj, err := proto.SSEPostSubject(sid)
+	if err != nil {
+		return nil
+	}
+	user := owner[strings.IndexByte(owner, 0)+1:]
+	sub, err := s.nc.Subscribe(subj, func(m *nats.Msg) {
+		rec := &bufferedResponse{header: http.Header{}, status: http.StatusOK}
+		if o, ok := s.sseOwners.Load(sid); !ok || o != owner || m.Header.Get(proto.HdrSSEOwner) != owner {
+			// Another view's or caller's POST: as unknown as at the
+			// edge that received it.
+			http.Error(rec, "session not found", http.StatusNotFound)
+		} else if r, err := http.NewRequest(http.MethodPost, "/sse?sessionid="+url.QueryEscape(sid), bytes.NewReader(m.Data)); err != nil {
+			http.Error(rec, "bad forwarded request", http.StatusBadRequest)
+		} else {
+			r.Header.Set("Content-Type", m.Header.Get("Content-Type"))
+			// serveSSE picks the handler holding the session by the
+			// caller's user, as for the GET. The sending edge
+			// authenticated the caller: the bound handler's bearer check
+			// (bindSessions) reads the identity, not this token.
+			if user != "" {
+				r.Header.Set("Authorization", "Bearer forwarded")
+			}
+			r = r.WithContext(context.WithValue(r.Context(), identityKey{}, &identity{tenant: v.tenant, user: user}))
+			if s.sseBodyOK(rec, r, v) {
+				v.serveSSE(rec, r)
+			}
+		}
+		out := &nats.Msg{Subject: m.Reply, Data: rec.body.Bytes(), Header: nats.Header{proto.HdrHTTPStatus: []string{strconv.Itoa(rec.status)}}}
+		if ct := rec.header.Get("Content-Type"); ct != "" {
+			out.Header.Set("Content-Type", ct)
+		}
+		if err := s.nc.PublishMsg(out); err != nil {
+			s.log.Warn("forwarded SSE POST not answered", proto.LogErr, err)
+		}
+	})
+	if err != nil {
+		s.log.Warn("legacy SSE session takes POSTs here only", proto.LogErr, err)
+		return nil
+	}
+	return sub
+}
+
+// bufferedResponse is an http.ResponseWriter that keeps what it is given.
+type bufferedResponse struct {
+	header http.Header
+	status int
+	wrote  bool
+	body   bytes.Buffer
+}
+
+func (b *bufferedResponse) Header() http.Header { return b.header }
+
+func (b *bufferedResponse) WriteHeader(code int) {
+	if !b.wrote {
+		b.status, b.wrote = code, true
+	}
+}
+
+func (b *bufferedResponse) Write(p []byte) (int, error) {
+	b.wrote = true
+	return b.body.Write(p)
+}

@@ -446,6 +446,13 @@ func (s *Service) onInitialize(v *view, req mcp.Request, res mcp.Result) {
 			}
 			cs.caps = capsJSON(caps) // set before the session's first call
 		}
+		if !legacy {
+			// Open to the fast path now, as the SDK serves a session's
+			// requests once its initialize is handled: the client's
+			// notifications/initialized may go to another edge (which
+			// adopts the session) and never reach this one.
+			cs.ready.Store(true)
+		}
 	}
 }
 

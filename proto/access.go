@@ -226,6 +226,14 @@ func AccessTable(p AccessParams) []Access {
 			Pub: []string{Prefix + "edge.*.answer"}, Why: "a client's answer to a request another edge relayed to it"},
 		{Resource: Prefix + "edge.<edge>.answer", Verb: "subscribe", Who: ids(IdentityEdge),
 			Sub: []string{Prefix + "edge.*.answer"}, Why: "answers to the requests an edge relayed, from the edge the client posted them to"},
+		{Resource: Prefix + "edge.<edge>.resume", Verb: "publish", Who: ids(IdentityEdge),
+			Pub: []string{Prefix + "edge.*.resume"}, Why: "a client's follow-up to a call another edge suspended for its input (SEP-2322)"},
+		{Resource: Prefix + "edge.<edge>.resume", Verb: "subscribe", Who: ids(IdentityEdge),
+			Sub: []string{Prefix + "edge.*.resume"}, Why: "follow-ups to the calls an edge suspended, from the edge the client posted them to"},
+		{Resource: Prefix + "sse.<session>.post", Verb: "publish", Who: ids(IdentityEdge),
+			Pub: []string{Prefix + "sse.*.post"}, Why: "a legacy SSE session's POST that reached an edge not holding its GET stream"},
+		{Resource: Prefix + "sse.<session>.post", Verb: "subscribe", Who: ids(IdentityEdge),
+			Sub: []string{Prefix + "sse.*.post"}, Why: "the POSTs of the legacy SSE sessions whose GET stream an edge holds"},
 		{Resource: Prefix + "evt.session_level.<edge>", Verb: "publish", Who: ids(IdentityEdge),
 			Pub: []string{SubjEvtSessionLevelAll}, Why: "a client session's log level changed"},
 		{Resource: Prefix + "evt.session_level.<edge>", Verb: "subscribe", Who: ids(IdentityEdge),
@@ -269,8 +277,8 @@ func AccessTable(p AccessParams) []Access {
 
 		// Replies. Each identity reads its own inbox only; these rows say
 		// who may answer into whose.
-		{Resource: IdentityEdge.InboxPrefix() + ".>", Verb: "publish", Who: ids(IdentityRouter, IdentityWorker),
-			Pub: []string{IdentityEdge.InboxPrefix() + ".>"}, Why: "placement notes and lists (router); replies, chunks, progress and upstream requests of a call (worker)"},
+		{Resource: IdentityEdge.InboxPrefix() + ".>", Verb: "publish", Who: ids(IdentityEdge, IdentityRouter, IdentityWorker),
+			Pub: []string{IdentityEdge.InboxPrefix() + ".>"}, Why: "placement notes and lists (router); replies, chunks, progress and upstream requests of a call (worker); the messages and outcome of a call resumed for another edge (edge)"},
 		{Resource: IdentityRouter.InboxPrefix() + ".>", Verb: "publish", Who: ids(IdentityWorker),
 			Pub: []string{IdentityRouter.InboxPrefix() + ".>"}, Why: "replies to a router's own requests (fan-outs)"},
 		{Resource: IdentityWorker.InboxPrefix() + ".>", Verb: "publish", Who: ids(IdentityEdge, IdentityWorker),

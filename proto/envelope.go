@@ -72,6 +72,31 @@ type Reply struct {
 	ServiceNs int64 `msgpack:"d,omitempty"`
 }
 
+// Resume is a 2026-07-28 client's follow-up to a suspended call, sent by
+// the edge the follow-up reached to the edge holding the call
+// ([EdgeResumeSubject]). The holding edge checks Tenant, User, Method,
+// View and Name against the call it suspended, as for a follow-up it
+// received itself.
+type Resume struct {
+	// Token is the suspension's token: the requestState after
+	// "sy-bridge:<edge>.".
+	Token  string `msgpack:"t"`
+	Tenant string `msgpack:"n"`
+	// User is the caller's identity user ("" anonymous).
+	User   string `msgpack:"u,omitempty"`
+	Method string `msgpack:"m"`
+	View   string `msgpack:"v,omitempty"`
+	Name   string `msgpack:"a,omitempty"`
+	// Responses is the follow-up's inputResponses (a JSON object).
+	Responses []byte `msgpack:"r,omitempty"`
+	// Caps is the client's declared capabilities (a JSON object), for the
+	// requests the upstream may make while the call goes on.
+	Caps []byte `msgpack:"c,omitempty"`
+	// Inbox is the receiving edge's inbox for the call: messages on
+	// Inbox+".m", the outcome on Inbox+".r".
+	Inbox string `msgpack:"i"`
+}
+
 // Cancel asks a worker to cancel the edge's call ID (subject
 // switchyard.v1.worker.<worker>.cancel).
 type Cancel struct {

@@ -31,6 +31,13 @@ const (
 	// object there (raw JSON; its "id" is ignored, the worker answers the
 	// upstream with the upstream's id).
 	HdrMessage = "Sy-Msg"
+	// HdrSSEOwner carries, on a legacy SSE POST sent to the edge holding
+	// the session ([SSEPostSubject]), what the sending edge authenticated:
+	// the view key and the identity's user, NUL-separated.
+	HdrSSEOwner = "Sy-Sse-Owner"
+	// HdrHTTPStatus is the HTTP status of a reply to an HTTP request
+	// carried over the bus ([SSEPostSubject]), in decimal.
+	HdrHTTPStatus = "Sy-Http-Status"
 	// HdrSession names the client session of a session-level message.
 	HdrSession = "Sy-Session"
 	// HdrAuthorization carries the client's Authorization header value on

@@ -362,6 +362,28 @@ func EdgeAnswerSubject(edge string) (string, error) {
 	return string(b), err
 }
 
+// EdgeResumeSubject is where another edge sends a 2026-07-28 client's
+// follow-up to a call this edge suspended for the client's input (SEP-2322
+// requestState; the follow-up's POST reached the other edge):
+// switchyard.v1.edge.<edge>.resume, body [Resume]. The holding edge
+// resumes the call, publishes the call's messages to [Resume.Inbox]+".m"
+// and its outcome, a [Reply], to [Resume.Inbox]+".r".
+func EdgeResumeSubject(edge string) (string, error) {
+	b, err := appendSubject(nil, "edge", edge, "resume")
+	return string(b), err
+}
+
+// SSEPostSubject is where an edge sends a legacy HTTP+SSE (2024-11-05)
+// session's POST that reached it while another edge holds the session's
+// GET stream: switchyard.v1.sse.<session>.post, the session being the
+// SDK's sessionid of the POST endpoint. The holding edge subscribes while
+// the stream is open, checks [HdrSSEOwner], hands the body to the session
+// and replies with the HTTP status ([HdrHTTPStatus]) and body it answered.
+func SSEPostSubject(session string) (string, error) {
+	b, err := appendSubject(nil, "sse", session, "post")
+	return string(b), err
+}
+
 // EvtSessionLevelSubject is the session_level event subject of an edge.
 func EvtSessionLevelSubject(edge string) (string, error) {
 	b, err := appendSubject(nil, "evt", "session_level", edge)

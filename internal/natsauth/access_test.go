@@ -243,7 +243,7 @@ func TestAccessAttacks(t *testing.T) {
 		{"forge list_changed", false, proto.Prefix + "evt.list_changed.acme", []proto.Identity{proto.IdentityRouter}},
 		{"take calls as a router", true, proto.Prefix + "route.acme.tools_call", []proto.Identity{proto.IdentityRouter}},
 		{"send calls as an edge", false, proto.Prefix + "route.acme.tools_call", []proto.Identity{proto.IdentityEdge}},
-		{"answer into an edge's inbox", false, proto.IdentityEdge.InboxPrefix() + ".abc.1", []proto.Identity{proto.IdentityRouter, proto.IdentityWorker}},
+		{"answer into an edge's inbox", false, proto.IdentityEdge.InboxPrefix() + ".abc.1", []proto.Identity{proto.IdentityEdge, proto.IdentityRouter, proto.IdentityWorker}},
 		{"read the upstream messages of a session", true, proto.Prefix + "edge.e1.msg", []proto.Identity{proto.IdentityEdge}},
 		{"watch session ends", true, proto.Prefix + "evt.session_closed.e1", []proto.Identity{proto.IdentityEdge, proto.IdentityWorker}},
 	}
