@@ -98,6 +98,7 @@ func (s *Service) onSessionClosed(m *nats.Msg) {
 		if d := slowSessionClosed.Load(); d > 0 {
 			time.Sleep(time.Duration(d))
 		}
+		cs.ended.Store(true)
 		cs.dropOnly.Store(true)
 		_ = cs.ss.Close()
 	}
@@ -292,6 +293,7 @@ func (s *Service) sessionIdle(cs *clientSession) {
 // flushed, so that the client's next request, wherever it lands, finds no
 // session. The copy's own end then does nothing more.
 func (s *Service) endForAll(cs *clientSession) {
+	cs.ended.Store(true)
 	if cs.dropOnly.Swap(true) {
 		return // ended already
 	}

@@ -1,8 +1,10 @@
 package edge
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"net/http"
 	"strings"
 	"sync"
@@ -365,5 +367,93 @@ func openSession(t *testing.T, g *rig, caps, level string) {
 	}
 	if code, body, _ := g.post(`{"jsonrpc":"2.0","id":1,"method":"logging/setLevel","params":{"level":"`+level+`"}}`, "Mcp-Protocol-Version", "2025-06-18"); code != http.StatusOK {
 		t.Fatalf("setLevel: %d %s", code, body)
+	}
+}
+
+// TestEdgeSessionMsgReachesStreamEdge: a session-level upstream message
+// (sent to the session's origin edge's subject, as workers send it)
+// reaches the client on the GET stream it holds at another edge, once
+// while the origin runs and again after the origin is gone; a request of
+// a session that ended is refused by its origin.
+func TestEdgeSessionMsgReachesStreamEdge(t *testing.T) {
+	var got seen
+	var nc *nats.Conn
+	a := newRigWith(t, adoptRouter(&nc, &got), &rigOpts{sse: true})
+	nc = a.nc
+	b := newRigWith(t, nil, &rigOpts{sse: true, server: a.srv, id: "edge-u"})
+	a.initialize()
+	b.sid = a.sid
+	stream := b.openGET() // adopts the session at B
+	subj, _ := proto.EdgeMsgSubject("edge-t")
+	send := func(text string) {
+		t.Helper()
+		msg := &nats.Msg{Subject: subj, Data: []byte(`{"jsonrpc":"2.0","method":"notifications/resources/updated","params":{"uri":"test://` + text + `"}}`),
+			Header: nats.Header{proto.HdrMessage: []string{"1"}, proto.HdrSession: []string{a.sid}}}
+		if err := nc.PublishMsg(msg); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for deadline := time.Now().Add(5 * time.Second); b.e.sessions.get(a.sid) == nil || b.e.sessions.get(a.sid).streams.Load() == 0; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("B holds no stream of the session")
+		}
+	}
+	send("while-a-runs")
+	if !stream.waitFor("while-a-runs", 5*time.Second) {
+		t.Fatal("the message did not reach the stream at B")
+	}
+	a.stop()
+	send("a-gone")
+	if !stream.waitFor("a-gone", 5*time.Second) {
+		t.Fatal("the message did not reach the stream at B after A stopped")
+	}
+
+	// A session that ended: its origin refuses the upstream's request.
+	c := newRigWith(t, nil, &rigOpts{sse: true, server: a.srv, id: "edge-v"})
+	c.initialize()
+	if code, _, _ := c.post(`{"jsonrpc":"2.0","id":9,"method":"ping"}`); code != http.StatusOK {
+		t.Fatalf("ping: %d", code)
+	}
+	req, _ := http.NewRequestWithContext(t.Context(), http.MethodDelete, c.url, nil)
+	req.Header.Set("Mcp-Session-Id", c.sid)
+	if resp, err := http.DefaultClient.Do(req); err != nil {
+		t.Fatal(err)
+	} else {
+		resp.Body.Close()
+	}
+	csubj, _ := proto.EdgeMsgSubject("edge-v")
+	ans, err := nc.RequestMsg(&nats.Msg{Subject: csubj, Data: []byte(`{"jsonrpc":"2.0","id":1,"method":"roots/list"}`),
+		Header: nats.Header{proto.HdrMessage: []string{"1"}, proto.HdrSession: []string{c.sid}}}, 5*time.Second)
+	if err != nil || !strings.Contains(string(ans.Data), "client session gone") {
+		t.Fatalf("a request of an ended session: %v %s", err, ans.Data)
+	}
+}
+
+// TestEdgeAdoptedByInitialized: a session whose notifications/initialized
+// reaches another edge is adopted there by it: 202, the SDK session there
+// initialized once (no duplicate logged), and its requests served.
+func TestEdgeAdoptedByInitialized(t *testing.T) {
+	var got seen
+	var nc *nats.Conn
+	a := newRigWith(t, adoptRouter(&nc, &got), &rigOpts{})
+	nc = a.nc
+	var logs bytes.Buffer
+	var mu sync.Mutex
+	b := newRigWith(t, nil, &rigOpts{server: a.srv, id: "edge-u", log: slog.New(slog.NewTextHandler(lockedWriter{&mu, &logs}, nil))})
+	code, body, h := a.post(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
+	if code != http.StatusOK {
+		t.Fatalf("initialize: %d %s", code, body)
+	}
+	b.sid = h.Get("Mcp-Session-Id")
+	if code, body, _ := b.post(`{"jsonrpc":"2.0","method":"notifications/initialized"}`); code != http.StatusAccepted {
+		t.Fatalf("initialized at B: %d %s", code, body)
+	}
+	if _, e := b.call("tools/list", `{}`); e != nil {
+		t.Fatalf("tools/list at B: %+v", e)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if strings.Contains(logs.String(), "duplicate initialized") {
+		t.Fatalf("B's SDK session was initialized twice:\n%s", logs.String())
 	}
 }

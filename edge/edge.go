@@ -568,11 +568,9 @@ func (s *Service) start() error {
 	if _, err := s.nc.Subscribe(proto.SubjEvtListChangedAll, bus.Guard(proto.SubjEvtListChangedAll, s.onListChanged)); err != nil {
 		return fmt.Errorf("edge: subscribe: %w", err)
 	}
-	msgs, err := proto.EdgeMsgSubject(s.cfg.ID)
-	if err != nil {
-		return err
-	}
-	if _, err := s.nc.Subscribe(msgs, bus.Guard(msgs, s.onSessionMsg)); err != nil {
+	// Every edge's: a session's messages go to its origin's subject, and
+	// the edge holding the session's stream delivers them (onSessionMsg).
+	if _, err := s.nc.Subscribe(proto.SubjEdgeMsgAll, bus.Guard(proto.SubjEdgeMsgAll, s.onSessionMsg)); err != nil {
 		return fmt.Errorf("edge: subscribe: %w", err)
 	}
 	answers, err := proto.EdgeAnswerSubject(s.cfg.ID)

@@ -78,7 +78,10 @@ func (s *Service) serveFast(w http.ResponseWriter, r *http.Request, v *view, m *
 		fc.protocol = pv
 	} else {
 		cs := s.sessions.get(r.Header.Get("Mcp-Session-Id"))
-		if cs == nil || cs.view != v.key || !cs.ready.Load() || pv != cs.protocol || p.meta(mcp.MetaKeyProtocolVersion) != nil {
+		// A session that ended (a DELETE, another edge's end) is the
+		// SDK's to refuse: it closes the session before this edge's table
+		// lets go of it.
+		if cs == nil || cs.view != v.key || !cs.ready.Load() || cs.ended.Load() || pv != cs.protocol || p.meta(mcp.MetaKeyProtocolVersion) != nil {
 			return false // a 2026 _meta on a stateful session: the SDK refuses it
 		}
 		fc.session, fc.protocol = cs, cs.protocol

@@ -13,6 +13,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/nats-io/nats.go"
 
+	"github.com/switchyard-mcp/switchyard/edge/internal/sessionstore"
 	"github.com/switchyard-mcp/switchyard/internal/jsonscan"
 	"github.com/switchyard-mcp/switchyard/proto"
 )
@@ -187,17 +188,47 @@ func relayEdge(key string) string {
 }
 
 // onSessionMsg delivers a session-level upstream message (subject
-// proto.EdgeMsgSubject) to its client session's GET stream.
+// proto.EdgeMsgSubject of the session's origin edge; every edge takes
+// every edge's) to its client session's stream, wherever it is:
+//
+//   - the edge holding a GET stream of the session (or a legacy SSE
+//     session, which is its stream) delivers it;
+//   - the origin edge, holding the session without a stream, delivers a
+//     notification too (the SDK keeps it for a GET stream that resumes
+//     there), and refuses a request of a session that has ended (no
+//     record);
+//   - every other edge drops it.
+//
+// A client with GET streams open on two edges gets a notification on
+// each.
 func (s *Service) onSessionMsg(m *nats.Msg) {
 	if s.onListenMsg(m) {
 		return
 	}
-	cs := s.sessions.get(m.Header.Get(proto.HdrSession))
+	origin := proto.LastToken(strings.TrimSuffix(m.Subject, ".msg")) == s.cfg.ID
+	sid := m.Header.Get(proto.HdrSession)
+	cs := s.sessions.get(sid)
 	if cs == nil {
-		if u, ok := parseUpMsg(m); ok {
-			s.refuse(u, "client session gone")
+		if origin {
+			if u, ok := parseUpMsg(m); ok && u.id != nil && u.reply != "" {
+				go func() { // a store read: not on the subscription's goroutine
+					if s.sessionEnded404(sid) {
+						s.refuse(u, "client session gone")
+					}
+				}()
+			}
 		}
 		return
+	}
+	if cs.streams.Load() == 0 && (cs.ss == nil || cs.ss.ID() != "") {
+		// No stream here (a legacy SSE session has no SDK id: it is its
+		// stream).
+		if !origin {
+			return
+		}
+		if u, ok := parseUpMsg(m); !ok || u.id != nil {
+			return // a request is for the edge with a stream, if any
+		}
 	}
 	s.mu.Lock()
 	v := s.views[cs.view]
@@ -206,4 +237,17 @@ func (s *Service) onSessionMsg(m *nats.Msg) {
 		return
 	}
 	logGate(s.sdkRelay(context.Background(), v, cs.ss, &cs.asks), cs.level())(m)
+}
+
+// sessionEnded404 reports whether session sid has no record in the
+// session store (ended, or never stored): nobody serves it.
+func (s *Service) sessionEnded404(sid string) bool {
+	st := s.store.Load()
+	if st == nil {
+		return true
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
+	defer cancel()
+	_, err := st.Get(ctx, sid)
+	return errors.Is(err, sessionstore.ErrNotFound)
 }

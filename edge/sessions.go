@@ -49,6 +49,9 @@ type clientSession struct {
 	// ended the session, or serves it now, or this edge evicted it from
 	// memory): no record deleted, no session_closed published.
 	dropOnly atomic.Bool
+	// ended marks a session ended for all (a DELETE here, or another
+	// edge's session_closed): nothing serves it from then on.
+	ended atomic.Bool
 	// last is when a request of the session last ended here (Unix ms);
 	// streams counts its GET streams open here. The evictor reads them.
 	last    atomic.Int64

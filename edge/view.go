@@ -307,12 +307,15 @@ func (s *Service) tenantView(tenant, name string) *view {
 // the SDK. Every POST of a tracked session holds its idle timer.
 func (s *Service) serve(w http.ResponseWriter, r *http.Request, v *view) {
 	sid := r.Header.Get("Mcp-Session-Id")
+	adopted := false
 	if sid != "" && r.Header.Get("Mcp-Protocol-Version") < protocol2026 && s.sessions.get(sid) == nil {
 		// Another edge's session: served here from now on (adopt.go).
-		if out := s.adopt(r, v, sid); out != adoptOK && out != adoptNone {
+		out := s.adopt(r, v, sid)
+		if out != adoptOK && out != adoptNone {
 			adoptRefusal(w, out)
 			return
 		}
+		adopted = out == adoptOK
 	}
 	if r.Method == http.MethodGet && sid != "" {
 		if cs := s.sessions.get(sid); cs != nil {
@@ -335,6 +338,12 @@ func (s *Service) serve(w http.ResponseWriter, r *http.Request, v *view) {
 	}
 	m, ok := s.precheck(w, r, v)
 	if !ok {
+		return
+	}
+	if adopted && m != nil && m.Method == "notifications/initialized" && m.ID == nil {
+		// The adoption replayed it into the SDK session already (which
+		// would log the client's own as a duplicate).
+		w.WriteHeader(http.StatusAccepted)
 		return
 	}
 	if r.Method == http.MethodPost {

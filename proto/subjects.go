@@ -27,6 +27,10 @@ const (
 	// ([SessionLevel]): a client session's log level changed on one edge,
 	// for the others holding a copy of the session.
 	SubjEvtSessionLevelAll = Prefix + "evt.session_level.*"
+	// SubjEdgeMsgAll matches every edge's session-level message subject
+	// ([EdgeMsgSubject]): each edge takes all of them, and delivers those
+	// of the sessions whose stream it holds.
+	SubjEdgeMsgAll = Prefix + "edge.*.msg"
 	// SubjEvtSessionClosedAll matches every session_closed event.
 	SubjEvtSessionClosedAll = Prefix + "evt.session_closed.*"
 	// SubjEvtRoutes is published (empty body) by a router whenever what its

@@ -16,9 +16,11 @@ package sessionstore
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/switchyard-mcp/switchyard/internal/bus"
@@ -32,6 +34,7 @@ var ErrNotFound = errors.New("sessionstore: no such session")
 // Store reads and writes session records in [proto.BucketSessions].
 type Store struct {
 	kv jetstream.KeyValue
+	nc *nats.Conn // for reads at the stream's leader (leaderGet)
 }
 
 // Open opens the bucket; it fails with an error wrapping
@@ -41,7 +44,7 @@ func Open(ctx context.Context, js jetstream.JetStream) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Store{kv: kv}, nil
+	return &Store{kv: kv, nc: js.Conn()}, nil
 }
 
 // ValidID reports whether id can be a record's key: a session id the edge
@@ -81,20 +84,69 @@ func (s *Store) Get(ctx context.Context, id string) (*proto.SessionRecord, error
 		return nil, ErrNotFound
 	}
 	e, err := s.kv.Get(ctx, id)
-	if errors.Is(err, jetstream.ErrKeyNotFound) {
-		return nil, ErrNotFound
-	}
-	if err != nil {
+	var value []byte
+	switch {
+	case errors.Is(err, jetstream.ErrKeyNotFound):
+		// KV reads are direct gets, which any replica of a clustered
+		// bucket may answer, before it has the latest write: a session
+		// created a moment ago on another edge may read as missing
+		// there. Missing is confirmed at the stream's leader.
+		if value, err = s.leaderGet(ctx, id); err != nil {
+			return nil, err
+		}
+	case err != nil:
 		return nil, fmt.Errorf("sessionstore: get: %w", err)
+	default:
+		value = e.Value()
 	}
 	var rec proto.SessionRecord
-	if err := proto.Unmarshal(e.Value(), &rec); err != nil {
+	if err := proto.Unmarshal(value, &rec); err != nil {
 		return nil, fmt.Errorf("sessionstore: decode %s: %w", id, err)
 	}
 	if rec.ID != id {
 		return nil, fmt.Errorf("sessionstore: record under %s names %q", id, rec.ID)
 	}
 	return &rec, nil
+}
+
+// leaderGet reads the value of key id at the bucket stream's leader
+// ($JS.API.STREAM.MSG.GET, which only the leader answers): ErrNotFound for
+// no value or a deleted one.
+func (s *Store) leaderGet(ctx context.Context, id string) ([]byte, error) {
+	req, _ := json.Marshal(map[string]string{"last_by_subj": "$KV." + proto.BucketSessions + "." + id}) // strings only: always encodes
+	m, err := s.nc.RequestWithContext(ctx, "$JS.API.STREAM.MSG.GET."+proto.KVStream(proto.BucketSessions), req)
+	if err != nil {
+		return nil, fmt.Errorf("sessionstore: get: %w", err)
+	}
+	var resp struct {
+		Error *struct {
+			ErrCode int    `json:"err_code"`
+			Desc    string `json:"description"`
+		} `json:"error"`
+		Message *struct {
+			Hdrs []byte `json:"hdrs"`
+			Data []byte `json:"data"`
+		} `json:"message"`
+	}
+	if err := json.Unmarshal(m.Data, &resp); err != nil {
+		return nil, fmt.Errorf("sessionstore: get: %w", err)
+	}
+	switch {
+	case resp.Error != nil && resp.Error.ErrCode == int(jetstream.JSErrCodeMessageNotFound):
+		return nil, ErrNotFound
+	case resp.Error != nil:
+		return nil, fmt.Errorf("sessionstore: get: %s (%d)", resp.Error.Desc, resp.Error.ErrCode)
+	case resp.Message == nil:
+		return nil, ErrNotFound
+	}
+	if len(resp.Message.Hdrs) > 0 {
+		if h, err := nats.DecodeHeadersMsg(resp.Message.Hdrs); err == nil {
+			if op := h.Get("KV-Operation"); op == "DEL" || op == "PURGE" {
+				return nil, ErrNotFound
+			}
+		}
+	}
+	return resp.Message.Data, nil
 }
 
 // Delete removes the record of session id; a missing one is not an error.

@@ -1,6 +1,7 @@
 package sessionstore
 
 import (
+	"context"
 	"errors"
 	"testing"
 
@@ -67,5 +68,42 @@ func TestOpenNotProvisioned(t *testing.T) {
 	js, _ := jetstream.New(natstest.Connect(t, natstest.Start(t)))
 	if _, err := Open(t.Context(), js); !errors.Is(err, bus.ErrNotProvisioned) {
 		t.Fatalf("%v", err)
+	}
+}
+
+// staleKV reads every key as missing, as a replica of a clustered bucket
+// that has not yet applied the latest write answers a direct get.
+type staleKV struct{ jetstream.KeyValue }
+
+func (staleKV) Get(context.Context, string) (jetstream.KeyValueEntry, error) {
+	return nil, jetstream.ErrKeyNotFound
+}
+
+// TestStoreConfirmsMissingAtLeader: a record a stale replica reads as
+// missing is found at the stream's leader; deleted and unknown ones are
+// not found there either.
+func TestStoreConfirmsMissingAtLeader(t *testing.T) {
+	s := provisiontest.Start(t)
+	js, _ := jetstream.New(natstest.Connect(t, s))
+	st, err := Open(t.Context(), js)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := &proto.SessionRecord{ID: "edge-a-NEW234", Origin: "edge-a", Tenant: "acme", Protocol: "2025-11-25"}
+	if err := st.Put(t.Context(), rec); err != nil {
+		t.Fatal(err)
+	}
+	stale := &Store{kv: staleKV{st.kv}, nc: st.nc}
+	got, err := stale.Get(t.Context(), rec.ID)
+	if err != nil || got.Origin != "edge-a" || got.Tenant != "acme" {
+		t.Fatalf("a record a stale replica misses: %+v, %v", got, err)
+	}
+	if err := st.Delete(t.Context(), rec.ID); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{rec.ID, "edge-a-NEVER"} {
+		if _, err := stale.Get(t.Context(), id); !errors.Is(err, ErrNotFound) {
+			t.Errorf("Get(%q) at the leader: %v, want ErrNotFound", id, err)
+		}
 	}
 }
