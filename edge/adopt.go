@@ -498,6 +498,9 @@ func (s *Service) adopt(r *http.Request, v *view, sid string) int {
 		lv := rec.LogLevel
 		cs.logLevel.Store(&lv)
 	}
+	for _, uri := range rec.Subs {
+		cs.setSub(uri, true)
+	}
 	// The record's activity time as written: the first request here
 	// writes it anew (touch), so the other edges see the session in use.
 	cs.stored.Store(max(rec.Active, 1))

@@ -123,6 +123,9 @@ func (s *Service) middleware(v *view) mcp.Middleware {
 				}
 				s.noteLevel(req)
 			}
+			if err == nil && (op == proto.OpResourcesSubscribe || op == proto.OpResourcesUnsubscribe) {
+				s.noteSub(req, name, op == proto.OpResourcesSubscribe)
+			}
 			return res, err
 		}
 	}

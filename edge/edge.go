@@ -154,6 +154,9 @@ type Service struct {
 	// sseOwners binds legacy SSE sessions (their sessionid) to the view
 	// and caller that opened them (ssebind.go).
 	sseOwners sync.Map
+	// resubPending is set while a resubscribe is scheduled
+	// (resubscribe.go).
+	resubPending atomic.Bool
 
 	// passthrough is set while some catalog upstream takes the client's
 	// Authorization header (proto.UpstreamAuth.Passthrough).
@@ -491,6 +494,7 @@ func (s *Service) start() error {
 	s.presence.OnReconnect = func(w string) { go s.recheckWorker(context.Background(), w) }
 	s.presence.OnGone = func(w string) {
 		s.grants.dropAll()
+		s.resubscribeSoon()
 		if s.presence.SaidBye(w) {
 			// It answered every call it took before its Bye, and NATS
 			// keeps its messages in order to this connection: once the

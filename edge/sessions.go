@@ -2,6 +2,7 @@ package edge
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -34,6 +35,7 @@ type clientSession struct {
 	inflight map[string]context.CancelFunc // guarded by mu: fast-path calls by idKey
 	viaSDK   map[string]int                // guarded by mu: requests the SDK serves, by idKey
 	relayed  map[string]string             // guarded by mu: relay id -> where the client's answer goes
+	subs     map[string]struct{}           // guarded by mu: the resource URIs the client is subscribed to
 	asks     sync.WaitGroup                // session-level relayed requests in flight
 	aliased  aliases                       // ids the SDK could not echo, in flight
 	logLevel atomic.Pointer[string]        // the level of the client's last logging/setLevel
@@ -67,6 +69,33 @@ func (cs *clientSession) quiet() bool {
 	cs.mu.Lock()
 	defer cs.mu.Unlock()
 	return cs.refs == 0 && len(cs.inflight) == 0 && len(cs.viaSDK) == 0 && len(cs.relayed) == 0
+}
+
+// setSub records that the client subscribed to uri (on) or unsubscribed
+// from it.
+func (cs *clientSession) setSub(uri string, on bool) {
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	if on {
+		if cs.subs == nil {
+			cs.subs = map[string]struct{}{}
+		}
+		cs.subs[uri] = struct{}{}
+	} else {
+		delete(cs.subs, uri)
+	}
+}
+
+// subURIs returns the URIs the client is subscribed to, sorted.
+func (cs *clientSession) subURIs() []string {
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	out := make([]string, 0, len(cs.subs))
+	for u := range cs.subs {
+		out = append(out, u)
+	}
+	slices.Sort(out)
+	return out
 }
 
 // sessionEdge is the edge name the session's requests carry: its origin,

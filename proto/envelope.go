@@ -322,6 +322,11 @@ type SessionRecord struct {
 	// refreshes it while the session is in use, at most every quarter of
 	// its idle timeout.
 	Active int64 `msgpack:"a"`
+	// Subs are the resource URIs the client is subscribed to
+	// (resources/subscribe, less resources/unsubscribe), for the edges
+	// that adopt the session to subscribe again after a worker holding
+	// its upstream sessions goes.
+	Subs []string `msgpack:"s,omitempty"`
 }
 
 // SessionLevel tells the edges that a client session's log level changed
