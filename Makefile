@@ -177,14 +177,15 @@ loadtest: build
 ## against the everything-server (r5: tasks-server in front of it, for the
 ## tasks extension) through the gateway's passthrough endpoint, in each
 ## gateway mode (embedded: `switchyard dev`; cluster: nats, tenancy-svc,
-## router, upstream-worker and edge as separate processes over TCP NATS),
+## router, upstream-worker and edge as separate processes over TCP NATS;
+## ha: a 3-node NATS cluster, 2 of each role, 2 edges behind a balancer),
 ## each run also directly; exit 1 on any failure not in
 ## conformance/baselines/. Not part of `make test` (it needs npm); .ci/run
 ## runs it: see docs/conformance.md. CONFORMANCE_RUNS picks runs (r1 r2 r3 r4a r4b r5),
-## CONFORMANCE_MODES modes (default both); results go to
+## CONFORMANCE_MODES modes (default all three: embedded cluster ha); results go to
 ## results/conformance-<stamp>/.
 CONFORMANCE_RUNS ?=
-CONFORMANCE_MODES ?= embedded cluster
+CONFORMANCE_MODES ?= embedded cluster ha
 CONFORMANCE_TIMEOUT_MS ?= 30000
 CONFORMANCE_STAMP := conformance/node_modules/.installed
 conformance: build conformance-install

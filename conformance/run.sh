@@ -9,7 +9,7 @@
 #
 #   conformance/run.sh [--direct-only] [RUN...]     RUN: r1 r2 r3 r4a r4b r5 (default: all)
 #
-# Gateway modes (CONFORMANCE_MODES, space- or comma-separated; default both):
+# Gateway modes (CONFORMANCE_MODES, space- or comma-separated; default all three):
 #   embedded  `switchyard dev`: every role and an embedded NATS in one process
 #   cluster   separate processes over TCP NATS: `switchyard nats --auth` (with
 #             the material of `switchyard nats init`, over TLS), tenancy-svc,
@@ -17,10 +17,10 @@
 #   ha        as cluster, on a 3-node NATS cluster (`switchyard nats --cluster`),
 #             with 2 routers, 2 upstream-workers and 2 edges behind a round-robin
 #             load balancer (`bench lb`: each request to the next edge, no
-#             session affinity); not in the default modes
+#             session affinity)
 #
 # Environment: BIN (default <repo>/bin: everything-server, tasks-server, switchyard),
-# CONFORMANCE_MODES (default "embedded cluster"), CONFORMANCE_OUT (default
+# CONFORMANCE_MODES (default "embedded cluster ha"), CONFORMANCE_OUT (default
 # results/conformance-<stamp>), CONFORMANCE_TIMEOUT_MS (per scenario, 0.2
 # suites only; default 30000), CONFORMANCE_RUN_LIMIT (seconds for one suite
 # invocation; default 900), CONFORMANCE_READY_SECONDS (default 60).
@@ -36,7 +36,7 @@ TIMEOUT_MS=${CONFORMANCE_TIMEOUT_MS:-30000}
 RUN_LIMIT=${CONFORMANCE_RUN_LIMIT:-900}
 READY_SECONDS=${CONFORMANCE_READY_SECONDS:-60}
 ALL_RUNS="r1 r2 r3 r4a r4b r5"
-ALL_MODES="embedded cluster"
+ALL_MODES="embedded cluster ha"
 
 die() { echo "conformance: $*" >&2; exit 2; }
 
@@ -58,7 +58,7 @@ if [ $direct_only = 0 ]; then
     for mm in $m; do
       case $mm in
         embedded|cluster|ha) [[ " ${modes[*]} " == *" $mm "* ]] || modes+=("$mm") ;;
-        *) die "unknown mode '$mm' in CONFORMANCE_MODES (modes: $ALL_MODES ha)" ;;
+        *) die "unknown mode '$mm' in CONFORMANCE_MODES (modes: $ALL_MODES)" ;;
       esac
     done
   done
