@@ -157,6 +157,9 @@ type Service struct {
 	// resubPending is set while a resubscribe is scheduled
 	// (resubscribe.go).
 	resubPending atomic.Bool
+	// placement is the last presence view's placement key
+	// (placementKey); only the presence's goroutine reads and writes it.
+	placement *string
 
 	// passthrough is set while some catalog upstream takes the client's
 	// Authorization header (proto.UpstreamAuth.Passthrough).
@@ -492,9 +495,9 @@ var errWorkerLost = &proto.Error{Code: proto.CodeWorkerLost, Msg: "the worker se
 func (s *Service) start() error {
 	s.caller.Gone = s.presence.Gone
 	s.presence.OnReconnect = func(w string) { go s.recheckWorker(context.Background(), w) }
+	s.presence.OnChange = s.onPlacementChange
 	s.presence.OnGone = func(w string) {
 		s.grants.dropAll()
-		s.resubscribeSoon()
 		if s.presence.SaidBye(w) {
 			// It answered every call it took before its Bye, and NATS
 			// keeps its messages in order to this connection: once the

@@ -4,22 +4,25 @@ import (
 	"context"
 	"encoding/json"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/switchyard-mcp/switchyard/internal/bus"
 	"github.com/switchyard-mcp/switchyard/proto"
 )
 
 // A client session's resource subscriptions live in the upstream sessions
 // a worker holds for it. When that worker goes (dies, or leaves
-// gracefully), the session's next calls open new upstream sessions on
-// another worker, without the subscriptions: a client that only waits for
+// gracefully), or another joins and takes the session over (placement
+// hashes over the live workers), the session's next calls open new
+// upstream sessions on another worker, without the subscriptions: a client that only waits for
 // notifications/resources/updated would wait forever. So the edges keep
 // each session's subscribed URIs (clientSession.subs, and the session
-// record's Subs for the edges that adopt it), and when a worker goes they
-// send resources/subscribe again for every URI of the sessions they
+// record's Subs for the edges that adopt it), and when the workers of an
+// upstream change they send resources/subscribe again for every URI of the sessions they
 // answer for (resubscribe): the router places each on the worker that
 // now serves the session, which opens its upstream session and
 // subscribes there. A session still on its worker gets a subscribe it
@@ -27,9 +30,9 @@ import (
 // listen subscriptions (2026-07-28 subscriptions/listen) are renewed the
 // same way.
 
-// resubscribeDelay is how long after a worker goes the edges subscribe
-// again: the routers see it go by the same heartbeats and must no longer
-// place on it.
+// resubscribeDelay is how long after the workers change the edges
+// subscribe again: the routers see the change by the same heartbeats and
+// must place by it.
 const resubscribeDelay = 1500 * time.Millisecond
 
 // resubscribeTries bounds the attempts of one URI's subscribe: a router
@@ -58,6 +61,41 @@ func (s *Service) noteSub(req mcp.Request, uri string, on bool) {
 			r.Subs = slices.Delete(r.Subs, i, i+1)
 		}
 	})
+}
+
+// onPlacementChange is the presence's OnChange: when the workers that
+// serve some upstream change (one joins, goes, drains, or its upstream
+// goes up or down), sessions move between workers (placement hashes over
+// them), and their subscriptions are made again where they are now.
+func (s *Service) onPlacementChange(v *bus.View) {
+	k := placementKey(v)
+	if s.placement != nil && *s.placement != k {
+		s.resubscribeSoon()
+	}
+	s.placement = &k
+}
+
+// placementKey names, for each upstream, the workers that may take its
+// calls (up and not draining), in a stable order.
+func placementKey(v *bus.View) string {
+	ups := make([]string, 0, len(v.ByUpstream))
+	for u := range v.ByUpstream {
+		ups = append(ups, u)
+	}
+	slices.Sort(ups)
+	var b strings.Builder
+	for _, u := range ups {
+		b.WriteString(u)
+		b.WriteByte('=')
+		for _, w := range v.ByUpstream[u] { // sorted by id
+			if st := w.Upstreams[u]; st.Up && !w.Draining {
+				b.WriteString(w.ID)
+				b.WriteByte(',')
+			}
+		}
+		b.WriteByte(';')
+	}
+	return b.String()
 }
 
 // resubscribeSoon runs resubscribe after resubscribeDelay, once for any

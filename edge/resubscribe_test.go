@@ -11,12 +11,12 @@ import (
 	"github.com/switchyard-mcp/switchyard/proto"
 )
 
-// TestEdgeResubscribesAfterWorkerGoes: when a worker goes, the edge sends
+// TestEdgeResubscribesWhenWorkersChange: when a worker joins or goes, the edge sends
 // resources/subscribe again for every URI its sessions are subscribed to
 // (an unsubscribed one not), under the session's name, so the worker that
 // now serves the session subscribes upstream; the URIs are in the
 // session's record, and an edge that adopts the session knows them.
-func TestEdgeResubscribesAfterWorkerGoes(t *testing.T) {
+func TestEdgeResubscribesWhenWorkersChange(t *testing.T) {
 	var nc *nats.Conn
 	var mu sync.Mutex
 	var subs []proto.Request
@@ -54,27 +54,44 @@ func TestEdgeResubscribesAfterWorkerGoes(t *testing.T) {
 	subs = nil
 	mu.Unlock()
 
-	// A worker seen, then gone with a Bye.
-	subj, _ := proto.EvtWorkerSubject("w-b")
-	for _, bye := range []bool{false, true} {
-		data, _ := proto.Marshal(&proto.Heartbeat{Worker: "w-b", Boot: 9, IntervalMs: 5000, Bye: bye})
+	heartbeat := func(w string, bye bool) {
+		t.Helper()
+		subj, _ := proto.EvtWorkerSubject(w)
+		data, _ := proto.Marshal(&proto.Heartbeat{Worker: w, Boot: 9, IntervalMs: 5000, Bye: bye,
+			Upstreams: []proto.UpstreamState{{Name: "up", Up: true}}})
 		if err := nc.Publish(subj, data); err != nil {
 			t.Fatal(err)
 		}
-		if !bye {
-			waitUntil(t, "worker w-b seen", func() bool { return a.e.presence.View().Workers["w-b"] != nil })
-		}
 	}
-	waitUntil(t, "the subscription sent again", func() bool {
+	resent := func(what string) {
+		t.Helper()
+		waitUntil(t, "the subscription sent again: "+what, func() bool {
+			mu.Lock()
+			defer mu.Unlock()
+			return len(subs) > 0
+		})
+		time.Sleep(2 * resubscribeDelay) // nothing more comes
 		mu.Lock()
 		defer mu.Unlock()
-		return len(subs) > 0
-	})
-	time.Sleep(2 * resubscribeDelay) // nothing more comes
-	mu.Lock()
-	defer mu.Unlock()
-	// Once, by the origin: B holds a copy with no stream.
-	if len(subs) != 1 || subs[0].Name != "test://a" || subs[0].Session != a.sid || subs[0].Edge != "edge-t" || string(subs[0].Params) != `{"uri":"test://a"}` {
-		t.Fatalf("subscribed again: %+v", subs)
+		// Once, by the origin: B holds a copy with no stream.
+		if len(subs) != 1 || subs[0].Name != "test://a" || subs[0].Session != a.sid || subs[0].Edge != "edge-t" || string(subs[0].Params) != `{"uri":"test://a"}` {
+			t.Fatalf("%s: subscribed again: %+v", what, subs)
+		}
+		subs = nil
 	}
+	// The first worker: the edges' first view, nothing moves.
+	heartbeat("w-a", false)
+	waitUntil(t, "worker w-a seen", func() bool { return a.e.presence.View().Workers["w-a"] != nil })
+	time.Sleep(2 * resubscribeDelay)
+	mu.Lock()
+	if len(subs) != 0 {
+		t.Fatalf("subscribed again with nothing moved: %+v", subs)
+	}
+	mu.Unlock()
+	// A worker joins: sessions move to it.
+	heartbeat("w-b", false)
+	resent("a worker joined")
+	// It goes with a Bye.
+	heartbeat("w-b", true)
+	resent("a worker went")
 }

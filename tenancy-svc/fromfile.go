@@ -2,6 +2,7 @@ package tenancy
 
 import (
 	"fmt"
+	"os"
 	"time"
 
 	"github.com/switchyard-mcp/switchyard/internal/config"
@@ -21,6 +22,11 @@ func FromFile(f *config.File) Config {
 		c.Upstreams = append(c.Upstreams, u.Spec())
 	}
 	plan := provision.FromFile(f)
+	if key, err := f.Tasks.Key(os.ReadFile); err != nil {
+		c.Problems = append(c.Problems, err)
+	} else if key != nil {
+		plan.Fixed = map[string][]byte{proto.KeyTasks: key}
+	}
 	c.Provision = &plan
 	c.Tenants = f.Tenants
 	if c.Tenants == nil {

@@ -32,7 +32,9 @@ type StreamConfig struct {
 	MaxBytes int64
 	// MaxMsgs bounds the number of events; 0 or negative is unlimited.
 	MaxMsgs int64
-	// Replicas is the stream's replica count in a cluster; 0 is 1.
+	// Replicas is the stream's replica count in a cluster; 0 leaves it to
+	// provisioning (internal/provision: 3 on a cluster of 3 or more
+	// nodes, else 1; JetStream's default of 1 for a stream created here).
 	Replicas int
 	// AsyncWrites creates a one-replica stream in JetStream's async
 	// persist mode (jetstream.AsyncPersistMode): the server acknowledges
@@ -94,7 +96,7 @@ func (c StreamConfig) JetStreamConfig() jetstream.StreamConfig {
 		MaxBytes:    maxBytes,
 		MaxMsgs:     maxMsgs,
 		MaxMsgSize:  MaxEventBytes,
-		Replicas:    max(c.Replicas, 1),
+		Replicas:    max(c.Replicas, 0),
 		AllowDirect: true,
 	}
 }

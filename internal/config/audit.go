@@ -30,7 +30,9 @@ type AuditFile struct {
 	MaxBytes int64 `yaml:"max_bytes"`
 	// MaxMsgs bounds the number of stored events. 0: unlimited.
 	MaxMsgs int64 `yaml:"max_msgs"`
-	// Replicas is the stream's replica count in a NATS cluster (1..5). 0: 1.
+	// Replicas is the stream's replica count in a NATS cluster (1..5).
+	// 0: automatic, as the KV buckets' (nats.replicas, else 3 on a
+	// cluster of 3 or more nodes, else 1); 1 with async_writes.
 	Replicas int `yaml:"replicas"`
 	// AsyncWrites creates a one-replica stream in JetStream's async
 	// persist mode: events are acknowledged before they are written to

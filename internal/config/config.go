@@ -84,6 +84,8 @@ type File struct {
 
 	Edge   EdgeFile   `yaml:"edge"`
 	Worker WorkerFile `yaml:"worker"`
+	// Tasks is how task ids are sealed (TasksFile).
+	Tasks TasksFile `yaml:"tasks"`
 
 	// Admin is the admin listener: /metrics, /healthz, /readyz and the
 	// handlers other components mount (the audit search), and the
@@ -369,6 +371,9 @@ func (f *File) applyEnv(getenv func(string) string) {
 		f.Listen = v
 	}
 	f.applyAdminEnv(getenv)
+	if v := getenv(EnvTaskKeyFile); v != "" {
+		f.Tasks.KeyFile = v
+	}
 	if v := getenv("SWITCHYARD_EDGE_ID"); v != "" {
 		f.Edge.ID = v
 	}

@@ -13,6 +13,7 @@
 package provision
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"errors"
@@ -52,6 +53,10 @@ type Plan struct {
 	// Secrets are the keys of [proto.BucketKeys] to create (random,
 	// [SecretBytes] bytes) when absent.
 	Secrets []string
+	// Fixed are values some of Secrets must have (from configuration:
+	// config.TasksFile), by key: created with that value, and set to it
+	// when the bucket holds another. Never printed.
+	Fixed map[string][]byte `json:"-" yaml:"-"`
 }
 
 // Secrets returns the keys of every shared secret.
@@ -179,6 +184,14 @@ func Ensure(ctx context.Context, js jetstream.JetStream, p Plan, o Options) (Res
 		}
 	}
 	for _, c := range p.Streams {
+		if c.Replicas <= 0 {
+			// Automatic, as the buckets'; an async-persist stream has one
+			// (JetStream allows no more).
+			c.Replicas = replicas
+			if c.PersistMode == jetstream.AsyncPersistMode {
+				c.Replicas = 1
+			}
+		}
 		what := "stream " + c.Name
 		st, err := js.Stream(ctx, c.Name)
 		switch {
@@ -214,18 +227,28 @@ func Ensure(ctx context.Context, js jetstream.JetStream, p Plan, o Options) (Res
 			for _, k := range missing {
 				r.Missing = append(r.Missing, "secret "+proto.BucketKeys+"/"+k)
 			}
-		case len(missing) > 0:
+		case len(missing) > 0 || (len(p.Fixed) > 0 && o.CreateSecrets):
 			kv, err := js.KeyValue(ctx, proto.BucketKeys)
 			if err != nil {
 				errs = append(errs, fmt.Errorf("open bucket %s: %w", proto.BucketKeys, err))
 				break
 			}
 			for _, k := range missing {
-				if err := ensureSecret(ctx, kv, k); err != nil {
+				if err := ensureSecret(ctx, kv, k, p.Fixed[k]); err != nil {
 					errs = append(errs, err)
 					continue
 				}
 				r.Created = append(r.Created, "secret "+proto.BucketKeys+"/"+k)
+			}
+			for _, k := range p.Secrets {
+				if want := p.Fixed[k]; want != nil && !slices.Contains(missing, k) {
+					changed, err := setSecret(ctx, kv, k, want)
+					if err != nil {
+						errs = append(errs, err)
+					} else if changed {
+						r.Updated = append(r.Updated, "secret "+proto.BucketKeys+"/"+k)
+					}
+				}
 			}
 		}
 	}
@@ -296,15 +319,34 @@ func nonZero(d time.Duration) time.Duration {
 }
 
 // ensureSecret creates key k with random bytes unless it exists.
-func ensureSecret(ctx context.Context, kv jetstream.KeyValue, k string) error {
-	b := make([]byte, SecretBytes)
-	if _, err := rand.Read(b); err != nil {
-		return err
+func ensureSecret(ctx context.Context, kv jetstream.KeyValue, k string, fixed []byte) error {
+	b := fixed
+	if b == nil {
+		b = make([]byte, SecretBytes)
+		if _, err := rand.Read(b); err != nil {
+			return err
+		}
+		defer clear(b)
 	}
 	_, err := kv.Create(ctx, k, b)
-	clear(b)
 	if err != nil && !errors.Is(err, jetstream.ErrKeyExists) {
 		return fmt.Errorf("create secret %s/%s: %w", proto.BucketKeys, k, err)
 	}
 	return nil
+}
+
+// setSecret puts want under k unless k holds it already; it reports
+// whether it changed the value.
+func setSecret(ctx context.Context, kv jetstream.KeyValue, k string, want []byte) (bool, error) {
+	e, err := kv.Get(ctx, k)
+	if err == nil && bytes.Equal(e.Value(), want) {
+		return false, nil
+	}
+	if err != nil && !errors.Is(err, jetstream.ErrKeyNotFound) {
+		return false, fmt.Errorf("read secret %s/%s: %w", proto.BucketKeys, k, err)
+	}
+	if _, err := kv.Put(ctx, k, want); err != nil {
+		return false, fmt.Errorf("set secret %s/%s: %w", proto.BucketKeys, k, err)
+	}
+	return true, nil
 }

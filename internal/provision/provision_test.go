@@ -1,6 +1,7 @@
 package provision_test
 
 import (
+	"bytes"
 	"context"
 	"slices"
 	"testing"
@@ -68,5 +69,61 @@ func TestProvisionAsOwners(t *testing.T) {
 	st, err := admin.Stream(ctx, proto.DefaultAuditStream)
 	if err != nil || st.CachedInfo().Config.MaxAge != time.Hour {
 		t.Fatalf("stream after update: %v", err)
+	}
+}
+
+// TestProvisionFixedTaskKey: a task key from configuration (Plan.Fixed)
+// is what tenancy-svc creates, what it sets over a random key already
+// there, and, the store lost and made again, what the new store gets: task
+// ids keep opening. A run that finds it in place changes nothing.
+func TestProvisionFixedTaskKey(t *testing.T) {
+	srv := natsauthtest.Start(t, proto.AccessParams{})
+	tenancy, err := jetstream.New(srv.Connect(t, proto.IdentityTenancy))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	key := bytes.Repeat([]byte{7}, provision.SecretBytes)
+	random := provision.Plan{KV: provision.Buckets(), Secrets: provision.Secrets()}
+	fixed := random
+	fixed.Fixed = map[string][]byte{proto.KeyTasks: key}
+	value := func() []byte {
+		kv, err := tenancy.KeyValue(ctx, proto.BucketKeys)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e, err := kv.Get(ctx, proto.KeyTasks)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return e.Value()
+	}
+	if _, err := provision.Ensure(ctx, tenancy, random, provision.Options{CreateSecrets: true}); err != nil {
+		t.Fatal(err)
+	}
+	if bytes.Equal(value(), key) {
+		t.Fatal("a random key equals the fixed one")
+	}
+	r, err := provision.Ensure(ctx, tenancy, fixed, provision.Options{CreateSecrets: true})
+	if err != nil || !slices.Equal(r.Updated, []string{"secret switchyard_keys/tasks"}) || !bytes.Equal(value(), key) {
+		t.Fatalf("over a random key: %+v %v", r, err)
+	}
+	if r, err := provision.Ensure(ctx, tenancy, fixed, provision.Options{CreateSecrets: true}); err != nil || len(r.Updated)+len(r.Created) != 0 {
+		t.Fatalf("in place: %+v %v", r, err)
+	}
+	// The store lost: every bucket gone, then made again.
+	admin, _ := jetstream.New(srv.Connect(t, proto.IdentityAdmin))
+	for _, c := range provision.Buckets() {
+		if err := admin.DeleteKeyValue(ctx, c.Bucket); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := provision.Ensure(ctx, admin, fixed, provision.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	r, err = provision.Ensure(ctx, tenancy, fixed, provision.Options{CreateSecrets: true})
+	if err != nil || !slices.Contains(r.Created, "secret switchyard_keys/tasks") || !bytes.Equal(value(), key) {
+		t.Fatalf("after the store was lost: %+v %v", r, err)
 	}
 }

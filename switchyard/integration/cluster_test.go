@@ -20,7 +20,7 @@ import (
 // TestIntegrationNATSCluster: three `switchyard nats --cluster` nodes form
 // a cluster over routes secured by the auth directory (TLS, route secret);
 // every role runs as its own process with the three URLs; tenancy-svc
-// creates the buckets with three replicas; a node killed (SIGKILL) leaves
+// creates the buckets and the audit stream with three replicas; a node killed (SIGKILL) leaves
 // the gateway serving; a node with another directory's secret never joins.
 func TestIntegrationNATSCluster(t *testing.T) {
 	sy := bins.Build(t, "switchyard", "github.com/switchyard-mcp/switchyard/switchyard/cmd/switchyard")
@@ -77,6 +77,19 @@ func TestIntegrationNATSCluster(t *testing.T) {
 			t.Fatalf("bucket %s has %d replicas, want 3", b, r)
 		}
 	}
+	// The audit stream too (audit.replicas: automatic).
+	eventually(t, 10*time.Second, func() error {
+		ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+		defer cancel()
+		st, err := js.Stream(ctx, "SWITCHYARD_AUDIT")
+		if err != nil {
+			return err
+		}
+		if r := st.CachedInfo().Config.Replicas; r != 3 {
+			return fmt.Errorf("the audit stream has %d replicas, want 3", r)
+		}
+		return nil
+	})
 
 	url := "http://" + edgeAddr + "/mcp"
 	c := mcp.NewClient(&mcp.Implementation{Name: "cluster", Version: "1"}, nil)
