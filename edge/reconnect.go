@@ -228,9 +228,13 @@ func (s *Service) recheckPending(ctx context.Context) {
 // settleUnplaced asks every live worker about ks, calls with no placement
 // note (it may have been lost with the reply): one a worker runs goes on,
 // one whose kept reply a worker sent again gets resentWithin to land; the
-// others, which no worker knows, fail with fail. (None is placed again: a
-// router that holds one, or whose forward of it waits in its reconnect
-// buffer, may still place it.)
+// others, which no worker knows, fail with fail, unless it is sure that
+// they ran nowhere and never will: every worker answered (none unsure),
+// the call is between lostAfter and replaceBefore old, and the router it
+// went to has been steady since before it was sent (routerSteady). Those
+// are placed again (errLostOnTheWay): the call was lost before the
+// router, or the router's forward was lost with a connection (a stalled
+// route gives up what it held within ~3 s).
 func (s *Service) settleUnplaced(ctx context.Context, ks []*bus.Call, deadline time.Time, fail *proto.Error) {
 	live := ks[:0:0]
 	for _, k := range ks {
@@ -254,8 +258,12 @@ func (s *Service) settleUnplaced(ctx context.Context, ks []*bus.Call, deadline t
 		}()
 	}
 	known, resent := map[uint64]bool{}, map[uint64]bool{}
+	sure := true // every worker answered, none unsure or with a backlog
 	for range workers {
 		r := <-answers
+		if !r.ok || r.a.unsure || r.a.backlog {
+			sure = false
+		}
 		if !r.ok {
 			continue
 		}
@@ -267,7 +275,7 @@ func (s *Service) settleUnplaced(ctx context.Context, ks []*bus.Call, deadline t
 		}
 	}
 	var waiting []*bus.Call
-	failed := 0
+	failed, again := 0, 0
 	for _, k := range live {
 		switch {
 		case k.Done() || k.Worker() != "":
@@ -277,15 +285,31 @@ func (s *Service) settleUnplaced(ctx context.Context, ks []*bus.Call, deadline t
 		case k.Age() < lostAfter:
 			// Its forward may still be on its way, or its worker was
 			// moving too: asked again at a later sweep.
+		case sure && k.Age() < replaceBefore && s.routerSteady(k):
+			k.Fail(errLostOnTheWay)
+			again++
 		default:
 			k.Fail(fail)
 			failed++
 		}
 	}
 	failed += awaitResent(ctx, waiting)
+	if again > 0 {
+		s.log.Info("calls no router placed sent again: lost on their way", "calls", again)
+	}
 	if failed > 0 {
 		s.log.Warn("calls no router placed, or whose note was lost, failed", "calls", failed)
 	}
+}
+
+// routerSteady reports whether the router k went to by name has been live
+// on one NATS connection, without a gap, from before k was sent until a
+// heartbeat a second after: it placed k then or never got it, and nothing
+// of k waits in its reconnect buffer. A call sent on the routers' queue
+// (no router by name) is never sure.
+func (s *Service) routerSteady(k *bus.Call) bool {
+	r := k.Router()
+	return r != "" && s.routers.SteadyAround(r, k.Born(), time.Second)
 }
 
 // awaitResent gives the calls whose kept reply a worker sent again

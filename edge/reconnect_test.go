@@ -1,6 +1,7 @@
 package edge
 
 import (
+	"fmt"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -96,13 +97,7 @@ func TestEdgeReconnectAnswersLostCalls(t *testing.T) {
 	}
 	// Cut the edge's connection; it reconnects.
 	cut := time.Now()
-	cid, err := g.e.nc.GetClientID()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := g.srv.DisconnectClientByID(cid); err != nil {
-		t.Fatal(err)
-	}
+	g.cutEdge()
 	r := <-lostc
 	if !strings.Contains(r.body, `"code":-32064`) || !strings.Contains(r.body, "interrupted") {
 		t.Fatalf("lost call answered %s", r.body)
@@ -188,13 +183,7 @@ func TestEdgeReconnectResendsUndelivered(t *testing.T) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
-	cid, err := g.e.nc.GetClientID()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := g.srv.DisconnectClientByID(cid); err != nil {
-		t.Fatal(err)
-	}
+	g.cutEdge()
 	// The call the worker never saw comes again; this time it runs.
 	select {
 	case m := <-held:
@@ -458,13 +447,7 @@ func TestEdgeFindsCallWhoseNoteWasLost(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("call not routed")
 	}
-	cid, err := g.e.nc.GetClientID()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := g.srv.DisconnectClientByID(cid); err != nil {
-		t.Fatal(err)
-	}
+	g.cutEdge()
 	select {
 	case body := <-res:
 		if !strings.Contains(body, `"kept"`) {
@@ -494,5 +477,78 @@ func resendsKept(t *testing.T, nc *nats.Conn, worker string, to *atomic.Pointer[
 		_ = nc.Publish(m.Reply, data)
 	}); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// cutEdge has the NATS server drop the edge's connection; the edge
+// reconnects.
+func (g *rig) cutEdge() {
+	g.t.Helper()
+	cid, err := g.e.nc.GetClientID()
+	if err != nil {
+		g.t.Fatal(err)
+	}
+	if err := g.srv.DisconnectClientByID(cid); err != nil {
+		g.t.Fatal(err)
+	}
+}
+
+// TestEdgeReplacesCallSteadyRouterLost: a call sent to a router by name
+// that no worker knows and no note came for, while that router stayed on
+// one NATS connection from before the call until after it, was lost on
+// its way (the router never got it, or its forward was lost with a
+// connection): it is placed again and completes. Had the router
+// reconnected meanwhile, a forward of it could still wait in the router's
+// reconnect buffer: it fails instead, "may still run".
+func TestEdgeReplacesCallSteadyRouterLost(t *testing.T) {
+	for _, reconnect := range []bool{false, true} {
+		t.Run(fmt.Sprintf("router_reconnects=%v", reconnect), func(t *testing.T) {
+			var nc *nats.Conn
+			var got atomic.Int32
+			g := newRigWith(t, nil, &rigOpts{cfg: func(c *Config) { c.CallTimeout = 60 * time.Second }})
+			nc = g.nc
+			sub, err := nc.Subscribe(proto.RouterRouteSubjects("r-1"), func(m *nats.Msg) {
+				if got.Add(1) == 1 {
+					return // lost: no note, no reply
+				}
+				reply(nc, m, &proto.Reply{Result: []byte(`{"content":[{"type":"text","text":"placed again"}]}`)})
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer sub.Unsubscribe()
+			var reconnects atomic.Uint64
+			stop := make(chan struct{})
+			defer close(stop)
+			go func() { // the router's heartbeats
+				subj, _ := proto.EvtRouterSubject("r-1")
+				tick := time.NewTicker(100 * time.Millisecond)
+				defer tick.Stop()
+				for {
+					data, _ := proto.Marshal(&proto.RouterHeartbeat{Router: "r-1", Boot: 5, IntervalMs: 100, Reconnects: reconnects.Load()})
+					_ = nc.Publish(subj, data)
+					select {
+					case <-stop:
+						return
+					case <-tick.C:
+					}
+				}
+			}()
+			waitUntil(t, "router r-1 live", func() bool { return g.e.routers.Live("r-1") })
+			g.initialize()
+			if reconnect {
+				go func() {
+					waitUntil(t, "the call sent", func() bool { return got.Load() > 0 })
+					reconnects.Add(1)
+				}()
+			}
+			_, body, _ := g.post(`{"jsonrpc":"2.0","id":31,"method":"tools/call","params":{"name":"up__x","arguments":{}}}`)
+			switch {
+			case !reconnect && (!strings.Contains(body, "placed again") || got.Load() != 2):
+				t.Fatalf("call answered %s after %d sends, want the second send's answer", body, got.Load())
+			case reconnect && (!strings.Contains(body, `"code":-32064`) || got.Load() != 1):
+				t.Fatalf("call answered %s after %d sends, want -32064 and one send", body, got.Load())
+			}
+		})
 	}
 }

@@ -196,6 +196,13 @@ func (k *Call) SendToRouter(router string) {
 	k.mu.Unlock()
 }
 
+// Router returns the router the call was sent to by name ("" if none).
+func (k *Call) Router() string {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.router
+}
+
 // Describe names what a call sent on the routers' queue subject asks
 // ("tools/call \"x__y\""): NATS's no-responders status then fails it
 // naming the router as the missing role.

@@ -106,6 +106,25 @@ func (r *Routers) Live(router string) bool {
 type routerState struct {
 	deadline time.Time
 	draining bool
+	// boot and reconnects are the last heartbeat's; steadySince is when
+	// they last changed (or the router was first seen), lastBeat when the
+	// last heartbeat came.
+	boot        int64
+	reconnects  uint64
+	steadySince time.Time
+	lastBeat    time.Time
+}
+
+// SteadyAround reports whether router is live, has had the same NATS
+// connection without a gap (same boot, same reconnect count in its
+// heartbeats) since before t, and has sent a heartbeat since t+after:
+// nothing it published around t can still be waiting in its reconnect
+// buffer, to reach a worker late.
+func (r *Routers) SteadyAround(router string, t time.Time, after time.Duration) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	st, ok := r.live[router]
+	return ok && st.steadySince.Before(t) && st.lastBeat.After(t.Add(after))
 }
 
 // Suspect counts router gone now (a call sent to it found no responder);
@@ -125,9 +144,15 @@ func (r *Routers) onBeat(m *nats.Msg) {
 	if iv <= 0 || iv > time.Minute {
 		iv = time.Second
 	}
+	now := time.Now()
 	r.mu.Lock()
 	old, known := r.live[hb.Router]
-	r.live[hb.Router] = routerState{deadline: time.Now().Add(iv * proto.HeartbeatMisses), draining: hb.Draining}
+	steady := old.steadySince
+	if !known || old.boot != hb.Boot || old.reconnects != hb.Reconnects {
+		steady = now
+	}
+	r.live[hb.Router] = routerState{deadline: now.Add(iv * proto.HeartbeatMisses), draining: hb.Draining,
+		boot: hb.Boot, reconnects: hb.Reconnects, steadySince: steady, lastBeat: now}
 	if !known || old.draining != hb.Draining {
 		r.publish()
 	}
