@@ -297,13 +297,7 @@ func (s *Service) endForAll(cs *clientSession) {
 	if cs.dropOnly.Swap(true) {
 		return // ended already
 	}
-	if st := s.store.Load(); st != nil && cs.stored.Load() != 0 {
-		ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
-		if err := st.Delete(ctx, cs.id); err != nil {
-			s.log.Warn("session record not deleted", proto.LogSession, cs.id, proto.LogErr, err)
-		}
-		cancel()
-	}
+	s.deleteRecord(cs)
 	s.closeAcked(cs.sessionEdge(s.cfg.ID), cs.id)
 }
 
@@ -364,6 +358,12 @@ func (s *Service) sessionEnded(cs *clientSession) {
 
 // endRecord deletes cs's record and publishes its session_closed.
 func (s *Service) endRecord(cs *clientSession) {
+	s.deleteRecord(cs)
+	s.publishClosed(cs.sessionEdge(s.cfg.ID), cs.id)
+}
+
+// deleteRecord deletes cs's record, if this edge stored or read one.
+func (s *Service) deleteRecord(cs *clientSession) {
 	if st := s.store.Load(); st != nil && cs.stored.Load() != 0 {
 		ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
 		if err := st.Delete(ctx, cs.id); err != nil {
@@ -371,7 +371,6 @@ func (s *Service) endRecord(cs *clientSession) {
 		}
 		cancel()
 	}
-	s.publishClosed(cs.sessionEdge(s.cfg.ID), cs.id)
 }
 
 // adoptLocks serialize the adoptions of one session id (a client's GET and

@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -276,6 +277,14 @@ func (s *Service) answerRelayed(w http.ResponseWriter, r *http.Request, m *probe
 		return false
 	}
 	key := idKey(m.ID)
+	if edge, sdkID, ok := sdkRequestID(key); ok {
+		if edge != s.cfg.ID {
+			return s.forwardAnswer(w, r, edge, cs.id, key)
+		}
+		// This edge's SDK session asked: it gets its own id back.
+		setBody(r, replaceValue(readBody(r), m.ID, sdkID))
+		return false
+	}
 	reply, ok := cs.takeRelay(key)
 	if !ok {
 		// Relayed by another edge (the client's POST came here): it goes
@@ -317,7 +326,12 @@ func (s *Service) onForwardedAnswer(m *nats.Msg) {
 	if cs == nil {
 		return
 	}
-	reply, ok := cs.takeRelay(m.Header.Get(proto.HdrRelay))
+	key := m.Header.Get(proto.HdrRelay)
+	if strings.HasPrefix(key, "s"+sdkIDPrefix) {
+		s.onForwardedSDKAnswer(cs, m, key)
+		return
+	}
+	reply, ok := cs.takeRelay(key)
 	if !ok {
 		return
 	}

@@ -231,7 +231,7 @@ func (s *Service) recheckPending(ctx context.Context) {
 // others, which no worker knows, fail with fail, unless it is sure that
 // they ran nowhere and never will: every worker answered (none unsure),
 // the call is between lostAfter and replaceBefore old, and the router it
-// went to has been steady since before it was sent (routerSteady). Those
+// went to has been heard from well after it was sent (routerHeard). Those
 // are placed again (errLostOnTheWay): the call was lost before the
 // router, or the router's forward was lost with a connection (a stalled
 // route gives up what it held within ~3 s).
@@ -285,7 +285,7 @@ func (s *Service) settleUnplaced(ctx context.Context, ks []*bus.Call, deadline t
 		case k.Age() < lostAfter:
 			// Its forward may still be on its way, or its worker was
 			// moving too: asked again at a later sweep.
-		case sure && k.Age() < replaceBefore && s.routerSteady(k):
+		case sure && k.Age() < replaceBefore && s.routerHeard(k):
 			k.Fail(errLostOnTheWay)
 			again++
 		default:
@@ -302,14 +302,15 @@ func (s *Service) settleUnplaced(ctx context.Context, ks []*bus.Call, deadline t
 	}
 }
 
-// routerSteady reports whether the router k went to by name has been live
-// on one NATS connection, without a gap, from before k was sent until a
-// heartbeat a second after: it placed k then or never got it, and nothing
-// of k waits in its reconnect buffer. A call sent on the routers' queue
-// (no router by name) is never sure.
-func (s *Service) routerSteady(k *bus.Call) bool {
+// routerHeard reports whether the router k went to by name is live and
+// has sent a heartbeat a second or more after k was sent: anything of k
+// it published (its forward) has gone out before that heartbeat
+// (bus.Routers.HeardAfter), so a worker that does not know k will never
+// get it. A call sent on the routers' queue (no router by name) is never
+// sure.
+func (s *Service) routerHeard(k *bus.Call) bool {
 	r := k.Router()
-	return r != "" && s.routers.SteadyAround(r, k.Born(), time.Second)
+	return r != "" && s.routers.HeardAfter(r, k.Born().Add(time.Second))
 }
 
 // awaitResent gives the calls whose kept reply a worker sent again

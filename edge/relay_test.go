@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -15,6 +16,17 @@ import (
 	"github.com/switchyard-mcp/switchyard/internal/bus"
 	"github.com/switchyard-mcp/switchyard/proto"
 )
+
+// countCalls counts the tools/call requests next is given.
+func countCalls(n *atomic.Int32, next nats.MsgHandler) nats.MsgHandler {
+	return func(m *nats.Msg) {
+		var req proto.Request
+		if proto.Unmarshal(m.Data, &req) == nil && req.Method == "tools/call" {
+			n.Add(1)
+		}
+		next(m)
+	}
+}
 
 // chattyWorker answers every tools/call the way a worker relays an upstream
 // that logs, reports progress (when the call has a token) and elicits
@@ -201,19 +213,8 @@ func TestEdgeBridgesRequestsFor2026(t *testing.T) {
 	for _, o := range []rigOpts{{sse: true}, {sse: true, noFastPath: true}, {}} {
 		t.Run(fmt.Sprintf("sse=%v/fast=%v", o.sse, !o.noFastPath), func(t *testing.T) {
 			var nc *nats.Conn
-			var mu sync.Mutex
-			calls := 0
-			chatty := chattyWorker(t, &nc)
-			g := newRigWith(t, func(m *nats.Msg) {
-				var req proto.Request
-				_ = proto.Unmarshal(m.Data, &req)
-				if req.Method == "tools/call" {
-					mu.Lock()
-					calls++
-					mu.Unlock()
-				}
-				chatty(m)
-			}, &o)
+			var calls atomic.Int32
+			g := newRigWith(t, countCalls(&calls, chattyWorker(t, &nc)), &o)
 			nc = g.nc
 			asked := 0
 			client := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "1"}, &mcp.ClientOptions{
@@ -235,10 +236,8 @@ func TestEdgeBridgesRequestsFor2026(t *testing.T) {
 			if !strings.Contains(text, `"action":"accept"`) || !strings.Contains(text, `"tags":["b"]`) || asked != 1 {
 				t.Fatalf("the worker got %s after %d questions, want the client's answer after 1", text, asked)
 			}
-			mu.Lock()
-			defer mu.Unlock()
-			if calls != 1 {
-				t.Fatalf("%d calls reached the router, want 1 (the retry resumes the same call)", calls)
+			if n := calls.Load(); n != 1 {
+				t.Fatalf("%d calls reached the router, want 1 (the retry resumes the same call)", n)
 			}
 		})
 	}

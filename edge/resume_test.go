@@ -10,7 +10,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
-	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -130,19 +130,8 @@ func TestEdgeResumesAtHoldingEdge(t *testing.T) {
 	for _, fast := range []bool{true, false} {
 		t.Run(fmt.Sprintf("fast=%v", fast), func(t *testing.T) {
 			var nc *nats.Conn
-			var mu sync.Mutex
-			calls := 0
-			chatty := chattyWorker(t, &nc)
-			a := newRigWith(t, func(m *nats.Msg) {
-				var req proto.Request
-				_ = proto.Unmarshal(m.Data, &req)
-				if req.Method == "tools/call" {
-					mu.Lock()
-					calls++
-					mu.Unlock()
-				}
-				chatty(m)
-			}, &rigOpts{sse: true, noFastPath: !fast})
+			var calls atomic.Int32
+			a := newRigWith(t, countCalls(&calls, chattyWorker(t, &nc)), &rigOpts{sse: true, noFastPath: !fast})
 			nc = a.nc
 			b := newRigWith(t, nil, &rigOpts{sse: true, noFastPath: !fast, server: a.srv, id: "edge-u"})
 			client := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "1"}, &mcp.ClientOptions{
@@ -163,10 +152,8 @@ func TestEdgeResumesAtHoldingEdge(t *testing.T) {
 			if text := res.Content[0].(*mcp.TextContent).Text; !strings.Contains(text, `"action":"accept"`) || !strings.Contains(text, `"tags":["b"]`) {
 				t.Fatalf("the worker got %s, want the client's answer", text)
 			}
-			mu.Lock()
-			defer mu.Unlock()
-			if calls != 1 {
-				t.Fatalf("%d calls reached the router, want 1 (the follow-up resumes the same call)", calls)
+			if n := calls.Load(); n != 1 {
+				t.Fatalf("%d calls reached the router, want 1 (the follow-up resumes the same call)", n)
 			}
 		})
 	}

@@ -150,28 +150,7 @@ func TestReviewSSESessionCrossPrincipal(t *testing.T) {
 	alice, bob := "Bearer "+e.keys["alice"], "Bearer "+e.keys["bob"]
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
-	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, e.base+"/sse", nil)
-	req.Header.Set("Authorization", alice)
-	req.Header.Set("Accept", "text/event-stream")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("GET /sse: %d", resp.StatusCode)
-	}
-	endpoint := ""
-	sc := bufio.NewScanner(resp.Body)
-	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), "data: "); ok && strings.Contains(v, "sessionid=") {
-			endpoint = strings.TrimSpace(v)
-			break
-		}
-	}
-	if endpoint == "" {
-		t.Fatal("no endpoint event")
-	}
+	endpoint, _ := openLegacyStream(t, ctx, e.base, alice)
 	// Alice's own POST is served.
 	if code, _, b := rawDo(t, e.base, endpoint, "", http.MethodPost, initBody, "Authorization", alice); code != http.StatusAccepted {
 		t.Fatalf("alice's initialize on her SSE session: %d %s", code, b)
@@ -303,4 +282,30 @@ func TestReviewSuspendedCallsEscapeInFlight(t *testing.T) {
 	if second := call(); !strings.Contains(second, "-32069") {
 		t.Fatalf("max_in_flight 1, one call open upstream, a second one was admitted: %.200s", second)
 	}
+}
+
+// openLegacyStream opens a legacy SSE stream at base/sse with the
+// Authorization header auth, until ctx ends; it returns the POST endpoint
+// of the stream's endpoint event and the stream, read past that event.
+func openLegacyStream(t *testing.T, ctx context.Context, base, auth string) (string, *bufio.Scanner) {
+	t.Helper()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, base+"/sse", nil)
+	req.Header.Set("Authorization", auth)
+	req.Header.Set("Accept", "text/event-stream")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { resp.Body.Close() })
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET /sse: %d", resp.StatusCode)
+	}
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), "data: "); ok && strings.Contains(v, "sessionid=") {
+			return strings.TrimSpace(v), sc
+		}
+	}
+	t.Fatal("no endpoint event")
+	return "", nil
 }

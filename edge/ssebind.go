@@ -102,15 +102,8 @@ func (s *Service) sseBodyOK(w http.ResponseWriter, r *http.Request, v *view) boo
 		return true // the SDK answers 415
 	}
 	start := time.Now()
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxRequestBodyBytes))
-	if err != nil {
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			http.Error(w, "request body exceeds "+strconv.FormatInt(mbe.Limit, 10)+" bytes", http.StatusRequestEntityTooLarge)
-		} else {
-			http.Error(w, "failed to read body", http.StatusBadRequest)
-		}
-		s.refused(r, v, "", int64(jsonrpc.CodeInvalidRequest), start)
+	body, ok := s.readSSEBody(w, r, v, start)
+	if !ok {
 		return false
 	}
 	r.Body = io.NopCloser(bytes.NewReader(body))
@@ -129,6 +122,24 @@ func (s *Service) sseBodyOK(w http.ResponseWriter, r *http.Request, v *view) boo
 		}
 	}
 	return true
+}
+
+// readSSEBody reads a legacy SSE POST's body, bounded as the SDK bounds
+// it; over the bound or unreadable, it answers (413 or 400, as the SDK
+// does) and reports false.
+func (s *Service) readSSEBody(w http.ResponseWriter, r *http.Request, v *view, start time.Time) ([]byte, bool) {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxRequestBodyBytes))
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			http.Error(w, "request body exceeds "+strconv.FormatInt(mbe.Limit, 10)+" bytes", http.StatusRequestEntityTooLarge)
+		} else {
+			http.Error(w, "failed to read body", http.StatusBadRequest)
+		}
+		s.refused(r, v, "", int64(jsonrpc.CodeInvalidRequest), start)
+		return nil, false
+	}
+	return body, true
 }
 
 // legacySSEKey marks the context of a legacy HTTP+SSE session's requests.
@@ -236,18 +247,11 @@ func (s *Service) forwardSSEPost(w http.ResponseWriter, r *http.Request, v *view
 	if err != nil {
 		return false
 	}
-	start := time.Now()
 	var body []byte
 	if r.Body != nil {
-		if body, err = io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxRequestBodyBytes)); err != nil {
-			var mbe *http.MaxBytesError
-			if errors.As(err, &mbe) {
-				http.Error(w, "request body exceeds "+strconv.FormatInt(mbe.Limit, 10)+" bytes", http.StatusRequestEntityTooLarge)
-			} else {
-				http.Error(w, "failed to read body", http.StatusBadRequest)
-			}
-			s.refused(r, v, "", int64(jsonrpc.CodeInvalidRequest), start)
-			return true
+		var ok bool
+		if body, ok = s.readSSEBody(w, r, v, time.Now()); !ok {
+			return true // answered
 		}
 	}
 	m := &nats.Msg{Subject: subj, Data: body, Header: nats.Header{

@@ -161,25 +161,7 @@ func TestEdgeLegacySSEPostRefusedAtAnotherEdge(t *testing.T) {
 	alice, bob := "Bearer "+e.keys["alice"], "Bearer "+e.keys["bob"]
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
-	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, e.base+"/sse", nil)
-	req.Header.Set("Authorization", alice)
-	req.Header.Set("Accept", "text/event-stream")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	endpoint := ""
-	sc := bufio.NewScanner(resp.Body)
-	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), "data: "); ok && strings.Contains(v, "sessionid=") {
-			endpoint = strings.TrimSpace(v)
-			break
-		}
-	}
-	if endpoint == "" {
-		t.Fatal("no endpoint event")
-	}
+	endpoint, sc := openLegacyStream(t, ctx, e.base, alice)
 	if code, _, b := rawDo(t, otherBase, endpoint, "", http.MethodPost, `{"jsonrpc":"2.0","method":"notifications/initialized"}`, "Authorization", bob); code != http.StatusNotFound {
 		t.Fatalf("bob (another principal) POSTed into alice's SSE session at the other edge: %d %s", code, b)
 	}
@@ -195,7 +177,6 @@ func TestEdgeLegacySSEPostRefusedAtAnotherEdge(t *testing.T) {
 		t.Fatal(sc.Err())
 	}
 	cancel()
-	_ = resp.Body.Close()
 	deadline := time.Now().Add(5 * time.Second)
 	for sid := strings.TrimPrefix(endpoint[strings.Index(endpoint, "sessionid="):], "sessionid="); ; time.Sleep(10 * time.Millisecond) {
 		if _, held := e.g.e.sseOwners.Load(sid); !held {

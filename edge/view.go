@@ -384,6 +384,11 @@ func (s *Service) serve(w http.ResponseWriter, r *http.Request, v *view) {
 		v.newIDs.RLock()
 		defer v.newIDs.RUnlock()
 	}
+	if sid != "" && r.Header.Get("Mcp-Protocol-Version") < protocol2026 {
+		// The requests the SDK sends this session's client name this
+		// edge (sdkids.go).
+		w = &sdkIDWriter{ResponseWriter: w, edge: s.cfg.ID}
+	}
 	// Outermost: the audit and the metrics see the rewritten error too.
 	v.ServeHTTP(&sdkErrorWriter{ResponseWriter: w}, r)
 }

@@ -167,10 +167,6 @@ type RouterHeartbeat struct {
 	// Draining says the router is stopping: it places what it was sent
 	// and says Bye; edges send it nothing new meanwhile.
 	Draining bool `msgpack:"d,omitempty"`
-	// Reconnects counts the router's NATS reconnects. While it does not
-	// change, the router's connection had no gap: nothing it published
-	// waited in a reconnect buffer to go out late.
-	Reconnects uint64 `msgpack:"n,omitempty"`
 }
 
 // RouteGrant lets an edge route later tools/call requests of one tool in

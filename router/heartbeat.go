@@ -37,7 +37,6 @@ func (s *Service) heartbeat(ctx context.Context) {
 	hb := proto.RouterHeartbeat{Router: s.cfg.ID, Boot: time.Now().UnixNano(), IntervalMs: int32(HeartbeatInterval / time.Millisecond)}
 	publish := func() {
 		hb.Draining = s.draining.Load()
-		hb.Reconnects = s.nc.Stats().Reconnects
 		if data, err := proto.Marshal(&hb); err == nil {
 			_ = s.nc.Publish(subj, data)
 		}

@@ -106,25 +106,20 @@ func (r *Routers) Live(router string) bool {
 type routerState struct {
 	deadline time.Time
 	draining bool
-	// boot and reconnects are the last heartbeat's; steadySince is when
-	// they last changed (or the router was first seen), lastBeat when the
-	// last heartbeat came.
-	boot        int64
-	reconnects  uint64
-	steadySince time.Time
-	lastBeat    time.Time
+	lastBeat time.Time // when the last heartbeat came
 }
 
-// SteadyAround reports whether router is live, has had the same NATS
-// connection without a gap (same boot, same reconnect count in its
-// heartbeats) since before t, and has sent a heartbeat since t+after:
-// nothing it published around t can still be waiting in its reconnect
-// buffer, to reach a worker late.
-func (r *Routers) SteadyAround(router string, t time.Time, after time.Duration) bool {
+// HeardAfter reports whether router is live and a heartbeat of it came
+// after t. NATS keeps each connection's messages in order, and a router
+// whose connection broke sends what it buffered meanwhile before any
+// later heartbeat: so nothing it published around a moment well before
+// such a heartbeat (a call's forward to a worker) can still be on its way,
+// short of a stalled route, which NATS nodes give up within seconds.
+func (r *Routers) HeardAfter(router string, t time.Time) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	st, ok := r.live[router]
-	return ok && st.steadySince.Before(t) && st.lastBeat.After(t.Add(after))
+	return ok && st.lastBeat.After(t)
 }
 
 // Suspect counts router gone now (a call sent to it found no responder);
@@ -147,12 +142,7 @@ func (r *Routers) onBeat(m *nats.Msg) {
 	now := time.Now()
 	r.mu.Lock()
 	old, known := r.live[hb.Router]
-	steady := old.steadySince
-	if !known || old.boot != hb.Boot || old.reconnects != hb.Reconnects {
-		steady = now
-	}
-	r.live[hb.Router] = routerState{deadline: now.Add(iv * proto.HeartbeatMisses), draining: hb.Draining,
-		boot: hb.Boot, reconnects: hb.Reconnects, steadySince: steady, lastBeat: now}
+	r.live[hb.Router] = routerState{deadline: now.Add(iv * proto.HeartbeatMisses), draining: hb.Draining, lastBeat: now}
 	if !known || old.draining != hb.Draining {
 		r.publish()
 	}
