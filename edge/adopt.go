@@ -373,6 +373,10 @@ func (s *Service) deleteRecord(cs *clientSession) {
 	}
 }
 
+// afterAdoptRead, in tests, runs after an adoption read the session's
+// record (nil in production).
+var afterAdoptRead atomic.Pointer[func(sid string)]
+
 // adoptLocks serialize the adoptions of one session id (a client's GET and
 // POST may arrive at once): an id takes the lock its hash picks.
 type adoptLocks [64]sync.Mutex
@@ -442,6 +446,9 @@ func (s *Service) adopt(r *http.Request, v *view, sid string) int {
 		}
 		return adoptNone
 	}
+	if h := afterAdoptRead.Load(); h != nil {
+		(*h)(sid)
+	}
 	user := ""
 	if id := identityOf(r.Context()); id != nil {
 		user = id.user
@@ -508,6 +515,18 @@ func (s *Service) adopt(r *http.Request, v *view, sid string) int {
 	done.Set("Mcp-Protocol-Version", rec.Protocol)
 	if w := post(`{"jsonrpc":"2.0","method":"notifications/initialized"}`, done); w.Code != http.StatusAccepted {
 		s.log.Warn("session not adopted", proto.LogSession, sid, "status", w.Code)
+		cs.dropOnly.Store(true)
+		_ = cs.ss.Close()
+		return adoptNone
+	}
+	// A DELETE at another edge may have ended the session while this one
+	// replayed it (after its record was read here, before this copy was
+	// in the table to hear the session_closed): the record says.
+	ctx, cancel = context.WithTimeout(context.Background(), storeTimeout)
+	_, err = st.Get(ctx, sid)
+	cancel()
+	if errors.Is(err, sessionstore.ErrNotFound) {
+		cs.ended.Store(true)
 		cs.dropOnly.Store(true)
 		_ = cs.ss.Close()
 		return adoptNone

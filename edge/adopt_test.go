@@ -457,3 +457,38 @@ func TestEdgeAdoptedByInitialized(t *testing.T) {
 		t.Fatalf("B's SDK session was initialized twice:\n%s", logs.String())
 	}
 }
+
+// TestEdgeAdoptionRacingDelete: a session ended (DELETE at its edge) while
+// another edge was adopting it, after that edge read its record, is not
+// served there: the adopting request gets 404, and no copy stays.
+func TestEdgeAdoptionRacingDelete(t *testing.T) {
+	var got seen
+	var nc *nats.Conn
+	a := newRigWith(t, adoptRouter(&nc, &got), &rigOpts{})
+	nc = a.nc
+	b := newRigWith(t, nil, &rigOpts{server: a.srv, id: "edge-u"})
+	a.initialize()
+	b.sid = a.sid
+	deleteAtA := func(string) {
+		req, _ := http.NewRequestWithContext(t.Context(), http.MethodDelete, a.url, nil)
+		req.Header.Set("Mcp-Session-Id", a.sid)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		resp.Body.Close()
+	}
+	afterAdoptRead.Store(&deleteAtA)
+	t.Cleanup(func() { afterAdoptRead.Store(nil) })
+	if code, body, _ := b.post(`{"jsonrpc":"2.0","id":9,"method":"ping"}`); code != http.StatusNotFound {
+		t.Fatalf("B while the session ended: %d %s", code, body)
+	}
+	afterAdoptRead.Store(nil)
+	if b.e.sessions.get(a.sid) != nil {
+		t.Fatal("B keeps a copy of the ended session")
+	}
+	if code, body, _ := b.post(`{"jsonrpc":"2.0","id":10,"method":"ping"}`); code != http.StatusNotFound {
+		t.Fatalf("B after the end: %d %s", code, body)
+	}
+}
