@@ -213,14 +213,18 @@ func (s *Service) update(cs *clientSession, change func(*proto.SessionRecord)) b
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
 	defer cancel()
-	rec, err := st.Get(ctx, cs.id)
+	now := time.Now().UnixMilli()
+	// A read, a change and a write at that revision: two edges updating
+	// one record at once both count, and a record deleted meanwhile (the
+	// session ended) stays deleted.
+	rec, err := st.Update(ctx, cs.id, func(r *proto.SessionRecord) {
+		change(r)
+		r.Active = now
+	})
 	if err != nil {
-		return false
-	}
-	change(rec)
-	rec.Active = time.Now().UnixMilli()
-	if err := st.Put(ctx, rec); err != nil {
-		s.log.Warn("session record not stored", proto.LogSession, cs.id, proto.LogErr, err)
+		if !errors.Is(err, sessionstore.ErrNotFound) {
+			s.log.Warn("session record not stored", proto.LogSession, cs.id, proto.LogErr, err)
+		}
 		return false
 	}
 	cs.stored.Store(rec.Active)
@@ -523,9 +527,9 @@ func (s *Service) adopt(r *http.Request, v *view, sid string) int {
 	// replayed it (after its record was read here, before this copy was
 	// in the table to hear the session_closed): the record says.
 	ctx, cancel = context.WithTimeout(context.Background(), storeTimeout)
-	_, err = st.Get(ctx, sid)
+	exists, err := st.Exists(ctx, sid) // at the leader: a replica may lag the delete
 	cancel()
-	if errors.Is(err, sessionstore.ErrNotFound) {
+	if err == nil && !exists {
 		cs.ended.Store(true)
 		cs.dropOnly.Store(true)
 		_ = cs.ss.Close()

@@ -146,13 +146,7 @@ func TestEdgeAdoptsSession(t *testing.T) {
 // TestEdgeSessionEndsEverywhere: a session both edges hold, ended on one
 // (DELETE), is dropped by the other, which then answers 404.
 func TestEdgeSessionEndsEverywhere(t *testing.T) {
-	var got seen
-	var nc *nats.Conn
-	a := newRigWith(t, adoptRouter(&nc, &got), &rigOpts{})
-	nc = a.nc
-	b := newRigWith(t, nil, &rigOpts{server: a.srv, id: "edge-u"})
-	a.initialize()
-	b.sid = a.sid
+	a, b, _ := sharedSession(t)
 	if _, e := b.call("tools/list", `{}`); e != nil {
 		t.Fatalf("tools/list on B: %+v", e)
 	}
@@ -284,13 +278,7 @@ func TestEdgeEvictsIdleSessions(t *testing.T) {
 // of another edge's copy of the session, which filters the upstream's log
 // messages.
 func TestEdgeLevelReachesCopies(t *testing.T) {
-	var got seen
-	var nc *nats.Conn
-	a := newRigWith(t, adoptRouter(&nc, &got), &rigOpts{})
-	nc = a.nc
-	b := newRigWith(t, nil, &rigOpts{server: a.srv, id: "edge-u"})
-	a.initialize()
-	b.sid = a.sid
+	a, b, _ := sharedSession(t)
 	if _, e := b.call("tools/list", `{}`); e != nil { // B holds a copy
 		t.Fatalf("tools/list on B: %+v", e)
 	}
@@ -462,13 +450,7 @@ func TestEdgeAdoptedByInitialized(t *testing.T) {
 // another edge was adopting it, after that edge read its record, is not
 // served there: the adopting request gets 404, and no copy stays.
 func TestEdgeAdoptionRacingDelete(t *testing.T) {
-	var got seen
-	var nc *nats.Conn
-	a := newRigWith(t, adoptRouter(&nc, &got), &rigOpts{})
-	nc = a.nc
-	b := newRigWith(t, nil, &rigOpts{server: a.srv, id: "edge-u"})
-	a.initialize()
-	b.sid = a.sid
+	a, b, _ := sharedSession(t)
 	deleteAtA := func(string) {
 		req, _ := http.NewRequestWithContext(t.Context(), http.MethodDelete, a.url, nil)
 		req.Header.Set("Mcp-Session-Id", a.sid)
@@ -491,4 +473,18 @@ func TestEdgeAdoptionRacingDelete(t *testing.T) {
 	if code, body, _ := b.post(`{"jsonrpc":"2.0","id":10,"method":"ping"}`); code != http.StatusNotFound {
 		t.Fatalf("B after the end: %d %s", code, body)
 	}
+}
+
+// sharedSession is two edges on one NATS server, A (edge-t, whose router
+// answers as an upstream would and records what it routes) and B
+// (edge-u), and a session initialized on A that both rigs send as theirs.
+func sharedSession(t *testing.T) (a, b *rig, got *seen) {
+	got = &seen{}
+	var nc *nats.Conn
+	a = newRigWith(t, adoptRouter(&nc, got), &rigOpts{})
+	nc = a.nc
+	b = newRigWith(t, nil, &rigOpts{server: a.srv, id: "edge-u"})
+	a.initialize()
+	b.sid = a.sid
+	return a, b, got
 }

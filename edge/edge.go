@@ -157,6 +157,8 @@ type Service struct {
 	// resubPending is set while a resubscribe is scheduled
 	// (resubscribe.go).
 	resubPending atomic.Bool
+	// workerGoneAt is when a worker last went or restarted (Unix ns).
+	workerGoneAt atomic.Int64
 	// placement is the last presence view's placement key
 	// (placementKey); only the presence's goroutine reads and writes it.
 	placement *string
@@ -497,6 +499,7 @@ func (s *Service) start() error {
 	s.presence.OnReconnect = func(w string) { go s.recheckWorker(context.Background(), w) }
 	s.presence.OnChange = s.onPlacementChange
 	s.presence.OnGone = func(w string) {
+		s.workerGoneAt.Store(time.Now().UnixNano())
 		s.grants.dropAll()
 		if s.presence.SaidBye(w) {
 			// It answered every call it took before its Bye, and NATS

@@ -33,7 +33,8 @@ import (
 //     note) is given until recheckWithin for its note or its reply (the
 //     router may place it now); then every worker is asked about it, since
 //     its note may be what was lost, and if none knows it, it fails with
-//     errReplyLost too.
+//     errReplyLost too, or is placed again when it is sure that it ran
+//     nowhere (settleUnplaced).
 //
 // A reply that arrives meanwhile wins: a call ends once.
 
@@ -95,9 +96,9 @@ var errUnplaced = &proto.Error{Code: proto.CodeWorkerLost, Msg: "no router place
 //
 //   - one no router has placed (no placement note, no reply): every worker
 //     is asked about it (its note may be what was lost); if none knows it,
-//     it fails with errUnplaced: a router places a call within
-//     milliseconds of getting it (the calls of a router known to go
-//     silent fail sooner: routers' OnGone);
+//     it is placed again when it is sure that it ran nowhere
+//     (settleUnplaced), else it fails with errUnplaced (the calls of a
+//     router known to go silent fail sooner: routers' OnGone);
 //   - those placed on a worker are asked about (settle, in sweep mode):
 //     one the worker never saw is placed again, and a reply it kept is
 //     sent again; the calls it runs go on, however long.
@@ -230,8 +231,9 @@ func (s *Service) recheckPending(ctx context.Context) {
 // one whose kept reply a worker sent again gets resentWithin to land; the
 // others, which no worker knows, fail with fail, unless it is sure that
 // they ran nowhere and never will: every worker answered (none unsure),
-// the call is between lostAfter and replaceBefore old, and the router it
-// went to has been heard from well after it was sent (routerHeard). Those
+// the call is between lostAfter and replaceBefore old, the router it went
+// to has said since that it had nothing in hand, and no worker went
+// (routerHeard). Those
 // are placed again (errLostOnTheWay): the call was lost before the
 // router, or the router's forward was lost with a connection (a stalled
 // route gives up what it held within ~3 s).
@@ -303,14 +305,16 @@ func (s *Service) settleUnplaced(ctx context.Context, ks []*bus.Call, deadline t
 }
 
 // routerHeard reports whether the router k went to by name is live and
-// has sent a heartbeat a second or more after k was sent: anything of k
-// it published (its forward) has gone out before that heartbeat
-// (bus.Routers.HeardAfter), so a worker that does not know k will never
-// get it. A call sent on the routers' queue (no router by name) is never
-// sure.
+// has said, in a heartbeat a second or more after k was sent, that it had
+// no call queued or in hand: anything of k it received has been placed
+// (its forward gone out before that heartbeat) or answered
+// (bus.Routers.ClearAfter). And no worker went or restarted since k was
+// sent: one that held k and is gone cannot be asked. A call sent on the
+// routers' queue (no router by name) is never sure.
 func (s *Service) routerHeard(k *bus.Call) bool {
 	r := k.Router()
-	return r != "" && s.routers.HeardAfter(r, k.Born().Add(time.Second))
+	return r != "" && s.routers.ClearAfter(r, k.Born().Add(time.Second)) &&
+		time.Unix(0, s.workerGoneAt.Load()).Before(k.Born())
 }
 
 // awaitResent gives the calls whose kept reply a worker sent again

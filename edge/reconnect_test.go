@@ -1,7 +1,6 @@
 package edge
 
 import (
-	"fmt"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -140,14 +139,8 @@ func respondKept(nc *nats.Conn, subj string) error {
 // its result, no error; a call whose kept reply the worker sent again
 // completes with that reply.
 func TestEdgeReconnectResendsUndelivered(t *testing.T) {
-	var nc *nats.Conn
-	held := make(chan *nats.Msg, 8)
-	g := newRigWith(t, func(m *nats.Msg) {
-		_ = nc.PublishMsg(&nats.Msg{Subject: m.Reply, Header: nats.Header{proto.HdrPlaced: []string{"w-1"}}})
-		held <- m
-	}, &rigOpts{cfg: func(c *Config) { c.CallTimeout = 60 * time.Second }})
-	nc = g.nc
-	g.initialize()
+	g, held := placingRig(t, "w-1")
+	nc := g.nc
 	var resend atomic.Pointer[string] // the reply subject of the call answered from the keep
 	resendsKept(t, nc, "w-1", &resend)
 	never, kept := make(chan string, 1), make(chan string, 1)
@@ -231,14 +224,8 @@ func TestEdgeUnplacedCallFails(t *testing.T) {
 // reconnected to NATS, the edge asks it about the calls placed on it
 // before; one it never saw is placed again and completes.
 func TestEdgeRechecksAfterWorkerReconnect(t *testing.T) {
-	var nc *nats.Conn
-	held := make(chan *nats.Msg, 4)
-	g := newRigWith(t, func(m *nats.Msg) {
-		_ = nc.PublishMsg(&nats.Msg{Subject: m.Reply, Header: nats.Header{proto.HdrPlaced: []string{"w-r"}}})
-		held <- m
-	}, &rigOpts{cfg: func(c *Config) { c.CallTimeout = 60 * time.Second }})
-	nc = g.nc
-	g.initialize()
+	g, held := placingRig(t, "w-r")
+	nc := g.nc
 	hb := func(reconnects uint64) {
 		subj, _ := proto.EvtWorkerSubject("w-r")
 		data, _ := proto.Marshal(&proto.Heartbeat{Worker: "w-r", Boot: 7, IntervalMs: 200, Reconnects: reconnects})
@@ -307,14 +294,8 @@ func TestEdgeRechecksAfterWorkerReconnect(t *testing.T) {
 // worker's noticed) is placed again within two sweeps, and completes; one
 // the worker says it runs is left alone.
 func TestEdgeSweepReplacesLostCall(t *testing.T) {
-	var nc *nats.Conn
-	held := make(chan *nats.Msg, 4)
-	g := newRigWith(t, func(m *nats.Msg) {
-		_ = nc.PublishMsg(&nats.Msg{Subject: m.Reply, Header: nats.Header{proto.HdrPlaced: []string{"w-s"}}})
-		held <- m
-	}, &rigOpts{cfg: func(c *Config) { c.CallTimeout = 60 * time.Second }})
-	nc = g.nc
-	g.initialize()
+	g, held := placingRig(t, "w-s")
+	nc := g.nc
 	var running atomic.Pointer[string] // the reply subject of the call the worker runs
 	subj, _ := proto.AppendWorkerSubject(nil, "w-s", proto.OpInFlight)
 	if _, err := nc.Subscribe(string(subj), func(m *nats.Msg) {
@@ -493,15 +474,15 @@ func (g *rig) cutEdge() {
 	}
 }
 
-// TestEdgeReplacesUnplacedCall: a call sent to a router by name
-// that no worker knows and no note came for, while that router is heard
-// from well after it, was lost on its way (the router never got it, or its
-// forward was lost with a connection): it is placed again and completes.
-// A router that fell silent may place it yet: the call fails instead,
-// "may still run".
+// TestEdgeReplacesUnplacedCall: a call sent to a router by name that no
+// worker knows and no note came for, while that router said well after it
+// that it had nothing in hand, was lost on its way (the router never got
+// it, or its forward was lost with a connection): it is placed again and
+// completes. A router that fell silent, or keeps reporting a backlog, may
+// place it yet: the call fails instead, "may still run".
 func TestEdgeReplacesUnplacedCall(t *testing.T) {
-	for _, silent := range []bool{false, true} {
-		t.Run(fmt.Sprintf("router_silent=%v", silent), func(t *testing.T) {
+	for _, router := range []string{"clear", "silent", "backlog"} {
+		t.Run(router, func(t *testing.T) {
 			var nc *nats.Conn
 			var got atomic.Int32
 			g := newRigWith(t, nil, &rigOpts{cfg: func(c *Config) { c.CallTimeout = 60 * time.Second }})
@@ -523,10 +504,11 @@ func TestEdgeReplacesUnplacedCall(t *testing.T) {
 				tick := time.NewTicker(100 * time.Millisecond)
 				defer tick.Stop()
 				for {
-					if silent && got.Load() > 0 {
+					sent := got.Load() > 0
+					if router == "silent" && sent {
 						return
 					}
-					data, _ := proto.Marshal(&proto.RouterHeartbeat{Router: "r-1", Boot: 5, IntervalMs: 100})
+					data, _ := proto.Marshal(&proto.RouterHeartbeat{Router: "r-1", Boot: 5, IntervalMs: 100, Backlog: router == "backlog" && sent})
 					_ = nc.Publish(subj, data)
 					select {
 					case <-stop:
@@ -539,11 +521,26 @@ func TestEdgeReplacesUnplacedCall(t *testing.T) {
 			g.initialize()
 			_, body, _ := g.post(`{"jsonrpc":"2.0","id":31,"method":"tools/call","params":{"name":"up__x","arguments":{}}}`)
 			switch {
-			case !silent && (!strings.Contains(body, "placed again") || got.Load() != 2):
+			case router == "clear" && (!strings.Contains(body, "placed again") || got.Load() != 2):
 				t.Fatalf("call answered %s after %d sends, want the second send's answer", body, got.Load())
-			case silent && (!strings.Contains(body, `"code":-32064`) || got.Load() != 1):
+			case router != "clear" && (!strings.Contains(body, `"code":-32064`) || got.Load() != 1):
 				t.Fatalf("call answered %s after %d sends, want -32064 and one send", body, got.Load())
 			}
 		})
 	}
+}
+
+// placingRig is an initialized rig whose router places every call on
+// worker (its placement note) and hands it to held, unanswered; calls
+// time out after a minute.
+func placingRig(t *testing.T, worker string) (*rig, chan *nats.Msg) {
+	var nc *nats.Conn
+	held := make(chan *nats.Msg, 8)
+	g := newRigWith(t, func(m *nats.Msg) {
+		_ = nc.PublishMsg(&nats.Msg{Subject: m.Reply, Header: nats.Header{proto.HdrPlaced: []string{worker}}})
+		held <- m
+	}, &rigOpts{cfg: func(c *Config) { c.CallTimeout = 60 * time.Second }})
+	nc = g.nc
+	g.initialize()
+	return g, held
 }

@@ -193,14 +193,13 @@ func relayEdge(key string) string {
 //
 //   - the edge holding a GET stream of the session (or a legacy SSE
 //     session, which is its stream) delivers it;
-//   - the origin edge, holding the session without a stream, delivers a
-//     notification too (the SDK keeps it for a GET stream that resumes
-//     there), and refuses a request of a session that has ended (no
-//     record);
+//   - the origin edge, holding the session without a stream, delivers it
+//     too (the SDK keeps it for a GET stream that opens or resumes there),
+//     and refuses a request of a session that has ended (no record);
 //   - every other edge drops it.
 //
-// A client with GET streams open on two edges gets a notification on
-// each.
+// A client with GET streams open on two edges gets a message on each; a
+// request the first answer settles (the worker takes one answer).
 func (s *Service) onSessionMsg(m *nats.Msg) {
 	if s.onListenMsg(m) {
 		return
@@ -220,15 +219,8 @@ func (s *Service) onSessionMsg(m *nats.Msg) {
 		}
 		return
 	}
-	if cs.streams.Load() == 0 && (cs.ss == nil || cs.ss.ID() != "") {
-		// No stream here (a legacy SSE session has no SDK id: it is its
-		// stream).
-		if !origin {
-			return
-		}
-		if u, ok := parseUpMsg(m); !ok || u.id != nil {
-			return // a request is for the edge with a stream, if any
-		}
+	if !origin && cs.streams.Load() == 0 && (cs.ss == nil || cs.ss.ID() != "") {
+		return // no stream here (a legacy SSE session has no SDK id: it is its stream)
 	}
 	s.mu.Lock()
 	v := s.views[cs.view]

@@ -115,7 +115,7 @@ func (s *Service) resubscribeSoon() {
 // whose GET stream it holds: where the updates go) and of its listen
 // subscriptions. Failures are retried, then logged.
 func (s *Service) resubscribe(ctx context.Context) {
-	var todo []proto.Request
+	var reqs []proto.Request
 	for _, cs := range s.sessions.all() {
 		if cs.origin != "" && cs.streams.Load() == 0 {
 			continue // another edge's session with no stream here
@@ -131,30 +131,30 @@ func (s *Service) resubscribe(ctx context.Context) {
 		}
 		for _, uri := range cs.subURIs() {
 			params, _ := json.Marshal(map[string]string{"uri": uri}) // strings only: always encodes
-			todo = append(todo, proto.Request{Method: "resources/subscribe", Tenant: v.tenant, View: v.name, Name: uri,
+			reqs = append(reqs, proto.Request{Method: "resources/subscribe", Tenant: v.tenant, View: v.name, Name: uri,
 				Session: cs.id, Edge: cs.sessionEdge(s.cfg.ID), Protocol: cs.protocol, ClientCaps: cs.caps, Params: params})
 		}
 	}
 	s.subs.mu.Lock()
 	for _, ls := range s.subs.byURI {
 		params, _ := json.Marshal(map[string]string{"uri": ls.uri})
-		todo = append(todo, proto.Request{Method: "resources/subscribe", Tenant: ls.v.tenant, Edge: s.cfg.ID, View: ls.v.name,
+		reqs = append(reqs, proto.Request{Method: "resources/subscribe", Tenant: ls.v.tenant, Edge: s.cfg.ID, View: ls.v.name,
 			Name: ls.uri, Session: ls.session, Protocol: "2025-11-25", Params: params})
 	}
 	s.subs.mu.Unlock()
-	if len(todo) == 0 {
+	if len(reqs) == 0 {
 		return
 	}
-	s.log.Info("subscribing again after a worker went", "subscriptions", len(todo))
+	s.log.Info("subscribing again after a worker went", "subscriptions", len(reqs))
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, 8)
-	for i := range todo {
+	for i := range reqs {
 		wg.Add(1)
 		sem <- struct{}{}
 		go func() {
 			defer func() { <-sem; wg.Done() }()
 			for try := 1; ; try++ {
-				preq := todo[i]
+				preq := reqs[i]
 				cctx, cancel := context.WithTimeout(ctx, s.cfg.CallTimeout)
 				_, _, err := s.roundTrip(cctx, &preq, proto.OpResourcesSubscribe, nil, nil, nil)
 				cancel()

@@ -34,15 +34,19 @@ var errHolderGone = &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "un
 // waits for the call's outcome, handing the call's messages to onMsg on
 // the calling goroutine, in order, before the outcome. The result is the
 // call's raw result (an input_required result when the call asks for
-// input again); errors are *jsonrpc.Error, or ctx's cause.
+// input again); errors are *jsonrpc.Error, or ctx's cause. A client that
+// goes away meanwhile does not cancel the call at the holding edge, which
+// ends it by its own deadline; a holding edge that dies meanwhile leaves
+// the wait to its bound (the call timeout and resumeWait).
 func (s *Service) resumeAt(ctx context.Context, edge string, rq *proto.Resume, onMsg func(*nats.Msg) bool) ([]byte, error) {
 	subj, err := proto.EdgeResumeSubject(edge)
 	if err != nil {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "unknown or expired requestState"}
 	}
 	rq.Inbox = s.nc.NewInbox()
-	msgs := make(chan *nats.Msg, 64)
-	sub, err := s.nc.ChanSubscribe(rq.Inbox+".*", msgs)
+	// A synchronous subscription: its queue grows as needed (a channel
+	// would drop what a slow client leaves unread, the outcome too).
+	sub, err := s.nc.SubscribeSync(rq.Inbox + ".*")
 	if err != nil {
 		return nil, s.toJSONRPC(ctx, proto.Errorf(proto.CodeUnavailable, "resume at edge %s: %v", edge, err), rq.Method)
 	}
@@ -56,33 +60,36 @@ func (s *Service) resumeAt(ctx context.Context, edge string, rq *proto.Resume, o
 	if err := s.nc.PublishMsg(&nats.Msg{Subject: subj, Reply: rq.Inbox + ".r", Data: body}); err != nil {
 		return nil, s.toJSONRPC(ctx, proto.Errorf(proto.CodeUnavailable, "resume at edge %s: %v", edge, err), rq.Method)
 	}
-	wait := time.NewTimer(s.cfg.CallTimeout + timeoutGrace + resumeWait)
-	defer wait.Stop()
+	wctx, cancel := context.WithTimeout(ctx, s.cfg.CallTimeout+timeoutGrace+resumeWait)
+	defer cancel()
 	for {
-		select {
-		case m := <-msgs:
-			if proto.LastToken(m.Subject) == "m" {
-				if onMsg != nil {
-					onMsg(m)
-				}
-				continue
-			}
-			if m.Header.Get("Status") == "503" {
-				return nil, errHolderGone
-			}
-			var rep proto.Reply
-			if err := proto.Unmarshal(m.Data, &rep); err != nil {
-				return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "resume: bad reply from edge " + edge}
-			}
-			if rep.Error != nil {
-				return nil, &jsonrpc.Error{Code: int64(rep.Error.Code), Message: rep.Error.Msg, Data: rep.Error.Data}
-			}
-			return rep.Result, nil
-		case <-wait.C:
-			return nil, s.toJSONRPC(ctx, proto.Errorf(proto.CodeTimeout, "%s %s: no answer from edge %s within %s", rq.Method, rq.Name, edge, s.cfg.CallTimeout), rq.Method)
-		case <-ctx.Done():
-			return nil, context.Cause(ctx)
+		m, err := sub.NextMsgWithContext(wctx)
+		if errors.Is(err, nats.ErrNoResponders) {
+			return nil, errHolderGone
 		}
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil, context.Cause(ctx)
+			}
+			return nil, s.toJSONRPC(ctx, proto.Errorf(proto.CodeTimeout, "%s %s: no answer from edge %s within %s", rq.Method, rq.Name, edge, s.cfg.CallTimeout), rq.Method)
+		}
+		if proto.LastToken(m.Subject) == "m" {
+			if onMsg != nil {
+				onMsg(m)
+			}
+			continue
+		}
+		if m.Header.Get("Status") == "503" {
+			return nil, errHolderGone
+		}
+		var rep proto.Reply
+		if err := proto.Unmarshal(m.Data, &rep); err != nil {
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "resume: bad reply from edge " + edge}
+		}
+		if rep.Error != nil {
+			return nil, &jsonrpc.Error{Code: int64(rep.Error.Code), Message: rep.Error.Msg, Data: rep.Error.Data}
+		}
+		return rep.Result, nil
 	}
 }
 

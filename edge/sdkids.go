@@ -58,7 +58,8 @@ func (w *sdkIDWriter) Flush() {
 func (w *sdkIDWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // renameSDKRequestIDs returns the SSE event p with the integer id of each
-// request on its data lines renamed to sy-sdk-<edge>-<id>.
+// request on its data lines renamed to sy-sdk-<edge>-<id>, and so the
+// requestId of a notifications/cancelled the SDK sends for one of them.
 func renameSDKRequestIDs(p []byte, edge string) []byte {
 	lines := bytes.SplitAfter(p, []byte("\n"))
 	changed := false
@@ -68,17 +69,28 @@ func renameSDKRequestIDs(p []byte, edge string) []byte {
 			continue
 		}
 		body := bytes.TrimRight(data, "\r\n")
-		var id []byte
-		method := false
+		var id, params []byte
+		method := ""
 		jsonscan.Members(body, func(k, v []byte) {
 			switch {
 			case jsonscan.KeyIs(k, "method"):
-				method = true
+				method = jsonscan.Unquote(v)
 			case jsonscan.KeyIs(k, "id"):
 				id = v
+			case jsonscan.KeyIs(k, "params"):
+				params = v
 			}
 		})
-		if !method || len(id) == 0 {
+		if method == "notifications/cancelled" {
+			// The SDK cancels one of its requests: by the id the client
+			// knows it by.
+			jsonscan.Members(params, func(k, v []byte) {
+				if jsonscan.KeyIs(k, "requestId") {
+					id = v
+				}
+			})
+		}
+		if method == "" || len(id) == 0 {
 			continue
 		}
 		if _, err := strconv.ParseInt(string(id), 10, 64); err != nil {

@@ -22,6 +22,8 @@ func TestRenameSDKRequestIDs(t *testing.T) {
 			"event: message\nid: s_1\ndata: {\"jsonrpc\":\"2.0\",\"id\":\"sy-sdk-edge-t-3\",\"method\":\"elicitation/create\",\"params\":{}}\n\n"},
 		{"data: {\"jsonrpc\":\"2.0\",\"id\":3,\"result\":{\"method\":\"x\"}}\n\n", ""},
 		{"data: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/message\",\"params\":{}}\n\n", ""},
+		{"data: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\",\"params\":{\"requestId\":4,\"reason\":\"x\"}}\n\n",
+			"data: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\",\"params\":{\"requestId\":\"sy-sdk-edge-t-4\",\"reason\":\"x\"}}\n\n"},
 		{"data: {\"jsonrpc\":\"2.0\",\"id\":\"a\",\"method\":\"ping\"}\n\n", ""},
 		{"{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"ping\"}", ""},
 	} {

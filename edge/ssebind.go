@@ -261,6 +261,13 @@ func (s *Service) forwardSSEPost(w http.ResponseWriter, r *http.Request, v *view
 	ctx, cancel := context.WithTimeout(r.Context(), sseForwardWait)
 	defer cancel()
 	rep, err := s.nc.RequestMsgWithContext(ctx, m)
+	for try := 0; errors.Is(err, nats.ErrNoResponders) && try < 2; try++ {
+		// Nobody took it, so it can go again: the holding edge's
+		// subscription may not have reached this NATS node yet (a client
+		// POSTs at once on the endpoint event).
+		time.Sleep(100 * time.Millisecond)
+		rep, err = s.nc.RequestMsgWithContext(ctx, m)
+	}
 	if err != nil {
 		if errors.Is(err, nats.ErrNoResponders) {
 			return false // no edge holds it: unknown
@@ -323,6 +330,9 @@ func (s *Service) takeSSEPosts(v *view, sid, owner string) *nats.Subscription {
 		s.log.Warn("legacy SSE session takes POSTs here only", proto.LogErr, err)
 		return nil
 	}
+	// At the server before the client learns the endpoint (this runs as
+	// the SDK writes it).
+	_ = s.nc.FlushTimeout(time.Second)
 	return sub
 }
 

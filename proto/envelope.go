@@ -167,6 +167,10 @@ type RouterHeartbeat struct {
 	// Draining says the router is stopping: it places what it was sent
 	// and says Bye; edges send it nothing new meanwhile.
 	Draining bool `msgpack:"d,omitempty"`
+	// Backlog says calls were queued at the router, or being handled,
+	// when it sent this heartbeat. One without it tells an edge that every
+	// call the router had received by then has been placed or answered.
+	Backlog bool `msgpack:"k,omitempty"`
 }
 
 // RouteGrant lets an edge route later tools/call requests of one tool in

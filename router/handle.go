@@ -24,6 +24,8 @@ import (
 // outcome (the code it answered with, 0 when it routed the request or
 // answered a list) are the router's hop in the metrics.
 func (s *Service) onCall(m *nats.Msg) {
+	s.handling.Add(1)
+	defer s.handling.Add(-1)
 	if m.Reply == "" {
 		return // nobody to answer; a call without a reply subject is dropped
 	}

@@ -37,6 +37,7 @@ func (s *Service) heartbeat(ctx context.Context) {
 	hb := proto.RouterHeartbeat{Router: s.cfg.ID, Boot: time.Now().UnixNano(), IntervalMs: int32(HeartbeatInterval / time.Millisecond)}
 	publish := func() {
 		hb.Draining = s.draining.Load()
+		hb.Backlog = s.backlog()
 		if data, err := proto.Marshal(&hb); err == nil {
 			_ = s.nc.Publish(subj, data)
 		}
@@ -58,4 +59,22 @@ func (s *Service) heartbeat(ctx context.Context) {
 			_ = s.nc.FlushTimeout(time.Second)
 		}
 	}
+}
+
+// backlog reports whether calls wait in the router's intake subscriptions
+// or are being handled (proto.RouterHeartbeat.Backlog). The handler count
+// is read on both sides of the pending counts, so a call moving from a
+// queue to the handler is seen.
+func (s *Service) backlog() bool {
+	if s.handling.Load() > 0 {
+		return true
+	}
+	if subs := s.intake.Load(); subs != nil {
+		for _, sub := range *subs {
+			if n, _, err := sub.Pending(); err == nil && n > 0 {
+				return true
+			}
+		}
+	}
+	return s.handling.Load() > 0
 }

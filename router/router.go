@@ -102,7 +102,9 @@ type Service struct {
 	// intake are the route queue subscriptions while Run serves (nil
 	// before and after): their pending count is the router's mailbox.
 	intake atomic.Pointer[[]*nats.Subscription]
-	rr     atomic.Uint64
+	// handling counts the calls onCall is handling (heartbeat's Backlog).
+	handling atomic.Int32
+	rr       atomic.Uint64
 
 	mu      sync.Mutex // guards state and the loaded flags
 	state   *catalog.State

@@ -104,22 +104,23 @@ func (r *Routers) Live(router string) bool {
 // routerState is a live router's deadline (its next heartbeat due by
 // then) and whether it is draining (live, but picked no more).
 type routerState struct {
-	deadline time.Time
-	draining bool
-	lastBeat time.Time // when the last heartbeat came
+	deadline  time.Time
+	draining  bool
+	lastClear time.Time // when the last heartbeat without Backlog came
 }
 
-// HeardAfter reports whether router is live and a heartbeat of it came
-// after t. NATS keeps each connection's messages in order, and a router
-// whose connection broke sends what it buffered meanwhile before any
-// later heartbeat: so nothing it published around a moment well before
-// such a heartbeat (a call's forward to a worker) can still be on its way,
-// short of a stalled route, which NATS nodes give up within seconds.
-func (r *Routers) HeardAfter(router string, t time.Time) bool {
+// ClearAfter reports whether router is live and sent, after t, a
+// heartbeat saying it had no call queued or in hand (no Backlog). NATS
+// keeps each connection's messages in order, and a router whose
+// connection broke sends what it buffered meanwhile before any later
+// heartbeat: so every call it had received by then has been placed (its
+// forward gone out) or answered, short of a stalled route, which NATS
+// nodes give up within seconds.
+func (r *Routers) ClearAfter(router string, t time.Time) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	st, ok := r.live[router]
-	return ok && st.lastBeat.After(t)
+	return ok && st.lastClear.After(t)
 }
 
 // Suspect counts router gone now (a call sent to it found no responder);
@@ -142,7 +143,11 @@ func (r *Routers) onBeat(m *nats.Msg) {
 	now := time.Now()
 	r.mu.Lock()
 	old, known := r.live[hb.Router]
-	r.live[hb.Router] = routerState{deadline: now.Add(iv * proto.HeartbeatMisses), draining: hb.Draining, lastBeat: now}
+	clear := old.lastClear
+	if !hb.Backlog {
+		clear = now
+	}
+	r.live[hb.Router] = routerState{deadline: now.Add(iv * proto.HeartbeatMisses), draining: hb.Draining, lastClear: clear}
 	if !known || old.draining != hb.Draining {
 		r.publish()
 	}

@@ -17,9 +17,10 @@ type TasksFile struct {
 	// KeyFile is a file holding the key that seals the task ids workers
 	// hand out (KV switchyard_keys, key "tasks"): the standard base64 of
 	// 32 random bytes (`head -c 32 /dev/urandom | base64`). tenancy-svc
-	// alone reads it, and writes it to the bucket at start and whenever
-	// the store is made again, so task ids survive the loss of the NATS
-	// store. Without it tenancy-svc makes a random key when there is none.
+	// reads it (and `switchyard nats provision` run as tenancy-svc), and
+	// writes it to the bucket at start and whenever the store is made
+	// again, so task ids survive the loss of the NATS store. Without it
+	// tenancy-svc makes a random key when there is none.
 	// Env SWITCHYARD_TASK_KEY_FILE.
 	KeyFile string `yaml:"key_file"`
 }

@@ -109,6 +109,56 @@ func (s *Store) Get(ctx context.Context, id string) (*proto.SessionRecord, error
 	return &rec, nil
 }
 
+// Exists reports whether session id has a record, read at the bucket
+// stream's leader (a replica may still hold a record just deleted).
+func (s *Store) Exists(ctx context.Context, id string) (bool, error) {
+	if !ValidID(id) {
+		return false, nil
+	}
+	_, err := s.leaderGet(ctx, id)
+	switch {
+	case errors.Is(err, ErrNotFound):
+		return false, nil
+	case err != nil:
+		return false, err
+	}
+	return true, nil
+}
+
+// Update changes the record of session id with change and writes it back
+// if nobody wrote it meanwhile (its revision), trying again from a fresh
+// read up to three times. A record that is gone (the session ended) is
+// not written again: ErrNotFound.
+func (s *Store) Update(ctx context.Context, id string, change func(*proto.SessionRecord)) (*proto.SessionRecord, error) {
+	if !ValidID(id) {
+		return nil, ErrNotFound
+	}
+	var err error
+	for range 3 {
+		var e jetstream.KeyValueEntry
+		e, err = s.kv.Get(ctx, id)
+		if errors.Is(err, jetstream.ErrKeyNotFound) {
+			return nil, ErrNotFound
+		}
+		if err != nil {
+			return nil, fmt.Errorf("sessionstore: get: %w", err)
+		}
+		var rec proto.SessionRecord
+		if err := proto.Unmarshal(e.Value(), &rec); err != nil || rec.ID != id {
+			return nil, fmt.Errorf("sessionstore: decode %s: bad record", id)
+		}
+		change(&rec)
+		data, merr := proto.Marshal(&rec)
+		if merr != nil {
+			return nil, fmt.Errorf("sessionstore: encode: %w", merr)
+		}
+		if _, err = s.kv.Update(ctx, id, data, e.Revision()); err == nil {
+			return &rec, nil
+		}
+	}
+	return nil, fmt.Errorf("sessionstore: update %s: %w", id, err)
+}
+
 // leaderGet reads the value of key id at the bucket stream's leader
 // ($JS.API.STREAM.MSG.GET, which only the leader answers): ErrNotFound for
 // no value or a deleted one.

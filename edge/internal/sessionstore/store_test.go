@@ -3,6 +3,7 @@ package sessionstore
 import (
 	"context"
 	"errors"
+	"slices"
 	"testing"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -105,5 +106,54 @@ func TestStoreConfirmsMissingAtLeader(t *testing.T) {
 		if _, err := stale.Get(t.Context(), id); !errors.Is(err, ErrNotFound) {
 			t.Errorf("Get(%q) at the leader: %v, want ErrNotFound", id, err)
 		}
+	}
+}
+
+// TestStoreUpdate: updates of one record from two writers both count (the
+// second, whose read went stale, reads again); a deleted record is not
+// written again; Exists reads at the leader.
+func TestStoreUpdate(t *testing.T) {
+	s := provisiontest.Start(t)
+	js, _ := jetstream.New(natstest.Connect(t, s))
+	st, err := Open(t.Context(), js)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := &proto.SessionRecord{ID: "edge-a-UPD234", Origin: "edge-a", Tenant: "acme", Protocol: "2025-11-25"}
+	if err := st.Put(t.Context(), rec); err != nil {
+		t.Fatal(err)
+	}
+	// The first change writes the record while the second is between its
+	// read and its write.
+	inner := false
+	if _, err := st.Update(t.Context(), rec.ID, func(r *proto.SessionRecord) {
+		r.Subs = append(r.Subs, "test://outer")
+		if !inner {
+			inner = true
+			if _, err := st.Update(t.Context(), rec.ID, func(r *proto.SessionRecord) { r.Subs = append(r.Subs, "test://inner") }); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := st.Get(t.Context(), rec.ID)
+	if err != nil || !slices.Equal(got.Subs, []string{"test://inner", "test://outer"}) {
+		t.Fatalf("after two updates: %+v %v", got, err)
+	}
+	if ok, err := st.Exists(t.Context(), rec.ID); !ok || err != nil {
+		t.Fatalf("Exists: %v %v", ok, err)
+	}
+	if err := st.Delete(t.Context(), rec.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Update(t.Context(), rec.ID, func(r *proto.SessionRecord) { r.LogLevel = "info" }); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("update of a deleted record: %v", err)
+	}
+	if _, err := st.Get(t.Context(), rec.ID); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("the deleted record came back: %v", err)
+	}
+	if ok, err := st.Exists(t.Context(), rec.ID); ok || err != nil {
+		t.Fatalf("Exists after delete: %v %v", ok, err)
 	}
 }

@@ -479,8 +479,20 @@ func runNATSProvision(args []string, stdout, stderr io.Writer) int {
 	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
 	defer cancel()
 	// Only tenancy-svc may write the secrets; as admin, missing ones are
-	// reported (tenancy-svc creates them at start).
-	res, err := provision.Ensure(ctx, js, provision.FromFile(cfg), provision.Options{Update: *update, CreateSecrets: id == proto.IdentityTenancy})
+	// reported (tenancy-svc creates them at start). As tenancy-svc, the
+	// task key is tasks.key_file's, as tenancy-svc would make it.
+	plan := provision.FromFile(cfg)
+	if id == proto.IdentityTenancy {
+		key, err := cfg.Tasks.Key(os.ReadFile)
+		if err != nil {
+			fmt.Fprintln(stderr, "switchyard nats provision:", err)
+			return 1
+		}
+		if key != nil {
+			plan.Fixed = map[string][]byte{proto.KeyTasks: key}
+		}
+	}
+	res, err := provision.Ensure(ctx, js, plan, provision.Options{Update: *update, CreateSecrets: id == proto.IdentityTenancy})
 	for _, w := range res.Created {
 		fmt.Fprintln(stdout, "created", w)
 	}
