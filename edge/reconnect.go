@@ -304,6 +304,23 @@ func (s *Service) settleUnplaced(ctx context.Context, ks []*bus.Call, deadline t
 	}
 }
 
+// forwardSettled reports whether the message that took placed call k to
+// its worker can no longer be on its way: the edge sent it itself (a
+// route grant: the edge's own buffer went out at its reconnect, before it
+// asks), or the router that placed it has said, a second or more after k
+// was sent, that it had nothing queued or in hand (routerHeard). A router
+// whose connection broke between sending k's placement note and its
+// forward sends the forward when it reconnects, maybe seconds later: k
+// must not be placed again before. A call placed through the routers'
+// queue (no router by name) is never sure.
+func (s *Service) forwardSettled(k *bus.Call) bool {
+	if k.Direct() {
+		return true
+	}
+	r := k.Router()
+	return r != "" && s.routers.ClearAfter(r, k.Born().Add(time.Second))
+}
+
 // routerHeard reports whether the router k went to by name is live and
 // has said, in a heartbeat a second or more after k was sent, that it had
 // no call queued or in hand: anything of k it received has been placed
@@ -370,7 +387,7 @@ func (s *Service) settle(ctx context.Context, worker string, ks []*bus.Call, dea
 		case ok && !a.unsure && k.Age() < lostAfter:
 			// It may still be on its way (a stalled route): asked again
 			// at a later sweep.
-		case ok && !a.unsure && k.Age() < replaceBefore:
+		case ok && !a.unsure && k.Age() < replaceBefore && s.forwardSettled(k):
 			if !k.Done() {
 				k.Fail(errLostOnTheWay)
 				again++

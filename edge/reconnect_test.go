@@ -530,17 +530,96 @@ func TestEdgeReplacesUnplacedCall(t *testing.T) {
 	}
 }
 
-// placingRig is an initialized rig whose router places every call on
-// worker (its placement note) and hands it to held, unanswered; calls
-// time out after a minute.
+// placingRig is an initialized rig whose router, known to the edge by
+// name ("r-t", heartbeating with no backlog), places every call on worker
+// (its placement note) and hands it to held, unanswered; calls time out
+// after a minute.
 func placingRig(t *testing.T, worker string) (*rig, chan *nats.Msg) {
-	var nc *nats.Conn
 	held := make(chan *nats.Msg, 8)
-	g := newRigWith(t, func(m *nats.Msg) {
+	g := newRigWith(t, nil, &rigOpts{cfg: func(c *Config) { c.CallTimeout = 60 * time.Second }})
+	nc := g.nc
+	namedRouter(t, g, "r-t", func(m *nats.Msg) {
 		_ = nc.PublishMsg(&nats.Msg{Subject: m.Reply, Header: nats.Header{proto.HdrPlaced: []string{worker}}})
 		held <- m
-	}, &rigOpts{cfg: func(c *Config) { c.CallTimeout = 60 * time.Second }})
-	nc = g.nc
+	})
 	g.initialize()
 	return g, held
+}
+
+// namedRouter has handle take the calls the rig's edge sends router id by
+// name, and sends id's heartbeats (no backlog) every 100 ms until the test
+// ends; it returns once the edge counts the router live.
+func namedRouter(t *testing.T, g *rig, id string, handle nats.MsgHandler) {
+	t.Helper()
+	sub, err := g.nc.Subscribe(proto.RouterRouteSubjects(id), handle)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	t.Cleanup(func() { close(stop); <-done; _ = sub.Unsubscribe() })
+	go func() {
+		defer close(done)
+		subj, _ := proto.EvtRouterSubject(id)
+		tick := time.NewTicker(100 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			data, _ := proto.Marshal(&proto.RouterHeartbeat{Router: id, Boot: 5, IntervalMs: 100})
+			_ = g.nc.Publish(subj, data)
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	waitUntil(t, "router "+id+" live", func() bool { return g.e.routers.Live(id) })
+}
+
+// TestEdgeSweepKeepsCallOfBusyRouter: a placed call its worker never saw
+// is not placed again while the router that placed it has not said, since,
+// that it had nothing in hand: its forward may wait in the router's
+// reconnect buffer, and would run the call a second time. It fails,
+// "may have run", and was sent once.
+func TestEdgeSweepKeepsCallOfBusyRouter(t *testing.T) {
+	g := newRigWith(t, nil, &rigOpts{cfg: func(c *Config) { c.CallTimeout = 60 * time.Second }})
+	nc := g.nc
+	var sent atomic.Int32
+	sub, err := nc.Subscribe(proto.RouterRouteSubjects("r-b"), func(m *nats.Msg) {
+		sent.Add(1)
+		_ = nc.PublishMsg(&nats.Msg{Subject: m.Reply, Header: nats.Header{proto.HdrPlaced: []string{"w-b"}}})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Unsubscribe()
+	stop := make(chan struct{})
+	defer close(stop)
+	go func() { // heartbeats that report a backlog once the call is in
+		subj, _ := proto.EvtRouterSubject("r-b")
+		tick := time.NewTicker(100 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			data, _ := proto.Marshal(&proto.RouterHeartbeat{Router: "r-b", Boot: 5, IntervalMs: 100, Backlog: sent.Load() > 0})
+			_ = nc.Publish(subj, data)
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	waitUntil(t, "router r-b live", func() bool { return g.e.routers.Live("r-b") })
+	subj, _ := proto.AppendWorkerSubject(nil, "w-b", proto.OpInFlight)
+	if _, err := nc.Subscribe(string(subj), func(m *nats.Msg) {
+		data, _ := proto.Marshal(&proto.InFlight{}) // never saw it, and is sure
+		_ = nc.Publish(m.Reply, data)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	g.initialize()
+	_, body, _ := g.post(`{"jsonrpc":"2.0","id":77,"method":"tools/call","params":{"name":"up__x","arguments":{}}}`)
+	if !strings.Contains(body, `"code":-32064`) || sent.Load() != 1 {
+		t.Fatalf("call answered %s after %d sends, want -32064 and one send", body, sent.Load())
+	}
 }
