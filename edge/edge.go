@@ -549,14 +549,15 @@ func (s *Service) start() error {
 		return fmt.Errorf("edge: presence: %w", err)
 	}
 	// A router that goes (its Bye, missed heartbeats, or no responder on
-	// its subject) costs only the calls it held and had not placed: they
-	// ran nowhere and are sent to another router (roundTrip's attempts).
+	// its subject and no heartbeat within bus.SuspectGrace) costs only the
+	// calls it held and had not placed.
 	s.routers.OnGone = func(r string, said bool) {
-		// A router that said Bye (after placing all it had) or has no
-		// subscription ran nothing of what it still holds: those calls go
-		// to another router. One that only went silent may be late, not
-		// dead, and place them yet: they fail, retryable by the client,
-		// never sent twice by the edge.
+		// A router that said Bye (after placing all it had) ran nothing of
+		// what it still holds: those calls go to another router
+		// (roundTrip's attempts). One that only went silent, or lost its
+		// subscription and did not come back, may be late, not dead, and
+		// place them yet: they fail, retryable by the client, never sent
+		// twice by the edge.
 		err := bus.ErrRouterLost
 		if !said {
 			err = bus.ErrRouterSilent

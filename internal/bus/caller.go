@@ -31,7 +31,8 @@ type Caller struct {
 	// on a worker that is already gone fails at once with ErrWorkerLost.
 	Gone func(worker string) bool
 	// RouterMissing, if set, is told of a router a call was sent to by
-	// name that had no subscription (it is gone).
+	// name that had no subscription (it is gone, or reconnecting: see
+	// Routers.Suspect). That call fails with ErrRouterLost.
 	RouterMissing func(router string)
 
 	seq atomic.Uint64

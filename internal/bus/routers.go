@@ -28,23 +28,25 @@ import (
 // Safe for concurrent use. Call Start once, then Run.
 type Routers struct {
 	nc *nats.Conn
-	// OnGone, if set, is called (on the subscription's or Run's goroutine)
-	// with each router that went: said is true when it said so (its Bye,
-	// after placing every call it had) or could not be reached (no
-	// responder), false when it only stopped heartbeating (it may be
-	// late, not dead, and still place what it holds). Set it before Start.
+	// OnGone, if set, is called (on the subscription's, Run's or a timer's
+	// goroutine) with each router that went: said is true when it said so
+	// (its Bye, after placing every call it had), false when it stopped
+	// heartbeating or could not be reached and did not come back within
+	// SuspectGrace (it may be late, not dead, and still place what it
+	// holds). Set it before Start.
 	OnGone func(router string, said bool)
 
-	mu   sync.Mutex
-	live map[string]routerState // guarded by mu
-	pick atomic.Pointer[[]string]
-	rr   atomic.Uint64
-	sub  *nats.Subscription
+	mu      sync.Mutex
+	live    map[string]routerState // guarded by mu
+	suspect map[string]bool        // guarded by mu: suspected, not back yet (Suspect)
+	pick    atomic.Pointer[[]string]
+	rr      atomic.Uint64
+	sub     *nats.Subscription
 }
 
 // NewRouters returns an empty set on nc.
 func NewRouters(nc *nats.Conn) *Routers {
-	r := &Routers{nc: nc, live: map[string]routerState{}}
+	r := &Routers{nc: nc, live: map[string]routerState{}, suspect: map[string]bool{}}
 	r.pick.Store(&[]string{})
 	return r
 }
@@ -123,9 +125,41 @@ func (r *Routers) ClearAfter(router string, t time.Time) bool {
 	return ok && st.lastClear.After(t)
 }
 
-// Suspect counts router gone now (a call sent to it found no responder);
-// a later heartbeat brings it back.
-func (r *Routers) Suspect(router string) { r.drop(router, true) }
+// SuspectGrace is how long a router suspected of being gone (Suspect) has
+// to heartbeat again before it counts as gone: a router whose NATS node
+// went is back on another within it (its heartbeats come every 500 ms).
+const SuspectGrace = 1200 * time.Millisecond
+
+// Suspect stops picking router now (a call sent to it found no responder:
+// it has no subscription on the bus at the moment). That call reached
+// nobody; but a router whose connection broke (its NATS node restarting)
+// holds the calls it took before, and sends what it placed meanwhile when
+// it reconnects, so the others it holds are not given up yet: if it does
+// not heartbeat again within SuspectGrace, it counts as gone without
+// having said so (OnGone, said false), unless its Bye comes first (said
+// true). A heartbeat brings it back. An unknown router is ignored.
+func (r *Routers) Suspect(router string) {
+	r.mu.Lock()
+	_, known := r.live[router]
+	if known {
+		delete(r.live, router)
+		r.suspect[router] = true
+		r.publish()
+	}
+	r.mu.Unlock()
+	if !known {
+		return
+	}
+	time.AfterFunc(SuspectGrace, func() {
+		r.mu.Lock()
+		still := r.suspect[router]
+		delete(r.suspect, router)
+		r.mu.Unlock()
+		if still && r.OnGone != nil {
+			r.OnGone(router, false)
+		}
+	})
+}
 
 func (r *Routers) onBeat(m *nats.Msg) {
 	var hb proto.RouterHeartbeat
@@ -142,6 +176,7 @@ func (r *Routers) onBeat(m *nats.Msg) {
 	}
 	now := time.Now()
 	r.mu.Lock()
+	delete(r.suspect, hb.Router) // back
 	old, known := r.live[hb.Router]
 	clear := old.lastClear
 	if !hb.Backlog {
@@ -157,6 +192,10 @@ func (r *Routers) onBeat(m *nats.Msg) {
 func (r *Routers) drop(router string, said bool) {
 	r.mu.Lock()
 	_, known := r.live[router]
+	if r.suspect[router] {
+		known = true // its Bye during the grace: it went (Suspect's timer does nothing)
+		delete(r.suspect, router)
+	}
 	delete(r.live, router)
 	if known {
 		r.publish()

@@ -1,6 +1,8 @@
 package bus
 
 import (
+	"fmt"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -22,14 +24,19 @@ func beat(t *testing.T, nc *nats.Conn, id string, iv time.Duration, bye bool) {
 }
 
 // TestRouters: a router is live from its heartbeat until its Bye, its
-// missed heartbeats, or a suspicion; Pick takes the live ones in turn.
+// missed heartbeats, or a suspicion it does not answer within
+// SuspectGrace; Pick takes the live ones in turn.
 func TestRouters(t *testing.T) {
 	s := natstest.Start(t)
 	nc, pub := natstest.Connect(t, s), natstest.Connect(t, s)
 	r := NewRouters(nc)
 	var mu sync.Mutex
 	var gone []string
-	r.OnGone = func(id string, _ bool) { mu.Lock(); gone = append(gone, id); mu.Unlock() }
+	r.OnGone = func(id string, said bool) {
+		mu.Lock()
+		gone = append(gone, fmt.Sprint(id, "/", said))
+		mu.Unlock()
+	}
 	if err := r.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -52,16 +59,60 @@ func TestRouters(t *testing.T) {
 	waitFor(t, "rb gone at its Bye", func() bool { return !r.Live("rb") })
 	waitFor(t, "ra gone after missed heartbeats", func() bool { return !r.Live("ra") })
 	r.Suspect("nobody") // unknown: nothing
-	beat(t, pub, "rc", time.Second, false)
+	beat(t, pub, "rc", time.Hour, false)
 	waitFor(t, "rc live", func() bool { return r.Live("rc") })
 	r.Suspect("rc")
 	if r.Live("rc") || r.Pick() != "" {
 		t.Fatal("a suspected router is still live")
 	}
 	mu.Lock()
+	if len(gone) != 2 {
+		t.Errorf("gone %v at the suspicion, want rb and ra only", gone)
+	}
+	mu.Unlock()
+	waitFor(t, "rc gone after the grace", func() bool { mu.Lock(); defer mu.Unlock(); return len(gone) == 3 })
+	mu.Lock()
 	defer mu.Unlock()
-	if len(gone) != 3 || gone[0] != "rb" || gone[1] != "ra" || gone[2] != "rc" {
-		t.Fatalf("gone %v", gone)
+	if want := []string{"rb/true", "ra/false", "rc/false"}; !slices.Equal(gone, want) {
+		t.Fatalf("gone %v, want %v", gone, want)
+	}
+}
+
+// TestRoutersSuspectBack: a suspected router that heartbeats within
+// SuspectGrace (its connection moved to another NATS node) is live again
+// and not gone: the calls it holds are not given up; one that says Bye
+// during the grace is gone as having said so.
+func TestRoutersSuspectBack(t *testing.T) {
+	s := natstest.Start(t)
+	nc, pub := natstest.Connect(t, s), natstest.Connect(t, s)
+	r := NewRouters(nc)
+	gone := make(chan string, 4)
+	r.OnGone = func(id string, said bool) { gone <- fmt.Sprint(id, "/", said) }
+	if err := r.Start(); err != nil {
+		t.Fatal(err)
+	}
+	_ = nc.Flush()
+	go func() { _ = r.Run(t.Context()) }()
+	beat(t, pub, "ra", time.Hour, false)
+	beat(t, pub, "rb", time.Hour, false)
+	waitFor(t, "ra and rb live", func() bool { return r.Live("ra") && r.Live("rb") })
+	r.Suspect("ra")
+	r.Suspect("rb")
+	beat(t, pub, "ra", time.Hour, false) // back
+	beat(t, pub, "rb", time.Hour, true)  // Bye
+	waitFor(t, "ra live again", func() bool { return r.Live("ra") })
+	select {
+	case g := <-gone:
+		if g != "rb/true" {
+			t.Fatalf("gone %s, want rb/true", g)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("rb's Bye during the grace: not gone")
+	}
+	select {
+	case g := <-gone:
+		t.Fatalf("gone %s after the grace: ra came back, rb was gone already", g)
+	case <-time.After(SuspectGrace + 500*time.Millisecond):
 	}
 }
 

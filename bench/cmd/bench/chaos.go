@@ -133,7 +133,11 @@ func chaosRun(ctx context.Context, bin, dir string, sessions, sleepMS int, only 
 		total, twice := runs.Counts()
 		fmt.Fprintf(os.Stderr, "bench chaos: the upstream ran %d calls, %d of them more than once\n", total, len(twice))
 		if len(twice) > 0 {
-			_ = os.WriteFile(filepath.Join(dir, "ran-twice.txt"), []byte(strings.Join(twice, "\n")+"\n"), 0o644)
+			var b strings.Builder
+			for _, t := range twice {
+				fmt.Fprintf(&b, "%s: %s\n", t, strings.Join(runs.Arrivals(t), "; "))
+			}
+			_ = os.WriteFile(filepath.Join(dir, "ran-twice.txt"), []byte(b.String()), 0o644)
 			rs = append(rs, chaos.Result{Scenario: chaos.Scenario{Name: "calls that ran more than once (whole run)"}, Err: fmt.Errorf("%d calls ran more than once (ran-twice.txt)", len(twice))})
 		}
 	}()

@@ -114,4 +114,10 @@ func TestRunCounter(t *testing.T) {
 	if total, twice := c.Counts(); total != 2 || len(twice) != 1 || twice[0] != "s1-1" {
 		t.Fatalf("counts %d %v", total, twice)
 	}
+	if a := c.Arrivals("s1-1"); len(a) != 2 || !strings.Contains(a[0], "session -") {
+		t.Fatalf("arrivals of s1-1: %q", a)
+	}
+	if a := c.Arrivals("s1-2"); len(a) != 0 {
+		t.Fatalf("arrivals of a text that came once: %q", a)
+	}
 }

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"sort"
 	"sync"
+	"time"
 )
 
 // RunCounter counts, at the upstream, the tools/call requests by the
@@ -14,10 +15,17 @@ import (
 type RunCounter struct {
 	mu     sync.Mutex
 	byText map[string]int // guarded by mu
+	// seen is, for the texts received more than once, when each copy
+	// came and on which upstream session ("-" for none).
+	seen map[string][]string // guarded by mu
+	// first is when each text first came, and its session.
+	first map[string]string // guarded by mu
 }
 
 // NewRunCounter returns an empty counter.
-func NewRunCounter() *RunCounter { return &RunCounter{byText: map[string]int{}} }
+func NewRunCounter() *RunCounter {
+	return &RunCounter{byText: map[string]int{}, seen: map[string][]string{}, first: map[string]string{}}
+}
 
 // Wrap counts the tools/call requests h receives.
 func (c *RunCounter) Wrap(h http.Handler) http.Handler {
@@ -26,8 +34,21 @@ func (c *RunCounter) Wrap(h http.Handler) http.Handler {
 			b, err := io.ReadAll(r.Body)
 			if err == nil {
 				if t, ok := echoText(b); ok {
+					sid := r.Header.Get("Mcp-Session-Id")
+					if sid == "" {
+						sid = "-"
+					}
+					at := time.Now().Format("15:04:05.000") + " session " + sid
 					c.mu.Lock()
 					c.byText[t]++
+					switch c.byText[t] {
+					case 1:
+						c.first[t] = at
+					case 2:
+						c.seen[t] = append(c.seen[t], c.first[t], at)
+					default:
+						c.seen[t] = append(c.seen[t], at)
+					}
 					c.mu.Unlock()
 				}
 			}
@@ -68,4 +89,12 @@ func (c *RunCounter) Counts() (total int, twice []string) {
 	}
 	sort.Strings(twice)
 	return total, twice
+}
+
+// Arrivals returns, for a text received more than once, when each copy
+// came and on which upstream session.
+func (c *RunCounter) Arrivals(text string) []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]string(nil), c.seen[text]...)
 }
