@@ -237,7 +237,7 @@ func (s *Service) writeAuthFailure(w http.ResponseWriter, r *http.Request, f *au
 	if f.status == http.StatusServiceUnavailable {
 		w.Header().Set("Retry-After", "1")
 	}
-	http.Error(w, http.StatusText(f.status)+": "+f.desc, f.status)
+	httpError(w, r, http.StatusText(f.status)+": "+f.desc, f.status)
 }
 
 // bindSessions wraps an SDK handler so that a request with credentials

@@ -620,7 +620,7 @@ func TestAuthUpstreamHiddenByPolicy(t *testing.T) {
 	if hidden != http.StatusNotFound || unknown != http.StatusNotFound {
 		t.Fatalf("hidden %d %s, unknown %d %s", hidden, hb, unknown, ub)
 	}
-	if strings.ReplaceAll(hb, `"up"`, `"nope"`) != ub || hh.Get("Content-Type") != uh.Get("Content-Type") {
+	if strings.ReplaceAll(hb, `\"up\"`, `\"nope\"`) != ub || hh.Get("Content-Type") != uh.Get("Content-Type") {
 		t.Fatalf("a hidden upstream reads %q, an unknown one %q", hb, ub)
 	}
 	// The metadata document does not tell them apart either: both exist.

@@ -55,9 +55,6 @@ func (s *Service) serveFast(w http.ResponseWriter, r *http.Request, v *view, m *
 	if m == nil || s.noFastPath || m.JSONRPC != "2.0" || r.Header.Get("Last-Event-ID") != "" {
 		return false
 	}
-	if m.Method == "notifications/cancelled" {
-		return s.cancelFast(w, r, v, m)
-	}
 	op, ok := fastMethods[m.Method]
 	if !ok || !validID(m.ID) || (len(m.Params) > 0 && m.Params[0] != '{') || tooDeep(m.Params) {
 		return false
@@ -233,16 +230,23 @@ func (s *Service) runFast(w http.ResponseWriter, r *http.Request, v *view, fc *f
 		}
 		release = done
 	}
+	// mayAnswer takes the call out of its session's table before its
+	// response goes out: false when the client cancelled it first, and
+	// then no response is sent (MCP, "Cancellation"), whatever the
+	// upstream answered.
+	mayAnswer := func() bool { return true }
 	if cs := fc.session; cs != nil {
 		preq.Session, preq.ClientCaps = cs.id, cs.caps
 		id := idKey(m.ID)
-		if !cs.track(id, cancel) {
+		entry := cs.track(id, cancel)
+		if entry == nil {
 			code = int64(jsonrpc.CodeInvalidRequest)
 			span.Fail(int64(jsonrpc.CodeInvalidRequest), "duplicate in-flight request ID")
 			writeRPCError(w, http.StatusBadRequest, m.ID, int(jsonrpc.CodeInvalidRequest), "duplicate in-flight request ID "+string(m.ID))
 			return
 		}
-		defer cs.untrack(id)
+		defer cs.untrack(id, entry)
+		mayAnswer = func() bool { return cs.answering(id, entry) }
 	}
 	var stamps nats.Header
 	if fc.op == proto.OpToolsCall && string(p.meta(hop.MetaKey)) == "true" {
@@ -282,6 +286,11 @@ func (s *Service) runFast(w http.ResponseWriter, r *http.Request, v *view, fc *f
 		release = nil
 		raw, timing, err = s.suspend(sp, br.asked, user, held), nil, nil
 	}
+	if !mayAnswer() {
+		span.Fail(codeRequestCancelled, "cancelled by the client")
+		out.noAnswer()
+		return
+	}
 	if err != nil {
 		var je *jsonrpc.Error
 		if !errors.As(err, &je) {
@@ -317,8 +326,9 @@ func (s *Service) runFast(w http.ResponseWriter, r *http.Request, v *view, fc *f
 	s.writeResponse(out, fc.protocol, m.ID, raw, nil)
 }
 
-// codeRequestCancelled answers a call the client cancelled; the client
-// ignores it (MCP: no response is expected after notifications/cancelled).
+// codeRequestCancelled answers a call cancelled by the gateway (its
+// client session ended); a call the client cancelled gets no response
+// (fastOut.noAnswer). Metrics and the audit count both under it.
 const codeRequestCancelled = -32800
 
 var emptyParams = json.RawMessage("{}")
@@ -520,24 +530,6 @@ func appendOneLine(dst, v []byte) []byte {
 		return append(dst, "null"...)
 	}
 	return append(dst, b.Bytes()...)
-}
-
-// cancelFast handles notifications/cancelled for a call the fast path is
-// serving on a stateful session; others go to the SDK.
-func (s *Service) cancelFast(w http.ResponseWriter, r *http.Request, v *view, m *probeMsg) bool {
-	if len(m.ID) > 0 {
-		return false // not a notification
-	}
-	cs := s.sessions.get(r.Header.Get("Mcp-Session-Id"))
-	if cs == nil || cs.view != v.key {
-		return false
-	}
-	id := m.params().RequestID
-	if len(id) == 0 || !validID(id) || !cs.cancel(idKey(id)) {
-		return false
-	}
-	w.WriteHeader(http.StatusAccepted)
-	return true
 }
 
 // idKey is the in-flight table key of a raw JSON-RPC id, equal for ids

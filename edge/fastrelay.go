@@ -108,6 +108,16 @@ func (o *fastOut) primeLocked() {
 	o.retried = true
 }
 
+// noAnswer ends the response of a call the client cancelled with no
+// JSON-RPC response in it (MCP: none is sent after notifications/cancelled):
+// the SSE stream ends as it is, or, if it had not started, is one with no
+// event (a request's answer is JSON or SSE, never a bare 202).
+func (o *fastOut) noAnswer() {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.openLocked()
+}
+
 // close stops the priming timer before the handler returns; w is not
 // touched after it.
 func (o *fastOut) close() {

@@ -29,6 +29,19 @@ var clientMethods = map[string]bool{
 	"tasks/get": true, "tasks/update": true, "tasks/cancel": true, // tasks extension (SEP-2663: tasks/result and tasks/list are gone)
 }
 
+// clientNotifications are the notifications a client may send a server
+// (MCP schema, ClientNotification). Others are accepted and dropped: JSON-RPC
+// gives a notification no answer, and MCP asks receivers to ignore what they
+// do not know.
+var clientNotifications = map[string]bool{
+	"notifications/initialized": true, "notifications/cancelled": true,
+	"notifications/progress": true, "notifications/roots/list_changed": true,
+}
+
+// protocolNoBatches is the first protocol version without JSON-RPC batches
+// (2025-06-18 removed them).
+const protocolNoBatches = "2025-06-18"
+
 // paramsRequired are the requests whose params the MCP schema requires.
 var paramsRequired = map[string]bool{
 	"initialize": true, "tools/call": true, "prompts/get": true, "resources/read": true,
@@ -88,6 +101,13 @@ func (s *Service) precheck(w http.ResponseWriter, r *http.Request, v *view) (*pr
 			s.refuseClash(w, r, v, m, c, start)
 			return nil, false
 		}
+		if single == nil && r.Header.Get("Mcp-Protocol-Version") >= protocolNoBatches {
+			// The SDK answers these with a plain-text 400.
+			writeRPCError(w, http.StatusBadRequest, nil, int(jsonrpc.CodeInvalidRequest),
+				"Invalid Request: JSON-RPC batches are not supported in protocol version "+protocolNoBatches+" and later")
+			s.refused(r, v, "", int64(jsonrpc.CodeInvalidRequest), start)
+			return nil, false
+		}
 		if msg := malformed(m); msg != "" {
 			// The SDK answers these with a plain-text 400 whose text names
 			// Go types ("invalid ID type map[string]interface {}").
@@ -97,6 +117,12 @@ func (s *Service) precheck(w http.ResponseWriter, r *http.Request, v *view) (*pr
 			}
 			writeRPCError(w, http.StatusBadRequest, id, int(jsonrpc.CodeInvalidRequest), msg)
 			s.refused(r, v, m.Method, int64(jsonrpc.CodeInvalidRequest), start)
+			return nil, false
+		}
+		if m.Method != "" && len(m.ID) == 0 && !clientNotifications[m.Method] && single != nil {
+			// An unknown notification: accepted and ignored (the SDK
+			// answers a plain-text 400). In a batch it is dropped below.
+			w.WriteHeader(http.StatusAccepted)
 			return nil, false
 		}
 		if stateful && m.Method != "" && m.Method != "initialize" && r.Header.Get("Mcp-Session-Id") == "" &&
@@ -128,7 +154,42 @@ func (s *Service) precheck(w http.ResponseWriter, r *http.Request, v *view) (*pr
 			return nil, false
 		}
 	}
+	if single == nil {
+		return nil, dropUnknownNotifications(w, r, body, msgs)
+	}
 	return single, true
+}
+
+// dropUnknownNotifications removes from a batch body the notifications
+// no client sends (clientNotifications), which are ignored; a batch of
+// nothing else is answered 202 here. It reports whether the request goes
+// on.
+func dropUnknownNotifications(w http.ResponseWriter, r *http.Request, body []byte, msgs []*probeMsg) bool {
+	unknown := 0
+	for _, m := range msgs {
+		if m != nil && m.Method != "" && len(m.ID) == 0 && !clientNotifications[m.Method] {
+			unknown++
+		}
+	}
+	if unknown == 0 {
+		return true
+	}
+	if unknown == len(msgs) {
+		w.WriteHeader(http.StatusAccepted)
+		return false
+	}
+	var raws []json.RawMessage
+	_ = json.Unmarshal(body, &raws) // parseBody decoded it
+	kept := raws[:0]
+	for i, m := range msgs {
+		if m == nil || m.Method == "" || len(m.ID) > 0 || clientNotifications[m.Method] {
+			kept = append(kept, raws[i])
+		}
+	}
+	b, _ := json.Marshal(kept)
+	r.Body = io.NopCloser(bytes.NewReader(b))
+	r.ContentLength = int64(len(b))
+	return true
 }
 
 // malformed returns why m is not a JSON-RPC 2.0 message the SDK can
@@ -139,6 +200,10 @@ func malformed(m *probeMsg) string {
 	switch {
 	case m.JSONRPC != "2.0":
 		return `Invalid Request: jsonrpc must be "2.0"`
+	case string(m.ID) == "null" && m.Method != "":
+		// JSON-RPC discourages it; MCP requires a request's id to be a
+		// string or a number (the SDK answers a plain-text 400).
+		return "Invalid Request: a request's id must be a string or a number, not null"
 	case len(m.ID) > 0 && string(m.ID) != "null" && !validID(m.ID):
 		return "Invalid Request: id must be a string, a number or null"
 	case len(m.ID) > 0 && !idInRange(m.ID):

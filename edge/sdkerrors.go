@@ -34,11 +34,25 @@ const sdkErrorPrefix = "handling '"
 // error (see above). The SDK writes each message, SSE event or JSON body,
 // with one Write (writeEvent; a JSON response is one message or one
 // batch), so a message is never split between two.
+//
+// For a POST (a JSON-RPC message) it also turns the SDK's plain-text
+// refusals (http.Error: 400, 403, 404, 405, 413, 415, 500) into JSON-RPC
+// error responses with the same status and text: code -32600 for a 4xx
+// status, -32603 otherwise, under the message's id when it has a valid
+// one (id), null otherwise. finish writes such a response.
 type sdkErrorWriter struct {
 	http.ResponseWriter
+	post  bool            // the request is a POST: plain-text refusals become JSON-RPC
+	id    json.RawMessage // the message's id, if one request with a valid id
+	plain int             // the status of a plain-text refusal held back, 0 if none
+	text  []byte          // its text
 }
 
 func (w *sdkErrorWriter) Write(p []byte) (int, error) {
+	if w.plain != 0 {
+		w.text = append(w.text, p...)
+		return len(p), nil
+	}
 	if !bytes.Contains(p, []byte(`"message":"`+sdkErrorPrefix)) {
 		return w.ResponseWriter.Write(p)
 	}
@@ -50,10 +64,57 @@ func (w *sdkErrorWriter) Write(p []byte) (int, error) {
 
 func (w *sdkErrorWriter) WriteHeader(status int) {
 	w.Header().Del("Content-Length") // the body's length may change
+	if w.post && status >= 400 && strings.HasPrefix(w.Header().Get("Content-Type"), "text/plain") {
+		w.plain = status // answered by finish
+		return
+	}
 	w.ResponseWriter.WriteHeader(status)
 }
 
+// finish writes the JSON-RPC error response of a plain-text refusal held
+// back, if any. Call it once the SDK's handler returned.
+func (w *sdkErrorWriter) finish() {
+	if w.plain == 0 {
+		return
+	}
+	w.Header().Del("X-Content-Type-Options")
+	writeRPCError(w.ResponseWriter, w.plain, w.id, rpcCodeOfStatus(w.plain), plainText(w.text, w.plain))
+}
+
+// rpcCodeOfStatus is the JSON-RPC error code of an HTTP refusal: -32600
+// (Invalid Request) for a 4xx status, -32603 (Internal error) otherwise.
+func rpcCodeOfStatus(status int) int {
+	if status >= 400 && status < 500 {
+		return int(jsonrpc.CodeInvalidRequest)
+	}
+	return int(jsonrpc.CodeInternalError)
+}
+
+// plainText is the message of a plain-text refusal: its text trimmed, or
+// the status's name when it has none.
+func plainText(text []byte, status int) string {
+	if t := strings.TrimSpace(string(text)); t != "" {
+		return t
+	}
+	return http.StatusText(status)
+}
+
+// httpError answers r, refused before any JSON-RPC handling, with status
+// and msg: a POST (a JSON-RPC message) gets a JSON-RPC error response
+// with a null id (rpcCodeOfStatus), anything else msg as text
+// (http.Error).
+func httpError(w http.ResponseWriter, r *http.Request, msg string, status int) {
+	if r.Method != http.MethodPost {
+		http.Error(w, msg, status)
+		return
+	}
+	writeRPCError(w, status, nil, rpcCodeOfStatus(status), msg)
+}
+
 func (w *sdkErrorWriter) Flush() {
+	if w.plain != 0 {
+		return
+	}
 	if f, ok := w.ResponseWriter.(http.Flusher); ok {
 		f.Flush()
 	}

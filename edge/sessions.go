@@ -32,14 +32,18 @@ type clientSession struct {
 	refs     int         // guarded by mu: POSTs in progress
 	timer    *time.Timer // guarded by mu: nil without a timeout or once closed
 	timeout  time.Duration
-	inflight map[string]context.CancelFunc // guarded by mu: fast-path calls by idKey
-	viaSDK   map[string]int                // guarded by mu: requests the SDK serves, by idKey
-	relayed  map[string]string             // guarded by mu: relay id -> where the client's answer goes
-	subs     map[string]struct{}           // guarded by mu: the resource URIs the client is subscribed to
-	asks     sync.WaitGroup                // session-level relayed requests in flight
-	aliased  aliases                       // ids the SDK could not echo, in flight
-	logLevel atomic.Pointer[string]        // the level of the client's last logging/setLevel
-	gone     func(cs *clientSession)       // told when the session ends
+	inflight map[string]*fastEntry // guarded by mu: fast-path calls by idKey
+	viaSDK   map[string]int        // guarded by mu: requests the SDK serves, by idKey
+	// cancelledSDK holds the idKeys of requests the SDK serves that the
+	// client cancelled (notifications/cancelled): their responses are
+	// not sent (sdkCancelWriter).
+	cancelledSDK map[string]bool         // guarded by mu
+	relayed      map[string]string       // guarded by mu: relay id -> where the client's answer goes
+	subs         map[string]struct{}     // guarded by mu: the resource URIs the client is subscribed to
+	asks         sync.WaitGroup          // session-level relayed requests in flight
+	aliased      aliases                 // ids the SDK could not echo, in flight
+	logLevel     atomic.Pointer[string]  // the level of the client's last logging/setLevel
+	gone         func(cs *clientSession) // told when the session ends
 
 	// origin is the edge that created the session ("": this one): its
 	// requests go out under that edge's name (proto.SessionRecord.Origin).
@@ -225,7 +229,7 @@ func (t *sessionTable) get(id string) *clientSession {
 func (t *sessionTable) add(ss *mcp.ServerSession, id, view, tenant, owner, protocol, origin, slot string, timeout time.Duration,
 	idle func(cs *clientSession), gone func(cs *clientSession)) *clientSession {
 	cs := &clientSession{id: id, ss: ss, view: view, tenant: tenant, owner: owner, protocol: protocol, origin: origin, timeout: timeout,
-		inflight: map[string]context.CancelFunc{}, relayed: map[string]string{}}
+		inflight: map[string]*fastEntry{}, relayed: map[string]string{}}
 	if timeout > 0 {
 		cs.timer = time.AfterFunc(timeout, func() { idle(cs) })
 	}
@@ -288,8 +292,8 @@ func (t *sessionTable) end(cs *clientSession) {
 		cs.timer.Stop()
 		cs.timer = nil
 	}
-	for _, cancel := range cs.inflight {
-		cancel() // the session is over: so are its calls
+	for _, e := range cs.inflight {
+		e.cancel() // the session is over: so are its calls
 	}
 	cs.mu.Unlock()
 	cs.gone(cs)
@@ -331,16 +335,20 @@ func (cs *clientSession) startPOST() func() {
 	}
 }
 
-// track records a fast-path call by its idKey; false if a call with that
-// id is already in flight on the session.
-func (cs *clientSession) track(id string, cancel context.CancelFunc) bool {
+// fastEntry is a fast-path call in flight on a session.
+type fastEntry struct{ cancel context.CancelFunc }
+
+// track records a fast-path call by its idKey; nil if a call with that id
+// is already in flight on the session.
+func (cs *clientSession) track(id string, cancel context.CancelFunc) *fastEntry {
 	cs.mu.Lock()
 	defer cs.mu.Unlock()
 	if _, dup := cs.inflight[id]; dup || cs.viaSDK[id] > 0 {
-		return false
+		return nil
 	}
-	cs.inflight[id] = cancel
-	return true
+	e := &fastEntry{cancel: cancel}
+	cs.inflight[id] = e
+	return e
 }
 
 // trackSDK records a request the SDK serves, so that the fast path refuses
@@ -364,23 +372,66 @@ func (cs *clientSession) untrackSDK(id string) {
 	defer cs.mu.Unlock()
 	if cs.viaSDK[id]--; cs.viaSDK[id] <= 0 {
 		delete(cs.viaSDK, id)
+		delete(cs.cancelledSDK, id)
 	}
 }
 
-func (cs *clientSession) untrack(id string) {
+// cancelSDK notes that the client cancelled the request with idKey id the
+// SDK serves, reporting whether there is one.
+func (cs *clientSession) cancelSDK(id string) bool {
 	cs.mu.Lock()
-	delete(cs.inflight, id)
+	defer cs.mu.Unlock()
+	if cs.viaSDK[id] == 0 {
+		return false
+	}
+	if cs.cancelledSDK == nil {
+		cs.cancelledSDK = map[string]bool{}
+	}
+	cs.cancelledSDK[id] = true
+	return true
+}
+
+// cancelledBySDKClient reports whether the client cancelled the request
+// with idKey id the SDK serves.
+func (cs *clientSession) cancelledBySDKClient(id string) bool {
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	return cs.cancelledSDK[id]
+}
+
+// untrack forgets fast-path call e, if it is still the one under id.
+func (cs *clientSession) untrack(id string, e *fastEntry) {
+	cs.mu.Lock()
+	if cs.inflight[id] == e {
+		delete(cs.inflight, id)
+	}
 	cs.mu.Unlock()
 }
 
-// cancel cancels the fast-path call with idKey id, reporting whether there
-// was one.
+// answering takes fast-path call e out of the table before its response
+// is written, reporting false when the client cancelled it first (cancel
+// took it out): it then gets no response. A cancellation that comes after
+// this finds no call.
+func (cs *clientSession) answering(id string, e *fastEntry) bool {
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	if cs.inflight[id] != e {
+		return false
+	}
+	delete(cs.inflight, id)
+	return true
+}
+
+// cancel cancels the fast-path call with idKey id at the client's
+// notifications/cancelled, reporting whether there was one: it is taken
+// out of the table, so its response is never written (answering).
 func (cs *clientSession) cancel(id string) bool {
 	cs.mu.Lock()
-	c, ok := cs.inflight[id]
+	e, ok := cs.inflight[id]
+	delete(cs.inflight, id)
 	cs.mu.Unlock()
 	if ok {
-		c()
+		e.cancel()
 	}
 	return ok
 }

@@ -34,6 +34,12 @@ func sseOwner(v *view, id *identity) string { return v.key + "\x00" + id.user }
 // session bound to the caller; a POST must come from its owner.
 func (s *Service) serveSSEBound(w http.ResponseWriter, r *http.Request, v *view, id *identity) {
 	if r.Method != http.MethodGet {
+		if r.Method == http.MethodPost {
+			// A message's refusals are JSON-RPC errors, the SDK's too.
+			ew := &sdkErrorWriter{ResponseWriter: w, post: true}
+			defer ew.finish()
+			w = ew
+		}
 		if sid := r.URL.Query().Get("sessionid"); sid != "" {
 			owner, ok := s.sseOwners.Load(sid)
 			if !ok && r.Method == http.MethodPost && s.forwardSSEPost(w, r, v, id, sid) {
@@ -272,7 +278,7 @@ func (s *Service) forwardSSEPost(w http.ResponseWriter, r *http.Request, v *view
 		if errors.Is(err, nats.ErrNoResponders) {
 			return false // no edge holds it: unknown
 		}
-		http.Error(w, "the edge holding the session did not answer", http.StatusServiceUnavailable)
+		httpError(w, r, "the edge holding the session did not answer", http.StatusServiceUnavailable)
 		return true
 	}
 	code, err := strconv.Atoi(rep.Header.Get(proto.HdrHTTPStatus))
@@ -297,7 +303,8 @@ func (s *Service) takeSSEPosts(v *view, sid, owner string) *nats.Subscription {
 	}
 	user := owner[strings.IndexByte(owner, 0)+1:]
 	sub, err := s.nc.Subscribe(subj, func(m *nats.Msg) {
-		rec := &bufferedResponse{header: http.Header{}, status: http.StatusOK}
+		buf := &bufferedResponse{header: http.Header{}, status: http.StatusOK}
+		rec := &sdkErrorWriter{ResponseWriter: buf, post: true} // refusals as JSON-RPC errors
 		if o, ok := s.sseOwners.Load(sid); !ok || o != owner || m.Header.Get(proto.HdrSSEOwner) != owner {
 			// Another view's or caller's POST: as unknown as at the
 			// edge that received it.
@@ -318,8 +325,9 @@ func (s *Service) takeSSEPosts(v *view, sid, owner string) *nats.Subscription {
 				v.serveSSE(rec, r)
 			}
 		}
-		out := &nats.Msg{Subject: m.Reply, Data: rec.body.Bytes(), Header: nats.Header{proto.HdrHTTPStatus: []string{strconv.Itoa(rec.status)}}}
-		if ct := rec.header.Get("Content-Type"); ct != "" {
+		rec.finish()
+		out := &nats.Msg{Subject: m.Reply, Data: buf.body.Bytes(), Header: nats.Header{proto.HdrHTTPStatus: []string{strconv.Itoa(buf.status)}}}
+		if ct := buf.header.Get("Content-Type"); ct != "" {
 			out.Header.Set("Content-Type", ct)
 		}
 		if err := s.nc.PublishMsg(out); err != nil {

@@ -255,7 +255,7 @@ func (s *Service) endpoint(w http.ResponseWriter, r *http.Request, upstream stri
 	r.Header.Del(hdrSessionSlot) // the edge's own (sessioncap.go, adopt.go), never a client's
 	r.Header.Del(hdrAdopt)
 	if !originOK(r) {
-		http.Error(w, "Forbidden: invalid Origin header", http.StatusForbidden)
+		httpError(w, r, "Forbidden: invalid Origin header", http.StatusForbidden)
 		return
 	}
 	id, fail := s.authenticate(r, s.tenancy.Current())
@@ -265,7 +265,7 @@ func (s *Service) endpoint(w http.ResponseWriter, r *http.Request, upstream stri
 	}
 	v := s.viewFor(id, upstream)
 	if v == nil {
-		http.Error(w, "Not Found: unknown upstream "+strconv.Quote(upstream), http.StatusNotFound)
+		httpError(w, r, "Not Found: unknown upstream "+strconv.Quote(upstream), http.StatusNotFound)
 		return
 	}
 	r = r.WithContext(context.WithValue(r.Context(), identityKey{}, id))
@@ -326,7 +326,7 @@ func (s *Service) serve(w http.ResponseWriter, r *http.Request, v *view) {
 	if !s.sessionMatches(r, v) {
 		// Another view's or another caller's session reads as no session
 		// at all, so its existence does not leak.
-		http.Error(w, "session not found", http.StatusNotFound)
+		httpError(w, r, "session not found", http.StatusNotFound)
 		return
 	}
 	if r.Method == http.MethodDelete && sid != "" {
@@ -359,7 +359,7 @@ func (s *Service) serve(w http.ResponseWriter, r *http.Request, v *view) {
 			defer release()
 		}
 	}
-	if s.answerRelayed(w, r, m) || s.serveTasks(w, r, v, m) || s.serveFast(w, r, v, m) {
+	if s.serveCancel(w, r, v, m) || s.answerRelayed(w, r, m) || s.serveTasks(w, r, v, m) || s.serveFast(w, r, v, m) {
 		return
 	}
 	if m != nil && m.Method != "" && validID(m.ID) {
@@ -371,6 +371,9 @@ func (s *Service) serve(w http.ResponseWriter, r *http.Request, v *view) {
 				return
 			}
 			defer cs.untrackSDK(id)
+			cw := &sdkCancelWriter{ResponseWriter: w, cs: cs, id: id}
+			defer cw.finish()
+			w = cw
 		}
 	}
 	w, done := s.aliasForSDK(w, r, m)
@@ -390,7 +393,12 @@ func (s *Service) serve(w http.ResponseWriter, r *http.Request, v *view) {
 		w = &sdkIDWriter{ResponseWriter: w, edge: s.cfg.ID}
 	}
 	// Outermost: the audit and the metrics see the rewritten error too.
-	v.ServeHTTP(&sdkErrorWriter{ResponseWriter: w}, r)
+	ew := &sdkErrorWriter{ResponseWriter: w, post: r.Method == http.MethodPost}
+	if m != nil && m.Method != "" && validID(m.ID) {
+		ew.id = m.ID
+	}
+	v.ServeHTTP(ew, r)
+	ew.finish()
 }
 
 // sessionMatches reports whether the client session r names, if the edge
