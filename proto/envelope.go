@@ -228,6 +228,9 @@ type UpstreamSpec struct {
 	Processes int `msgpack:"p,omitempty"`
 	// CallTimeoutMs bounds one call to this upstream; 0 means the gateway default.
 	CallTimeoutMs int64 `msgpack:"o,omitempty"`
+	// MaxMessageBytes bounds one message a stdio server writes, in bytes;
+	// 0 means the worker's max result size.
+	MaxMessageBytes int64 `msgpack:"m,omitempty"`
 	// Auth is how the worker authenticates to an HTTP upstream; nil: it
 	// sends no credentials.
 	Auth *UpstreamAuth `msgpack:"a,omitempty"`

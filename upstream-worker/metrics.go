@@ -10,6 +10,7 @@ import (
 
 	"github.com/switchyard-mcp/switchyard/internal/admin"
 	"github.com/switchyard-mcp/switchyard/internal/metrics"
+	"github.com/switchyard-mcp/switchyard/upstream-worker/internal/upstream"
 )
 
 // MicroService is the name of every worker's NATS micro service (its
@@ -22,7 +23,7 @@ const MicroService = proto.ServiceWorker
 type poolCollector struct{ s *Service }
 
 func (c poolCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{metrics.UpstreamUpDesc, metrics.UpstreamSessionsDesc, metrics.UpstreamRestartsDesc,
+	for _, d := range []*prometheus.Desc{metrics.UpstreamUpDesc, metrics.UpstreamSessionsDesc, metrics.UpstreamRestartsDesc, metrics.UpstreamStdioSkippedDesc,
 		metrics.WorkerInFlightDesc, metrics.WorkerCapacityDesc, metrics.WorkerPendingDesc} {
 		ch <- d
 	}
@@ -57,6 +58,11 @@ func (c poolCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(metrics.UpstreamSessionsDesc, prometheus.GaugeValue, float64(u.Shared()), name, "shared")
 		ch <- prometheus.MustNewConstMetric(metrics.UpstreamSessionsDesc, prometheus.GaugeValue, float64(u.Dedicated()), name, "dedicated")
 		ch <- prometheus.MustNewConstMetric(metrics.UpstreamRestartsDesc, prometheus.CounterValue, float64(u.Restarts()), name)
+		if u.Spec().Transport == proto.TransportStdio {
+			for _, r := range upstream.SkipReasons {
+				ch <- prometheus.MustNewConstMetric(metrics.UpstreamStdioSkippedDesc, prometheus.CounterValue, float64(u.Skipped(r)), name, r)
+			}
+		}
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"math"
 	"net/netip"
 	"os"
 	"strconv"
@@ -301,6 +302,10 @@ type Upstream struct {
 	Processes int `yaml:"processes"`
 	// CallTimeout bounds one call to this upstream; default: the global call_timeout.
 	CallTimeout Duration `yaml:"call_timeout"`
+	// MaxMessageBytes bounds one message (one line) a stdio server writes,
+	// in bytes; a response over it fails only its call, -32065, and the
+	// process goes on. Default: max_result_bytes.
+	MaxMessageBytes int64 `yaml:"max_message_bytes"`
 	// Auth is how workers authenticate to an HTTP upstream, and whether a
 	// client's Authorization passes through; nil: no credentials, and a
 	// client's Authorization is never sent (docs/upstream-auth.md).
@@ -693,6 +698,14 @@ func (u Upstream) validate(i int, seen map[string]bool) []error {
 	if u.CallTimeout < 0 {
 		bad("call_timeout: must not be negative")
 	}
+	switch {
+	case u.MaxMessageBytes < 0:
+		bad("max_message_bytes: must not be negative")
+	case u.MaxMessageBytes > 0 && u.Transport != proto.TransportStdio:
+		bad("max_message_bytes: only for a stdio upstream (an HTTP upstream's messages are bounded by max_result_bytes)")
+	case u.MaxMessageBytes > math.MaxInt32:
+		bad("max_message_bytes: at most %d", math.MaxInt32)
+	}
 	for _, err := range u.checkAuth() {
 		bad("%v", err)
 	}
@@ -704,7 +717,8 @@ func (u Upstream) Spec() proto.UpstreamSpec {
 	return proto.UpstreamSpec{
 		Name: u.Name, Transport: u.Transport, URL: u.URL,
 		Command: u.Command, Env: u.Env, Processes: u.Processes,
-		CallTimeoutMs: time.Duration(u.CallTimeout).Milliseconds(),
-		Auth:          u.Auth.Spec(),
+		CallTimeoutMs:   time.Duration(u.CallTimeout).Milliseconds(),
+		MaxMessageBytes: u.MaxMessageBytes,
+		Auth:            u.Auth.Spec(),
 	}
 }

@@ -183,6 +183,16 @@ func TestConfigLoadRejects(t *testing.T) {
 			want: []string{"urll"},
 		},
 		{
+			name: "max_message_bytes on an HTTP upstream",
+			body: "upstreams:\n  - name: a\n    url: http://a\n    max_message_bytes: 1024\n",
+			want: []string{"upstreams[0] (a): max_message_bytes: only for a stdio upstream"},
+		},
+		{
+			name: "negative max_message_bytes",
+			body: "upstreams:\n  - name: a\n    command: [x]\n    max_message_bytes: -1\n",
+			want: []string{"upstreams[0] (a): max_message_bytes: must not be negative"},
+		},
+		{
 			name: "bad upstream name",
 			body: "upstreams:\n  - name: Bad_Name\n    url: http://a\n",
 			want: []string{"upstreams[0] (Bad_Name): name:"},
@@ -496,10 +506,11 @@ func TestConfigUpstreamSpec(t *testing.T) {
 			in: Upstream{
 				Name: "fs", Transport: proto.TransportStdio, Command: []string{"fs", "-v"},
 				Env: map[string]string{"K": "V"}, Processes: 4, CallTimeout: Duration(1500 * time.Millisecond),
+				MaxMessageBytes: 1 << 20,
 			},
 			want: proto.UpstreamSpec{
 				Name: "fs", Transport: proto.TransportStdio, Command: []string{"fs", "-v"},
-				Env: map[string]string{"K": "V"}, Processes: 4, CallTimeoutMs: 1500,
+				Env: map[string]string{"K": "V"}, Processes: 4, CallTimeoutMs: 1500, MaxMessageBytes: 1 << 20,
 			},
 		},
 		{

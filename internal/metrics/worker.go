@@ -61,6 +61,9 @@ var (
 		[]string{"upstream", "kind"}, nil)
 	UpstreamRestartsDesc = prometheus.NewDesc(Namespace+"_upstream_restarts_total",
 		"Times the worker reconnected to the upstream after losing it (process exit, failed pings).", []string{"upstream"}, nil)
+	UpstreamStdioSkippedDesc = prometheus.NewDesc(Namespace+"_upstream_stdio_lines_skipped_total",
+		"Lines a stdio upstream's processes wrote on stdout that were not messages and were skipped, by reason: not_json (a banner, a log line), text_after_message, not_jsonrpc (JSON that is not JSON-RPC), too_large (over max_message_bytes: a response among them fails its call).",
+		[]string{"upstream", "reason"}, nil)
 	WorkerInFlightDesc = prometheus.NewDesc(Namespace+"_worker_calls_in_flight",
 		"Calls the worker runs now (its queue: beyond worker max_in_flight a call is answered overloaded).", nil, nil)
 	WorkerCapacityDesc = prometheus.NewDesc(Namespace+"_worker_calls_capacity",

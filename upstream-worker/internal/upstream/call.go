@@ -7,6 +7,7 @@ import (
 	"errors"
 	"hash/fnv"
 	"math"
+	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -275,6 +276,13 @@ func (u *Upstream) callError(ctx context.Context, err error, l *lazy) *proto.Err
 	var tl *tooLargeError
 	if errors.As(err, &tl) { // the session is fine
 		return proto.Errorf(proto.CodePayloadTooLarge, "upstream %s: %s", u.name, tl.Error()) // tl's text only: err's wrappers may name the URL
+	}
+	if errors.Is(err, errNoResponse) || strings.Contains(err.Error(), errNoResponse.Error()) {
+		// One call's response stream closed early (the raw path's error,
+		// or the SDK's synthetic one, same text): the session, and the
+		// other calls on it, are fine.
+		return proto.Errorf(proto.CodeUpstreamUnavailable,
+			"upstream %s ended the call's response stream without answering it (the call may have run)", u.name)
 	}
 	switch {
 	case l == u.pool:

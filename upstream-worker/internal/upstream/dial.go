@@ -189,7 +189,11 @@ func (u *Upstream) transport(life context.Context, s *session) (mcp.Transport, *
 		}
 		cmd.Stderr = &lineLog{log: u.log}
 		cmd.WaitDelay = stdioTerminate
-		st := &stdioTransport{cmd: cmd, terminate: stdioTerminate}
+		limit := int(sp.MaxMessageBytes)
+		if limit <= 0 {
+			limit = max(u.opts.MaxResultBytes, mcp.DefaultMaxLineLength)
+		}
+		st := &stdioTransport{cmd: cmd, terminate: stdioTerminate, name: u.name, limit: limit, skip: u.skipLine}
 		t := capture.WrapTransport(st)
 		s.routed = true
 		if !u.rawCalls {

@@ -87,6 +87,22 @@ func serveStdio(era, logPath string) {
 		note("block cancelled")
 		return nil, ctx.Err()
 	})
+	// Tools that misbehave on stdout the way real servers do: a banner
+	// or a JSON log line between messages (each one write, shorter than
+	// a pipe's atomic write, so the SDK's messages stay whole), and a
+	// result of the size asked for.
+	srv.AddTool(&mcp.Tool{Name: "chatty", InputSchema: obj}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		_, _ = os.Stdout.WriteString("Server running on stdio\n")
+		_, _ = os.Stdout.WriteString(`{"level":"info","msg":"tool called"}` + "\n")
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "chatted"}}}, nil
+	})
+	srv.AddTool(&mcp.Tool{Name: "huge", InputSchema: obj}, func(_ context.Context, r *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		var args struct {
+			Bytes int `json:"bytes"`
+		}
+		_ = json.Unmarshal(r.Params.Arguments, &args)
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: strings.Repeat("x", args.Bytes)}}}, nil
+	})
 	// A child process's main: it lives until its stdin closes.
 	_ = srv.Run(context.Background(), &mcp.StdioTransport{})
 }
@@ -285,6 +301,63 @@ func TestUpstreamPipeProcessExit(t *testing.T) {
 			})
 			if _, perr := u.Call(t.Context(), call("echo", "", `{}`)); perr != nil {
 				t.Fatalf("call after restart: %v", perr)
+			}
+		})
+	}
+}
+
+// TestUpstreamStdioMisbehaves: a stdio server that prints lines that are
+// not messages (a banner, a JSON log line) keeps its process: the lines
+// are skipped and counted; a result over max_message_bytes fails only its
+// call, -32065, and the process, and the other calls on it, go on. On the
+// raw path and the SDK path.
+func TestUpstreamStdioMisbehaves(t *testing.T) {
+	for _, path := range []string{"raw", "sdk"} {
+		t.Run("path="+path, func(t *testing.T) {
+			logPath := filepath.Join(t.TempDir(), "server.log")
+			u := startUpstream(t, "", path == "sdk", func(o *Options) {
+				o.Spec = proto.UpstreamSpec{
+					Name: "up", Transport: proto.TransportStdio, Processes: 1, MaxMessageBytes: 1 << 20,
+					Command: []string{os.Args[0]},
+					Env:     map[string]string{stdioEraEnv: "2025", stdioLogEnv: logPath, "GORACE": "atexit_sleep_ms=0"},
+				}
+			})
+			s := stdioSession(t, u)
+			restarts := u.Restarts()
+			blocked := make(chan *proto.Error, 1)
+			hctx, hcancel := context.WithCancel(t.Context())
+			defer hcancel()
+			go func() {
+				_, perr := u.Call(hctx, call("hang", "", `{}`))
+				blocked <- perr
+			}()
+			eventually(t, 15*time.Second, "hang call started", func() bool { return strings.Contains(serverLog(logPath), "block started") })
+			for range 3 {
+				res, perr := u.Call(t.Context(), call("chatty", "", `{}`))
+				if perr != nil || !strings.Contains(string(res), "chatted") {
+					t.Fatalf("chatty: %s %v", res, perr)
+				}
+			}
+			eventually(t, 5*time.Second, "the lines counted", func() bool {
+				return u.Skipped(skipNotJSON) == 3 && u.Skipped(skipInvalid) == 3
+			})
+			_, perr := u.Call(t.Context(), call("huge", "", `{"arguments":{"bytes":2097152}}`))
+			if perr == nil || perr.Code != proto.CodePayloadTooLarge || !strings.Contains(perr.Msg, "response of more than 1048576 bytes") {
+				t.Fatalf("huge: %v, want code %d naming the limit", perr, proto.CodePayloadTooLarge)
+			}
+			if u.Skipped(skipTooLarge) != 1 {
+				t.Errorf("too large counted %d", u.Skipped(skipTooLarge))
+			}
+			if res, perr := u.Call(t.Context(), call("huge", "", `{"arguments":{"bytes":1000}}`)); perr != nil || len(res) < 1000 {
+				t.Fatalf("a result under the limit: %d bytes, %v", len(res), perr)
+			}
+			select {
+			case perr := <-blocked:
+				t.Fatalf("the other call in flight ended: %v", perr)
+			default:
+			}
+			if p := u.snap.Load().procs; len(p) != 1 || p[0] != s || u.Restarts() != restarts {
+				t.Fatalf("the process was replaced (%d restarts)", u.Restarts()-restarts)
 			}
 		})
 	}

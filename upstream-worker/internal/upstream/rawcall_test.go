@@ -973,3 +973,59 @@ func TestUpstreamRawSessionEnd(t *testing.T) {
 	}
 	recv(t, gone, "the upstream to see the POST go")
 }
+
+// TestUpstreamStreamEndsMidCall: an HTTP upstream that closes one call's
+// SSE response before answering fails only that call, with a clear error;
+// the upstream session stays (no new initialize), and another call in
+// flight on it completes.
+func TestUpstreamStreamEndsMidCall(t *testing.T) {
+	s := newTestServer(t, "sse", func(w http.ResponseWriter, r *http.Request, p *posted) bool {
+		if p.toolName != "cut" {
+			return false
+		}
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.WriteHeader(http.StatusOK)
+		_, _ = io.WriteString(w, "event: message\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/message\",\"params\":{\"level\":\"info\",\"data\":\"x\"}}\n\n")
+		return true // the stream ends with no response
+	})
+	for _, path := range []string{"raw", "sdk"} {
+		t.Run("path="+path, func(t *testing.T) { streamEndsMidCall(t, s, path == "sdk") })
+	}
+}
+
+func streamEndsMidCall(t *testing.T, s *testServer, sdk bool) {
+	u := startUpstream(t, s.url(), sdk, nil)
+	for _, session := range []string{"", "client-1"} { // the pool, a dedicated session
+		if _, perr := u.Call(t.Context(), call("echo", session, `{"arguments":{"text":"warm"}}`)); perr != nil {
+			t.Fatalf("session %q: echo: %v", session, perr)
+		}
+		inits := s.inits.Load()
+		blocked := make(chan *proto.Error, 1)
+		bctx, bcancel := context.WithCancel(t.Context())
+		go func() {
+			_, perr := u.Call(bctx, call("block", session, `{}`))
+			blocked <- perr
+		}()
+		recv(t, s.blocked, "the other call in flight")
+		_, perr := u.Call(t.Context(), call("cut", session, `{}`))
+		if perr == nil || perr.Code != proto.CodeUpstreamUnavailable || !strings.Contains(perr.Msg, "without answering it") {
+			bcancel()
+			t.Fatalf("session %q: cut: %v", session, perr)
+		}
+		time.Sleep(200 * time.Millisecond)
+		select {
+		case perr := <-blocked:
+			t.Fatalf("session %q: the other call in flight ended with the cut one: %v", session, perr)
+		default:
+		}
+		bcancel() // it was still running upstream: cancelled there
+		recv(t, s.cancelled, "the other call's cancellation upstream")
+		<-blocked
+		if _, perr := u.Call(t.Context(), call("echo", session, `{"arguments":{"text":"after"}}`)); perr != nil {
+			t.Fatalf("session %q: echo after: %v", session, perr)
+		}
+		if n := s.inits.Load(); n != inits {
+			t.Errorf("session %q: %d new initializes: the upstream session was dropped", session, n-inits)
+		}
+	}
+}

@@ -9,12 +9,17 @@ import (
 	"fmt"
 	"io"
 	"os/exec"
+	"regexp"
+	"strconv"
 	"sync"
 	"syscall"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/switchyard-mcp/switchyard/internal/jsonscan"
+	"github.com/switchyard-mcp/switchyard/proto"
 )
 
 // The worker's side of MCP's stdio transport (spec, basic/transports,
@@ -31,15 +36,17 @@ import (
 // and decodes only the rest (jsonrpc.DecodeMessage), once.
 //
 // Behaviour kept from the SDK: a message may span lines (which the spec
-// forbids but the SDK's decoder accepts), blank lines are skipped, text
-// after a message on its line, invalid JSON, an undecodable message or a
-// line over mcp.DefaultMaxLineLength end the connection, and so does the
-// end of stdout; batches (JSON arrays) from the process are decoded into
-// their messages, in order. Close closes stdin, waits up to terminate for
-// the process to exit, then sends SIGTERM, waits again, and kills it. One
-// difference: requests that arrive in a batch are answered one by one, not
-// collected into a batch response (servers do not batch requests to
-// clients in practice).
+// forbids but the SDK's decoder accepts), blank lines are skipped, the end
+// of stdout ends the connection; batches (JSON arrays) from the process
+// are decoded into their messages, in order. Close closes stdin, waits up
+// to terminate for the process to exit, then sends SIGTERM, waits again,
+// and kills it. Differences: a line that is not a message (not JSON, text
+// after a message, JSON that is not JSON-RPC) is skipped and reported,
+// where the SDK ends the connection, and so is a message over the limit
+// (max_message_bytes), a response among them failing only its call
+// (lineReader, stdioConn.undecodable); requests that arrive in a batch
+// are answered one by one, not collected into a batch response (servers
+// do not batch requests to clients in practice).
 
 // stdioReadBuffer is the reader's buffer: a longer line is assembled in a
 // separate buffer.
@@ -56,6 +63,14 @@ type stdioTransport struct {
 	// before the line was returned (see stdioConn.lines); set it before
 	// Connect.
 	take func(line []byte) bool
+	// name is the upstream's (error messages); limit the largest message
+	// read from the process, in bytes (0: mcp.DefaultMaxLineLength); skip,
+	// if set, is told of each line of its stdout that is not a message
+	// (lineReader.skip), also one that is JSON but not JSON-RPC
+	// (skipInvalid). Set them before Connect.
+	name  string
+	limit int
+	skip  func(reason string, head []byte)
 	// conn is the connection, set by Connect.
 	conn *stdioConn
 }
@@ -75,7 +90,12 @@ func (t *stdioTransport) Connect(context.Context) (mcp.Connection, error) {
 		return nil, err
 	}
 	c := newStdioConn(t.cmd, stdin, t.terminate, t.take)
-	go c.readLoop(stdout)
+	c.name, c.skip = t.name, t.skip
+	limit := t.limit
+	if limit <= 0 {
+		limit = mcp.DefaultMaxLineLength
+	}
+	go c.readLoop(stdout, limit)
 	t.conn = c
 	return c, nil
 }
@@ -88,6 +108,8 @@ type stdioConn struct {
 	stdin     io.WriteCloser
 	terminate time.Duration
 	take      func([]byte) bool
+	name      string                           // the upstream's
+	skip      func(reason string, head []byte) // see stdioTransport
 
 	// The reader lends each message line to Read (lines), which offers it
 	// to take, decodes the rest and gives it back (returned) before the
@@ -97,15 +119,14 @@ type stdioConn struct {
 	// it. On the reader's goroutine take would complete the call while
 	// pipeConn.Read may still be routing the call's last progress or log
 	// notification, which finds no call in flight then and is dropped.
-	lines     chan []byte       // unbuffered: a line lent by the reader
-	returned  chan struct{}     // capacity 1: Read is done with the lent line
-	queue     []jsonrpc.Message // Read's: the rest of a batch
-	decodeErr error             // Read's: a line that did not decode, which ends the connection
-	readDone  chan struct{}     // closed when the reader stopped; readErr set before
-	readErr   error
-	closed    chan struct{} // closed by Close
-	once      sync.Once
-	closeErr  error
+	lines    chan []byte       // unbuffered: a line lent by the reader
+	returned chan struct{}     // capacity 1: Read is done with the lent line
+	queue    []jsonrpc.Message // Read's: the rest of a batch
+	readDone chan struct{}     // closed when the reader stopped; readErr set before
+	readErr  error
+	closed   chan struct{} // closed by Close
+	once     sync.Once
+	closeErr error
 
 	wmu sync.Mutex // one message written at a time
 }
@@ -135,9 +156,6 @@ func (c *stdioConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 		c.queue = c.queue[1:]
 		return m, nil
 	}
-	if c.decodeErr != nil {
-		return nil, c.decodeErr
-	}
 	for {
 		select {
 		case <-ctx.Done():
@@ -148,12 +166,16 @@ func (c *stdioConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 			if c.take == nil || !c.take(line) {
 				msgs, err = decodeLine(bytes.Clone(line))
 			}
+			if err != nil {
+				// JSON, but not JSON-RPC (a server's JSON log line): skipped;
+				// if it answers a call (an id, no method), that call fails.
+				msgs = nil
+				if e := c.undecodable(line); e != nil && (c.take == nil || !c.take(e)) {
+					msgs, _ = decodeLine(e)
+				}
+			}
 			c.returned <- struct{}{}
-			switch {
-			case err != nil:
-				c.decodeErr = err
-				return nil, err
-			case len(msgs) == 0: // taken
+			if len(msgs) == 0 { // taken or skipped
 				continue
 			}
 			c.queue = msgs[1:]
@@ -169,6 +191,34 @@ func (c *stdioConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 			return nil, io.EOF
 		}
 	}
+}
+
+// undecodable reports line (JSON that is not a JSON-RPC message) as
+// skipped and returns, if it carries a response's id, an error response
+// line under that id to take its place, so that the call it answers fails
+// at once; nil otherwise.
+func (c *stdioConn) undecodable(line []byte) []byte {
+	if c.skip != nil {
+		c.skip(skipInvalid, line[:min(len(line), skipHead)])
+	}
+	id := responseID(line, nil)
+	if id == nil {
+		return nil
+	}
+	return errorLine(id, proto.CodeInternal, "upstream "+c.name+" sent a response that is not JSON-RPC")
+}
+
+// errorLine is a JSON-RPC error response under id (raw), with code and msg.
+func errorLine(id json.RawMessage, code int32, msg string) []byte {
+	m, _ := json.Marshal(msg)
+	out := make([]byte, 0, len(id)+len(m)+64)
+	out = append(out, `{"jsonrpc":"2.0","id":`...)
+	out = append(out, id...)
+	out = append(out, `,"error":{"code":`...)
+	out = strconv.AppendInt(out, int64(code), 10)
+	out = append(out, `,"message":`...)
+	out = append(out, m...)
+	return append(out, "}}"...)
 }
 
 // Write encodes msg and writes it as one line. Errors: ctx's when it has
@@ -258,8 +308,8 @@ func (c *stdioConn) stop() error {
 
 // readLoop reads the process's stdout until it ends, a line is not a
 // message, or the connection closes, lending each message line to Read.
-func (c *stdioConn) readLoop(stdout io.Reader) {
-	lr := lineReader{br: bufio.NewReaderSize(stdout, stdioReadBuffer), limit: mcp.DefaultMaxLineLength}
+func (c *stdioConn) readLoop(stdout io.Reader, limit int) {
+	lr := lineReader{br: bufio.NewReaderSize(stdout, stdioReadBuffer), limit: limit, name: c.name, skip: c.skip}
 	for {
 		line, err := lr.next()
 		if err != nil {
@@ -304,15 +354,25 @@ func decodeLine(line []byte) ([]jsonrpc.Message, error) {
 	return msgs, nil
 }
 
-// errLineTooLong ends a connection whose process wrote a message over
-// mcp.DefaultMaxLineLength.
-var errLineTooLong = fmt.Errorf("message over %d bytes", mcp.DefaultMaxLineLength)
-
-// lineReader splits a stdio stream into messages.
+// lineReader splits a stdio stream into messages. A line that is not
+// JSON (a banner, a log line: many servers print them) or that carries
+// text after its message is skipped and reported (skip), and reading goes
+// on. So is a message over limit, read to its end and dropped: if it is a
+// response (an id, no method), next returns in its place an error
+// response under its id (code proto.CodePayloadTooLarge), so that only the
+// call it answers fails.
 type lineReader struct {
 	br    *bufio.Reader
 	limit int
-	acc   []byte // a message assembled from several reads or lines
+	// name is the upstream's, for the message of a too-large error.
+	name string
+	// skip, if set, is told of each line skipped: why (skipNotJSON,
+	// skipTrailing, skipTooLarge) and its first bytes.
+	skip func(reason string, head []byte)
+	acc  []byte // a message assembled from several reads or lines
+	// lineStart is where the current line starts in acc: the lines before
+	// it are the start of a message spread over lines.
+	lineStart int
 	// A message spread over lines is not checked whole again at each line
 	// (quadratic: minutes for a pretty-printed result of 2 MB), but only
 	// when it may be complete or cannot become valid (shape, which reads
@@ -325,6 +385,20 @@ type lineReader struct {
 	checked int
 	shape   shape
 }
+
+// Why a line was skipped (lineReader.skip; the metric's reason label).
+const (
+	skipNotJSON  = "not_json"
+	skipTrailing = "text_after_message"
+	skipTooLarge = "too_large"
+	skipInvalid  = "not_jsonrpc"
+)
+
+// skipHead is how much of a skipped line is reported.
+const skipHead = 200
+
+// errSkipped tells next that read skipped a line (already reported).
+var errSkipped = errors.New("line skipped")
 
 // shape follows the nesting of a JSON text as it grows.
 type shape struct {
@@ -375,17 +449,37 @@ func (lr *lineReader) due() bool {
 }
 
 // next returns the next message, trimmed of surrounding whitespace and
-// valid JSON; it is valid until the next call. Errors: io.EOF at the end
-// of the stream between messages, io.ErrUnexpectedEOF inside one,
-// errLineTooLong, a *json.SyntaxError for invalid JSON, and an error for
-// text after a message on its line.
+// valid JSON (or an error response in place of a response over limit); it
+// is valid until the next call. Lines that are not messages are skipped.
+// Errors: io.EOF at the end of the stream between messages,
+// io.ErrUnexpectedEOF inside one, the reader's.
 func (lr *lineReader) next() ([]byte, error) {
+	for {
+		msg, err := lr.read()
+		if err != errSkipped {
+			return msg, err
+		}
+	}
+}
+
+// skipped reports a skipped line.
+func (lr *lineReader) skipped(reason string, line []byte) error {
+	if lr.skip != nil {
+		line = bytes.TrimSpace(line)
+		lr.skip(reason, line[:min(len(line), skipHead)])
+	}
+	return errSkipped
+}
+
+// read is next without its loop: errSkipped for a line skipped, or the
+// error response of a response over limit.
+func (lr *lineReader) read() ([]byte, error) {
 	lr.acc = lr.acc[:0]
-	lr.checked, lr.shape = 0, shape{}
+	lr.checked, lr.shape, lr.lineStart = 0, shape{}, 0
 	for {
 		frag, err := lr.br.ReadSlice('\n')
 		if len(lr.acc)+len(frag) > lr.limit {
-			return nil, errLineTooLong
+			return lr.overLimit(frag, err)
 		}
 		if err == bufio.ErrBufferFull {
 			lr.acc = append(lr.acc, frag...)
@@ -397,14 +491,40 @@ func (lr *lineReader) next() ([]byte, error) {
 			line = lr.acc
 		}
 		if msg := bytes.TrimSpace(line); len(msg) > 0 {
+			if lr.lineStart > 0 {
+				// A line that is a message by itself after lines that
+				// cannot start one (a banner that opened a brace): those
+				// are skipped, the message is read.
+				cur := bytes.TrimSpace(lr.acc[lr.lineStart:])
+				if len(cur) > 0 && (cur[0] == '{' || cur[0] == '[') && json.Valid(cur) &&
+					incomplete(bytes.TrimSpace(lr.acc[:lr.lineStart])) != nil {
+					_ = lr.skipped(skipNotJSON, lr.acc[:lr.lineStart])
+					return cur, nil
+				}
+			}
 			if lr.checked > 0 && err == nil && !lr.due() {
+				lr.lineStart = len(lr.acc)
 				continue
 			}
 			if json.Valid(msg) {
 				return msg, nil
 			}
 			if cerr := incomplete(msg); cerr != nil {
-				return nil, cerr
+				if lr.lineStart > 0 {
+					// The lines before were no message's start: skipped,
+					// and this line read again alone.
+					_ = lr.skipped(skipNotJSON, lr.acc[:lr.lineStart])
+					return lr.again(err)
+				}
+				reason := skipNotJSON
+				if cerr == errTrailing {
+					reason = skipTrailing
+				}
+				if err != nil { // the stream ended on it
+					_ = lr.skipped(reason, msg)
+					return nil, err
+				}
+				return nil, lr.skipped(reason, msg)
 			}
 			if err != nil { // the stream ended inside a message
 				return nil, io.ErrUnexpectedEOF
@@ -413,14 +533,147 @@ func (lr *lineReader) next() ([]byte, error) {
 				lr.acc = append(lr.acc, frag...)
 			}
 			lr.checked = len(lr.acc)
+			lr.lineStart = len(lr.acc)
 			continue
 		}
 		if err != nil {
 			return nil, err
 		}
 		lr.acc = lr.acc[:0] // a blank line
+		lr.lineStart = 0
 	}
 }
+
+// again reads the current line of acc (from lineStart) alone, as the
+// start of a message, after the lines before it were skipped; err is the
+// read's (io.EOF when the stream ended with that line).
+func (lr *lineReader) again(err error) ([]byte, error) {
+	n := copy(lr.acc, lr.acc[lr.lineStart:])
+	lr.acc = lr.acc[:n]
+	lr.checked, lr.shape, lr.lineStart = 0, shape{}, 0
+	msg := bytes.TrimSpace(lr.acc)
+	switch {
+	case len(msg) == 0:
+		if err != nil {
+			return nil, err
+		}
+		return nil, errSkipped
+	case json.Valid(msg):
+		return msg, nil
+	}
+	if cerr := incomplete(msg); cerr != nil {
+		reason := skipNotJSON
+		if cerr == errTrailing {
+			reason = skipTrailing
+		}
+		_ = lr.skipped(reason, msg)
+		if err != nil {
+			return nil, err
+		}
+		return nil, errSkipped
+	}
+	if err != nil {
+		return nil, io.ErrUnexpectedEOF
+	}
+	// The start of a message: read on from here.
+	for {
+		lr.checked = len(lr.acc)
+		lr.lineStart = len(lr.acc)
+		frag, rerr := lr.br.ReadSlice('\n')
+		if len(lr.acc)+len(frag) > lr.limit {
+			return lr.overLimit(frag, rerr)
+		}
+		lr.acc = append(lr.acc, frag...)
+		if rerr == bufio.ErrBufferFull {
+			continue
+		}
+		m := bytes.TrimSpace(lr.acc)
+		if json.Valid(m) {
+			return m, nil
+		}
+		if rerr != nil {
+			return nil, io.ErrUnexpectedEOF
+		}
+		if incomplete(m) != nil {
+			return lr.again(nil)
+		}
+	}
+}
+
+// overLimit reads the rest of a line whose message is over the limit
+// (frag, and err, is the read that went over), keeping its first and last
+// bytes, and returns the error response that takes its place if it is a
+// response, else errSkipped; the stream's end if it came first.
+func (lr *lineReader) overLimit(frag []byte, err error) ([]byte, error) {
+	head := append([]byte(nil), lr.acc[:min(len(lr.acc), tooLargeKeep)]...)
+	if len(head) < tooLargeKeep {
+		head = append(head, frag[:min(len(frag), tooLargeKeep-len(head))]...)
+	}
+	tail := append([]byte(nil), frag[max(0, len(frag)-tooLargeKeep):]...)
+	lr.acc = lr.acc[:0]
+	for err == bufio.ErrBufferFull {
+		frag, err = lr.br.ReadSlice('\n')
+		tail = append(tail, frag...)
+		if len(tail) > 2*tooLargeKeep {
+			tail = append(tail[:0], tail[len(tail)-tooLargeKeep:]...)
+		}
+	}
+	_ = lr.skipped(skipTooLarge, head)
+	if err != nil {
+		return nil, io.ErrUnexpectedEOF
+	}
+	id := responseID(head, bytes.TrimSpace(tail))
+	if id == nil {
+		return nil, errSkipped
+	}
+	return errorLine(id, proto.CodePayloadTooLarge,
+		fmt.Sprintf("upstream %s: response of more than %d bytes (its max_message_bytes)", lr.name, lr.limit)), nil
+}
+
+// tooLargeKeep is how much of the start and the end of a message over the
+// limit is kept, to find its id.
+const tooLargeKeep = 4096
+
+// responseID finds the id of the response whose message starts with head
+// and ends with tail (both cut from a message too large to keep): its
+// top-level "id" member, read at the start while it is whole there, or
+// at the end when it is the last member (as JavaScript servers write
+// {result, jsonrpc, id}). nil for a request or notification (a top-level
+// "method"), or when the id is not found or not a string or number.
+func responseID(head, tail []byte) json.RawMessage {
+	var id json.RawMessage
+	method := false
+	jsonscan.Members(head, func(k, v []byte) {
+		if cap(head)-cap(v)+len(v) >= len(head) {
+			return // cut off by the end of head: not whole
+		}
+		switch {
+		case jsonscan.KeyIs(k, "id"):
+			id = v
+		case jsonscan.KeyIs(k, "method"):
+			method = true
+		}
+	})
+	if method {
+		return nil
+	}
+	if id == nil {
+		m := tailID.FindSubmatch(tail)
+		if m == nil {
+			return nil
+		}
+		id = m[1]
+	}
+	if len(id) == 0 || (id[0] != '"' && id[0] != '-' && (id[0] < '0' || id[0] > '9')) {
+		return nil
+	}
+	return append(json.RawMessage(nil), id...)
+}
+
+// tailID matches a message's last member when it is its id: an object
+// that ends `"id":<string or number>}` closes right after the id, so the
+// id is a member of the outermost object (a nested one would close twice).
+var tailID = regexp.MustCompile(`"id"\s*:\s*("(?:[^"\\]|\\.)*"|-?[0-9][0-9.eE+-]*)\s*}$`)
 
 // incomplete returns nil if msg (not valid JSON) is the start of a JSON
 // value, which more lines may complete; otherwise why it is not.
@@ -431,7 +684,11 @@ func incomplete(msg []byte) error {
 	case errors.Is(err, io.ErrUnexpectedEOF):
 		return nil
 	case err == nil:
-		return errors.New("invalid trailing data after a message")
+		return errTrailing
 	}
 	return err
 }
+
+// errTrailing is incomplete's for a message followed by more text on its
+// line.
+var errTrailing = errors.New("invalid trailing data after a message")

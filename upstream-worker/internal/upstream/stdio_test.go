@@ -12,6 +12,7 @@ import (
 	ossignal "os/signal"
 	"runtime"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"testing/synctest"
@@ -36,34 +37,56 @@ func readMessages(lr *lineReader) ([]string, error) {
 func TestLineReader(t *testing.T) {
 	long := `{"jsonrpc":"2.0","id":1,"result":{"text":"` + strings.Repeat("x", 100) + `"}}`
 	cut := strings.Index(long, `{"text"`) // a token boundary
+	idLast := `{"result":{"text":"` + strings.Repeat("x", 100) + `"},"jsonrpc":"2.0","id":"r-7"}`
+	bigRequest := `{"jsonrpc":"2.0","id":3,"method":"sampling/createMessage","params":{"x":"` + strings.Repeat("x", 100) + `"}}`
+	tooLarge := func(id string) string {
+		return `{"jsonrpc":"2.0","id":` + id + `,"error":{"code":-32065,"message":"upstream up: response of more than 100 bytes (its max_message_bytes)"}}`
+	}
 	for _, tc := range []struct {
 		name, in string
 		want     []string
-		err      string // "" for io.EOF
+		skipped  []string // reasons
+		err      string   // "" for io.EOF
 	}{
-		{"lines", "{\"a\":1}\n{\"b\":2}\n", []string{`{"a":1}`, `{"b":2}`}, ""},
-		{"crlf and blank lines", "\r\n{\"a\":1}\r\n\n  \n[1,2]\r\n", []string{`{"a":1}`, `[1,2]`}, ""},
-		{"last line without newline", "{\"a\":1}\n{\"b\":2}", []string{`{"a":1}`, `{"b":2}`}, ""},
-		{"longer than the buffer", long + "\n" + long + "\n", []string{long, long}, ""},
-		{"spread over lines", "{\"a\":\n 1,\n\"b\":[\n2]}\n{\"c\":3}\n", []string{"{\"a\":\n 1,\n\"b\":[\n2]}", `{"c":3}`}, ""},
-		{"long and spread", long[:cut] + "\n" + long[cut:] + "\n", []string{long[:cut] + "\n" + long[cut:]}, ""},
-		{"text after a message", "{\"a\":1} {\"b\":2}\n", nil, "invalid trailing data after a message"},
-		{"invalid", "{\"a\":1}\n{\"a\" 1}\n", []string{`{"a":1}`}, "invalid character '1' after object key"},
-		{"not JSON", "hello\n", nil, "invalid character 'h'"},
-		{"ends inside a message", "{\"a\":1}\n{\"b\":", []string{`{"a":1}`}, io.ErrUnexpectedEOF.Error()},
-		{"newline inside a string", "{\"a\":\"x\ny\"}\n", nil, "invalid character '\\n' in string literal"},
-		{"over the limit", long + "\n", nil, errLineTooLong.Error()},
-		{"over the limit across lines", "{\"a\":\n" + strings.Repeat(" ", 150) + "\n", nil, errLineTooLong.Error()},
+		{"lines", "{\"a\":1}\n{\"b\":2}\n", []string{`{"a":1}`, `{"b":2}`}, nil, ""},
+		{"crlf and blank lines", "\r\n{\"a\":1}\r\n\n  \n[1,2]\r\n", []string{`{"a":1}`, `[1,2]`}, nil, ""},
+		{"last line without newline", "{\"a\":1}\n{\"b\":2}", []string{`{"a":1}`, `{"b":2}`}, nil, ""},
+		{"longer than the buffer", long + "\n" + long + "\n", []string{long, long}, nil, ""},
+		{"spread over lines", "{\"a\":\n 1,\n\"b\":[\n2]}\n{\"c\":3}\n", []string{"{\"a\":\n 1,\n\"b\":[\n2]}", `{"c":3}`}, nil, ""},
+		{"long and spread", long[:cut] + "\n" + long[cut:] + "\n", []string{long[:cut] + "\n" + long[cut:]}, nil, ""},
+		{"text after a message", "{\"a\":1} {\"b\":2}\n{\"c\":3}\n", []string{`{"c":3}`}, []string{skipTrailing}, ""},
+		{"invalid", "{\"a\":1}\n{\"a\" 1}\n{\"c\":3}\n", []string{`{"a":1}`, `{"c":3}`}, []string{skipNotJSON}, ""},
+		{"a banner", "Server running on stdio\n{\"a\":1}\n", []string{`{"a":1}`}, []string{skipNotJSON}, ""},
+		{"a banner at the end", "{\"a\":1}\nbye", []string{`{"a":1}`}, []string{skipNotJSON}, ""},
+		{"a brace alone, then a message", "{\n{\"a\":1}\n{\"b\":2}\n", []string{`{"a":1}`, `{"b":2}`}, []string{skipNotJSON}, ""},
+		{"a brace line, then a message", "{ starting\n{\"a\":1}\n", []string{`{"a":1}`}, []string{skipNotJSON}, ""},
+		{"ends inside a message", "{\"a\":1}\n{\"b\":", []string{`{"a":1}`}, nil, io.ErrUnexpectedEOF.Error()},
+		{"newline inside a string", "{\"a\":\"x\ny\"}\n{\"b\":2}\n", []string{`{"b":2}`}, []string{skipNotJSON, skipNotJSON}, ""},
+		{"over the limit", long + "\n{\"b\":2}\n", []string{tooLarge("1"), `{"b":2}`}, []string{skipTooLarge}, ""},
+		{"over the limit, its id last", idLast + "\n", []string{tooLarge(`"r-7"`)}, []string{skipTooLarge}, ""},
+		{"over the limit, a request", bigRequest + "\n{\"b\":2}\n", []string{`{"b":2}`}, []string{skipTooLarge}, ""},
+		{"over the limit across lines", "{\"a\":\n" + strings.Repeat(" ", 150) + "\n{\"b\":2}\n", []string{`{"b":2}`}, []string{skipTooLarge}, ""},
+		{"over the limit at the end", long, nil, []string{skipTooLarge}, io.ErrUnexpectedEOF.Error()},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			limit := 1 << 20
 			if strings.HasPrefix(tc.name, "over the limit") {
 				limit = 100
 			}
-			lr := &lineReader{br: bufio.NewReaderSize(strings.NewReader(tc.in), 16), limit: limit}
+			var skipped []string
+			lr := &lineReader{br: bufio.NewReaderSize(strings.NewReader(tc.in), 16), limit: limit, name: "up",
+				skip: func(reason string, head []byte) {
+					if len(head) > skipHead {
+						t.Errorf("skip reported %d bytes", len(head))
+					}
+					skipped = append(skipped, reason)
+				}}
 			got, err := readMessages(lr)
 			if strings.Join(got, "|") != strings.Join(tc.want, "|") {
 				t.Errorf("messages %q, want %q", got, tc.want)
+			}
+			if strings.Join(skipped, ",") != strings.Join(tc.skipped, ",") {
+				t.Errorf("skipped %q, want %q", skipped, tc.skipped)
 			}
 			switch {
 			case tc.err == "" && err != io.EOF:
@@ -300,20 +323,36 @@ func TestStdioConn(t *testing.T) {
 	}
 }
 
-// TestStdioConnEnds: the reader's end reaches Read after the messages
-// before it: the process's exit (io.EOF), or a malformed line (a framing
-// or decoding error, and no message after it).
+// TestStdioConnEnds: the process's exit reaches Read (io.EOF) after the
+// messages before it.
 func TestStdioConnEnds(t *testing.T) {
-	for _, tc := range []struct {
-		mode string
-		want error
-	}{
-		{"exit", io.EOF},
-		{"garbage", nil},
-		{"undecodable", nil},
-	} {
+	tr := testProcess(t, "exit", 100*time.Millisecond)
+	conn, err := tr.Connect(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if m, err := conn.Read(t.Context()); err != nil || m.(*jsonrpc.Request).Method != "a" {
+		t.Fatalf("first read %#v, %v", m, err)
+	}
+	if _, err = conn.Read(t.Context()); err != io.EOF {
+		t.Errorf("second read: %v, want io.EOF", err)
+	}
+	if _, err2 := conn.Read(t.Context()); err2 != err {
+		t.Errorf("third read: %v, want the same %v", err2, err)
+	}
+}
+
+// TestStdioConnSkipsNonMessages: a line that is not JSON, or JSON that is
+// not JSON-RPC, is skipped and reported, and the connection goes on: the
+// message after it is read.
+func TestStdioConnSkipsNonMessages(t *testing.T) {
+	for _, tc := range []struct{ mode, reason string }{{"garbage", skipNotJSON}, {"undecodable", skipInvalid}} {
 		t.Run(tc.mode, func(t *testing.T) {
 			tr := testProcess(t, tc.mode, 100*time.Millisecond)
+			var mu sync.Mutex
+			var skipped []string
+			tr.skip = func(reason string, _ []byte) { mu.Lock(); skipped = append(skipped, reason); mu.Unlock() }
 			conn, err := tr.Connect(t.Context())
 			if err != nil {
 				t.Fatal(err)
@@ -322,12 +361,22 @@ func TestStdioConnEnds(t *testing.T) {
 			if m, err := conn.Read(t.Context()); err != nil || m.(*jsonrpc.Request).Method != "a" {
 				t.Fatalf("first read %#v, %v", m, err)
 			}
-			_, err = conn.Read(t.Context())
-			if tc.want != nil && err != tc.want || tc.want == nil && (err == nil || err == io.EOF) {
-				t.Errorf("second read: %v", err)
+			m, err := conn.Read(t.Context())
+			if tc.mode == "undecodable" {
+				// lineBadVer answers id 1: that call fails, in its place.
+				if r, ok := m.(*jsonrpc.Response); err != nil || !ok || r.ID.Raw() != int64(1) || r.Error == nil ||
+					!strings.Contains(r.Error.Error(), "not JSON-RPC") {
+					t.Fatalf("second read %#v, %v, want an error response under id 1", m, err)
+				}
+				m, err = conn.Read(t.Context())
 			}
-			if _, err2 := conn.Read(t.Context()); err2 != err {
-				t.Errorf("third read: %v, want the same %v", err2, err)
+			if r, ok := m.(*jsonrpc.Request); err != nil || !ok || r.Method != "b" {
+				t.Fatalf("read %#v, %v, want the message after the bad line", m, err)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if len(skipped) != 1 || skipped[0] != tc.reason {
+				t.Errorf("skipped %q, want %q", skipped, tc.reason)
 			}
 		})
 	}
@@ -413,7 +462,7 @@ func TestStdioConnTakeInOrder(t *testing.T) {
 		pc := &pipeConn{pending: map[uint64]chan pipeResult{1: ch}}
 		stdout, w := io.Pipe()
 		c := newStdioConn(nil, nil, 0, pc.take)
-		go c.readLoop(stdout)
+		go c.readLoop(stdout, 1<<20)
 		go func() {
 			_, _ = io.WriteString(w, `{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"p","progress":1}}`+"\n"+
 				`{"jsonrpc":"2.0","id":"sy-1","result":{"content":[]}}`+"\n"+

@@ -149,6 +149,11 @@ type Upstream struct {
 	rr       atomic.Uint64 // stdio round-robin
 	pings    atomic.Uint64 // successful pings of the pool session
 	restarts atomic.Uint64 // reconnects after a failed connect or a lost generation
+	// skips counts the stdout lines of a stdio server that were not
+	// messages, by reason (SkipReasons order); skipLogged is when one was
+	// last logged (Unix nanoseconds; at most one warning per skipLogEvery).
+	skips      [len(SkipReasons)]atomic.Uint64
+	skipLogged atomic.Int64
 	snap     atomic.Pointer[snapshot]
 	pool     *lazy    // HTTP pool session
 	origin   *url.URL // the spec URL's origin: where credentials go (auth.go)
@@ -247,6 +252,43 @@ func (u *Upstream) Pings() uint64 { return u.pings.Load() }
 // Restarts returns how many times Run reconnected after losing the
 // upstream or failing to reach it (for metrics).
 func (u *Upstream) Restarts() uint64 { return u.restarts.Load() }
+
+// SkipReasons are why a stdio server's stdout line was skipped: not JSON
+// (a banner, a log line), a message with text after it on its line, JSON
+// that is not JSON-RPC, a message over max_message_bytes.
+var SkipReasons = [...]string{skipNotJSON, skipTrailing, skipInvalid, skipTooLarge}
+
+// Skipped returns how many stdout lines of this stdio upstream's
+// processes were skipped for reason (one of SkipReasons), since start.
+func (u *Upstream) Skipped(reason string) uint64 {
+	for i, r := range SkipReasons {
+		if r == reason {
+			return u.skips[i].Load()
+		}
+	}
+	return 0
+}
+
+// skipLogEvery bounds the warnings about skipped stdout lines of one
+// upstream: a server that prints a line per call would flood the log.
+const skipLogEvery = 10 * time.Second
+
+// skipLine counts a skipped stdout line and logs it, at most once per
+// skipLogEvery (with the count since the last warning), with its first
+// bytes.
+func (u *Upstream) skipLine(reason string, head []byte) {
+	for i, r := range SkipReasons {
+		if r == reason {
+			u.skips[i].Add(1)
+		}
+	}
+	now := time.Now().UnixNano()
+	last := u.skipLogged.Load()
+	if now-last < int64(skipLogEvery) || !u.skipLogged.CompareAndSwap(last, now) {
+		return
+	}
+	u.log.Warn("stdio server wrote a line that is not a message; skipped", "reason", reason, "line", string(head))
+}
 
 // Shared returns the number of shared upstream sessions open now: the
 // running stdio processes, or 1 while the HTTP pool session is open (for
