@@ -154,9 +154,9 @@ type Upstream struct {
 	// last logged (Unix nanoseconds; at most one warning per skipLogEvery).
 	skips      [len(SkipReasons)]atomic.Uint64
 	skipLogged atomic.Int64
-	snap     atomic.Pointer[snapshot]
-	pool     *lazy    // HTTP pool session
-	origin   *url.URL // the spec URL's origin: where credentials go (auth.go)
+	snap       atomic.Pointer[snapshot]
+	pool       *lazy    // HTTP pool session
+	origin     *url.URL // the spec URL's origin: where credentials go (auth.go)
 	// params holds the SEP-2243 header bindings of the upstream's tools
 	// (by tool name), from the latest catalog fetch.
 	params     atomic.Pointer[map[string][]paramhdr.Binding]
