@@ -11,7 +11,7 @@ MODULES := proto internal testutil edge router upstream-worker tenancy-svc bench
 TEST_FLAGS ?= -race -count=1 -shuffle=on -timeout 25m
 ROLES := edge router upstream-worker tenancy-svc
 
-.PHONY: all build dev test vet fmt-check lint fuzz chaos chaos-short bench bench-gate bench-hops bench-micro bench-bus bench-sessions loadtest loadtest-cluster loadtest-scale compose-bench tidy check-mods upstreams clean conformance conformance-direct conformance-install
+.PHONY: all build dev test chromium vet fmt-check lint fuzz chaos chaos-short bench bench-gate bench-hops bench-micro bench-bus bench-sessions loadtest loadtest-cluster loadtest-scale compose-bench tidy check-mods upstreams clean conformance conformance-direct conformance-install
 
 all: build
 
@@ -52,11 +52,20 @@ dev: build
 	  echo "everything-server (HTTP) on http://$(EVERYTHING_HTTP_ADDR)/ (pid $$pid)"; \
 	  $(BIN)/switchyard dev --config $(CONFIG) $(if $(DEV_NATS_LISTEN),--nats-listen $(DEV_NATS_LISTEN))
 
+## chromium: the headless browser the browser tests drive (chromedp), the
+## Debian package; installed once (needs root and the package mirror)
+chromium:
+	@command -v chromium >/dev/null 2>&1 || { \
+	  echo "installing chromium (Debian package)"; \
+	  (apt-get install -y --no-install-recommends chromium >/dev/null 2>&1 || \
+	   (apt-get update >/dev/null && apt-get install -y --no-install-recommends chromium >/dev/null)); }
+	@command -v chromium
+
 ## test: every module's tests, with the race detector
-test: upstreams
-	@set -e; for m in $(MODULES); do \
+test: upstreams chromium
+	@set -e; browser=$$(command -v chromium); for m in $(MODULES); do \
 	  echo "== $$m"; \
-	  (cd $$m && SWITCHYARD_EVERYTHING_SERVER=$(EVERYTHING) $(GO) test $(TEST_FLAGS) ./...); \
+	  (cd $$m && SWITCHYARD_EVERYTHING_SERVER=$(EVERYTHING) SWITCHYARD_BROWSER=$$browser $(GO) test $(TEST_FLAGS) ./...); \
 	done
 
 vet:

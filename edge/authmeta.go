@@ -36,6 +36,9 @@ func (s *Service) resourceMetadataURL(r *http.Request) string {
 // /.well-known/oauth-protected-resource/tools/mcp, for a proxy that routes
 // /.well-known to the edge unstripped).
 func (s *Service) serveResourceMetadata(w http.ResponseWriter, r *http.Request) {
+	// A public document: browser clients of any origin read it (RFC 9728
+	// section 3 leaves CORS to the server).
+	w.Header().Set("Access-Control-Allow-Origin", "*")
 	o := s.public.Origin(r)
 	rest := strings.TrimPrefix(r.URL.EscapedPath(), wellKnownPRM)
 	if rest != "" && !isEndpointPath(rest) {

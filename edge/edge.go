@@ -50,6 +50,11 @@ type Config struct {
 	// edge (internal/publicurl), for the URLs and paths it hands out.
 	// Auth.PublicURL, when set, wins. Nil: loopback peers only.
 	TrustedProxies []netip.Prefix
+	// AllowedOrigins are the browser origins the edge serves (with CORS
+	// headers and preflights); a request with another Origin gets 403.
+	// Nil: a loopback listener serves loopback origins, any other only
+	// Auth.PublicURL's origin. A request without an Origin is served.
+	AllowedOrigins *publicurl.Origins
 	// CallTimeout bounds one call end to end. Default 60s.
 	CallTimeout time.Duration
 	// SessionTimeout closes client sessions idle this long. Default 30m; negative: never.

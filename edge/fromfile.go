@@ -19,6 +19,7 @@ func FromFile(f *config.File) Config {
 		NameSeparator:       f.NameSeparator,
 		Audit:               f.Audit.PublisherConfig(),
 		TrustedProxies:      f.Edge.TrustedProxyPrefixes(),
+		AllowedOrigins:      f.Edge.Origins(),
 		Auth: AuthConfig{
 			JWT:                  f.Auth.JWTConfig(),
 			PublicURL:            f.Auth.PublicURL,

@@ -254,9 +254,12 @@ func cleanPath(p string) string {
 func (s *Service) endpoint(w http.ResponseWriter, r *http.Request, upstream string, sse bool) {
 	r.Header.Del(hdrSessionSlot) // the edge's own (sessioncap.go, adopt.go), never a client's
 	r.Header.Del(hdrAdopt)
-	if !originOK(r) {
+	if !s.originOK(r) {
 		httpError(w, r, "Forbidden: invalid Origin header", http.StatusForbidden)
 		return
+	}
+	if s.cors(w, r) {
+		return // a preflight, answered
 	}
 	id, fail := s.authenticate(r, s.tenancy.Current())
 	if fail != nil {
@@ -538,19 +541,77 @@ func capsJSON(c *mcp.ClientCapabilities) []byte {
 	return out
 }
 
-// originOK is the transport's DNS-rebinding rule for the Origin header
-// (MCP transports: servers MUST validate it): a listener on a loopback
-// address answers only requests without an Origin or from a loopback
-// origin, as it answers only loopback Host names.
-func originOK(r *http.Request) bool {
+// originOK is the transport's rule for the Origin header (MCP
+// transports, "Security Warning": servers MUST validate it, against DNS
+// rebinding and pages of other sites): a request without one (not from a
+// browser) is served; one with an Origin only if edge.allowed_origins has
+// it, or, when none are configured, if it is a loopback origin on a
+// loopback listener (as such a listener answers only loopback Host names),
+// or auth.public_url's origin. Never by the Host header, which a rebound
+// name controls.
+func (s *Service) originOK(r *http.Request) bool {
 	origin := r.Header.Get("Origin")
 	if origin == "" {
 		return true
 	}
+	if s.cfg.AllowedOrigins != nil {
+		return s.cfg.AllowedOrigins.Allowed(origin)
+	}
+	if p := s.public.Public(); p != nil && strings.EqualFold(origin, p.Scheme+"://"+p.Host) {
+		return true
+	}
 	la, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr)
 	if !ok || la == nil || !isLoopback(la.String()) {
-		return true
+		return false
 	}
 	u, err := url.Parse(origin)
 	return err == nil && u.Host != "" && isLoopback(u.Hostname())
 }
+
+// The CORS headers of the MCP endpoints (Fetch standard, "CORS
+// protocol"): what a browser client may send, and which response headers
+// its script may read.
+const (
+	corsMethods = "GET, POST, DELETE, OPTIONS"
+	corsHeaders = "Authorization, Content-Type, Accept, Mcp-Session-Id, Mcp-Protocol-Version, Last-Event-ID, Mcp-Method, Mcp-Name"
+	corsExpose  = "Mcp-Session-Id, Mcp-Protocol-Version, WWW-Authenticate, Retry-After"
+	corsMaxAge  = "600"
+)
+
+// cors adds the CORS headers for a request from an allowed Origin
+// (originOK), and answers a preflight (OPTIONS) itself, 204, reporting
+// true; a preflight may also ask for SEP-2243 Mcp-Param-* headers. A
+// request without an Origin gets no CORS headers (an OPTIONS without one
+// is answered 204 with Allow).
+func (s *Service) cors(w http.ResponseWriter, r *http.Request) bool {
+	origin := r.Header.Get("Origin")
+	h := w.Header()
+	if origin != "" {
+		h.Set("Access-Control-Allow-Origin", origin)
+		h.Add("Vary", "Origin")
+		h.Set("Access-Control-Expose-Headers", corsExpose)
+	}
+	if r.Method != http.MethodOptions {
+		return false
+	}
+	if origin == "" || r.Header.Get("Access-Control-Request-Method") == "" {
+		h.Set("Allow", corsMethods)
+		w.WriteHeader(http.StatusNoContent)
+		return true
+	}
+	allow := corsHeaders
+	for _, name := range strings.Split(r.Header.Get("Access-Control-Request-Headers"), ",") {
+		if name = strings.TrimSpace(name); len(name) > len(paramHeaderPrefix) && strings.EqualFold(name[:len(paramHeaderPrefix)], paramHeaderPrefix) {
+			allow += ", " + name
+		}
+	}
+	h.Set("Access-Control-Allow-Methods", corsMethods)
+	h.Set("Access-Control-Allow-Headers", allow)
+	h.Set("Access-Control-Max-Age", corsMaxAge)
+	w.WriteHeader(http.StatusNoContent)
+	return true
+}
+
+// paramHeaderPrefix starts the SEP-2243 headers that mirror tool
+// arguments.
+const paramHeaderPrefix = "Mcp-Param-"

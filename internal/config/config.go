@@ -221,6 +221,14 @@ type EdgeFile struct {
 	// "192.168.1.10"). Empty: loopback peers only. auth.public_url, when
 	// set, wins over any header (internal/publicurl).
 	TrustedProxies []string `yaml:"trusted_proxies"`
+	// AllowedOrigins are the browser origins (the Origin header) the edge
+	// serves, with CORS: exact origins, "*" patterns
+	// ("https://*.example.com", "http://localhost:*"), or "*" for all
+	// (publicurl.Origins). A request from another origin gets 403; one
+	// without an Origin (not from a browser) is served. Empty: a loopback
+	// listener serves loopback origins, any other listener only
+	// auth.public_url's origin.
+	AllowedOrigins []string `yaml:"allowed_origins"`
 	// ReadHeaderTimeout, ReadTimeout, WriteTimeout and IdleTimeout bound
 	// a client connection (edge.Config, docs/limits.md): the header's
 	// arrival (default 10s), the body's (30s), each write to the client
@@ -251,6 +259,19 @@ type EdgeFile struct {
 func (e *EdgeFile) TrustedProxyPrefixes() []netip.Prefix {
 	p, _ := publicurl.ParseTrusted(e.TrustedProxies)
 	return p
+}
+
+// Origins returns AllowedOrigins parsed; nil when none are set (or they
+// do not parse, which Validate reports).
+func (e *EdgeFile) Origins() *publicurl.Origins {
+	if len(e.AllowedOrigins) == 0 {
+		return nil
+	}
+	o, err := publicurl.ParseOrigins(e.AllowedOrigins)
+	if err != nil {
+		return nil
+	}
+	return o
 }
 
 // MetricsFile holds the metric options.
@@ -571,6 +592,9 @@ func (f *File) Validate() error {
 		if _, err := publicurl.ParseTrusted([]string{e}); err != nil {
 			bad("edge.trusted_proxies[%d]: %q is not an IP address or CIDR prefix", i, e)
 		}
+	}
+	if _, err := publicurl.ParseOrigins(f.Edge.AllowedOrigins); err != nil {
+		bad("edge.allowed_origins: %v", err)
 	}
 	if f.MaxRequestBodyBytes < 0 || f.MaxResultBytes < 0 {
 		bad("max_request_body_bytes, max_result_bytes: must not be negative")

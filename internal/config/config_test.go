@@ -183,6 +183,11 @@ func TestConfigLoadRejects(t *testing.T) {
 			want: []string{"urll"},
 		},
 		{
+			name: "an allowed origin with a path",
+			body: "edge:\n  allowed_origins: [\"https://app.example.com/x\"]\n",
+			want: []string{"edge.allowed_origins:", "app.example.com/x"},
+		},
+		{
 			name: "max_message_bytes on an HTTP upstream",
 			body: "upstreams:\n  - name: a\n    url: http://a\n    max_message_bytes: 1024\n",
 			want: []string{"upstreams[0] (a): max_message_bytes: only for a stdio upstream"},
