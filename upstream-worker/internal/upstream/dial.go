@@ -6,9 +6,9 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"os/exec"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -183,10 +183,10 @@ func (u *Upstream) transport(life context.Context, s *session) (mcp.Transport, *
 		}
 		// CommandContext kills the process when the lifetime ends.
 		cmd := exec.CommandContext(life, sp.Command[0], sp.Command[1:]...)
-		cmd.Env = os.Environ()
-		for k, v := range sp.Env {
-			cmd.Env = append(cmd.Env, k+"="+v)
-		}
+		cmd.Env = stdioEnv(sp.Env) // not the worker's: see stdioenv.go
+		isolate(cmd)
+		// The lifetime's end kills the whole process group.
+		cmd.Cancel = func() error { return killGroup(cmd, syscall.SIGKILL) }
 		cmd.Stderr = &lineLog{log: u.log}
 		cmd.WaitDelay = stdioTerminate
 		limit := int(sp.MaxMessageBytes)

@@ -103,6 +103,9 @@ func serveStdio(era, logPath string) {
 		_ = json.Unmarshal(r.Params.Arguments, &args)
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: strings.Repeat("x", args.Bytes)}}}, nil
 	})
+	srv.AddTool(&mcp.Tool{Name: "env", InputSchema: obj}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: strings.Join(os.Environ(), "\n")}}}, nil
+	})
 	// A child process's main: it lives until its stdin closes.
 	_ = srv.Run(context.Background(), &mcp.StdioTransport{})
 }
@@ -360,6 +363,34 @@ func TestUpstreamStdioMisbehaves(t *testing.T) {
 				t.Fatalf("the process was replaced (%d restarts)", u.Restarts()-restarts)
 			}
 		})
+	}
+}
+
+// TestStdioEnvironmentScrubbed: a stdio server gets the base variables
+// programs need and its own upstreams[].env, never the rest of the
+// worker's environment (another upstream's secret, here).
+func TestStdioEnvironmentScrubbed(t *testing.T) {
+	t.Setenv("OTHER_UPSTREAM_TOKEN", "s3cret-of-another-upstream")
+	t.Setenv("LC_TIME", "C")
+	u, _ := startStdio(t, "2025", false)
+	res, perr := u.Call(t.Context(), call("env", "", `{}`))
+	if perr != nil {
+		t.Fatal(perr)
+	}
+	var r struct {
+		Content []struct{ Text string } `json:"content"`
+	}
+	if err := json.Unmarshal(res, &r); err != nil || len(r.Content) == 0 {
+		t.Fatalf("result %s: %v", res, err)
+	}
+	env := "\n" + r.Content[0].Text + "\n"
+	if strings.Contains(env, "s3cret-of-another-upstream") || strings.Contains(env, "OTHER_UPSTREAM_TOKEN") {
+		t.Errorf("the worker's secret reached the stdio server: %q", env)
+	}
+	for _, want := range []string{"\n" + stdioEraEnv + "=2025\n", "\nPATH=", "\nLC_TIME=C\n"} {
+		if !strings.Contains(env, want) {
+			t.Errorf("the server's environment lacks %q: %q", want, env)
+		}
 	}
 }
 

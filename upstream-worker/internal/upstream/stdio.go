@@ -267,7 +267,8 @@ func (c *stdioConn) Close() error {
 
 // stop shuts the process down as the spec's stdio shutdown says: close its
 // stdin, wait up to terminate for it to exit, then SIGTERM, wait again,
-// then SIGKILL. It returns the process's exit error (nil on a clean exit),
+// then SIGKILL (the signals to its whole process group), and then kills
+// what is left of the group. It returns the process's exit error (nil on a clean exit),
 // the failure to close stdin, or the failure to stop it.
 func (c *stdioConn) stop() error {
 	// Not under wmu: a write blocked on a process that no longer reads
@@ -286,18 +287,21 @@ func (c *stdioConn) stop() error {
 			return nil, false
 		}
 	}
+	// Whatever ends the process, the helpers it started (its process
+	// group: isolate) end with it.
+	defer func() { _ = killGroup(c.cmd, syscall.SIGKILL) }()
 	if err, ok := wait(); ok {
 		if closeErr != nil {
 			return fmt.Errorf("closing stdin: %w", closeErr)
 		}
 		return err
 	}
-	if c.cmd.Process.Signal(syscall.SIGTERM) == nil {
+	if killGroup(c.cmd, syscall.SIGTERM) == nil {
 		if err, ok := wait(); ok {
 			return err
 		}
 	}
-	if err := c.cmd.Process.Kill(); err != nil {
+	if err := killGroup(c.cmd, syscall.SIGKILL); err != nil {
 		return err
 	}
 	if err, ok := wait(); ok {

@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	ossignal "os/signal"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -245,6 +246,26 @@ func runTestProc(mode string) {
 		}
 		out(lineA, bad, lineB)
 		_, _ = io.Copy(io.Discard, os.Stdin)
+	case "fork":
+		// A server that starts a helper, which outlives it unless its
+		// process group is killed; its pid as a notification.
+		child := exec.Command("sleep", "300")
+		if child.Start() != nil {
+			os.Exit(2)
+		}
+		out(`{"jsonrpc":"2.0","method":"pid","params":{"pid":` + strconv.Itoa(child.Process.Pid) + `}}`)
+		_, _ = io.Copy(io.Discard, os.Stdin) // ends at Close, leaving the helper
+	case "parent":
+		// A worker that starts a stdio server as the worker does (isolate)
+		// and is then killed: the server's pid on stdout.
+		child := exec.Command(os.Args[0])
+		child.Env = append(os.Environ(), procModeEnv+"=sleep")
+		isolate(child)
+		if child.Start() != nil {
+			os.Exit(2)
+		}
+		out(strconv.Itoa(child.Process.Pid))
+		time.Sleep(time.Minute)
 	case "ignoreterm":
 		ossignal.Ignore(syscall.SIGTERM)
 		fallthrough
@@ -261,6 +282,86 @@ func testProcess(t *testing.T, mode string, terminate time.Duration) *stdioTrans
 	cmd := exec.Command(os.Args[0])
 	cmd.Env = append(os.Environ(), procModeEnv+"="+mode, "GORACE=atexit_sleep_ms=0")
 	return &stdioTransport{cmd: cmd, terminate: terminate}
+}
+
+// processAlive reports whether pid runs (a zombie, already dead, does not).
+func processAlive(pid int) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return false
+	}
+	// pid (comm) state ...: comm may hold spaces and parentheses.
+	rest := string(b[bytes.LastIndexByte(b, ')')+1:])
+	return !strings.HasPrefix(strings.TrimSpace(rest), "Z")
+}
+
+// TestStdioStopKillsItsHelpers: a stdio server that started a helper
+// process leaves nothing behind when the upstream stops it, even if it
+// exits by itself at once (the helper outlives it otherwise): its process
+// group goes.
+func TestStdioStopKillsItsHelpers(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("process groups and Pdeathsig are Linux's")
+	}
+	tr := testProcess(t, "fork", 100*time.Millisecond)
+	isolate(tr.cmd)
+	conn, err := tr.Connect(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := conn.Read(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var p struct{ PID int }
+	if r, ok := m.(*jsonrpc.Request); !ok || json.Unmarshal(r.Params, &p) != nil || p.PID == 0 {
+		t.Fatalf("read %#v", m)
+	}
+	if !processAlive(p.PID) {
+		t.Fatal("the helper is not running")
+	}
+	_ = conn.Close()
+	deadline := time.Now().Add(5 * time.Second)
+	for processAlive(p.PID) {
+		if time.Now().After(deadline) {
+			_ = syscall.Kill(p.PID, syscall.SIGKILL)
+			t.Fatal("the server's helper outlived the upstream's stop")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestStdioServerDiesWithItsWorker: a worker killed with SIGKILL takes its
+// stdio server with it (Pdeathsig): the server does not run on, orphaned.
+func TestStdioServerDiesWithItsWorker(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("Pdeathsig is Linux's")
+	}
+	worker := exec.Command(os.Args[0])
+	worker.Env = append(os.Environ(), procModeEnv+"=parent", "GORACE=atexit_sleep_ms=0")
+	stdout, err := worker.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := worker.Start(); err != nil {
+		t.Fatal(err)
+	}
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	pid, perr := strconv.Atoi(strings.TrimSpace(line))
+	if err != nil || perr != nil || !processAlive(pid) {
+		_ = worker.Process.Kill()
+		t.Fatalf("server pid %q: %v %v", line, err, perr)
+	}
+	_ = worker.Process.Kill() // SIGKILL
+	_ = worker.Wait()
+	deadline := time.Now().Add(5 * time.Second)
+	for processAlive(pid) {
+		if time.Now().After(deadline) {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+			t.Fatal("the stdio server outlived its worker's SIGKILL")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
 
 // readReady reads the test process's lineReady: it has set its signals.
