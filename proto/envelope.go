@@ -223,7 +223,9 @@ type UpstreamSpec struct {
 	Transport string            `msgpack:"t"`           // TransportStreamable, TransportSSE or TransportStdio
 	URL       string            `msgpack:"u,omitempty"` // HTTP transports
 	Command   []string          `msgpack:"c,omitempty"` // stdio: argv
-	Env       map[string]string `msgpack:"v,omitempty"` // stdio: extra environment
+	Env       map[string]string `msgpack:"v,omitempty"` // stdio: its environment, beside a minimal base
+	// InheritEnv names the worker's variables a stdio server gets as they are.
+	InheritEnv []string `msgpack:"ie,omitempty"`
 	// Processes is how many processes of a stdio upstream each worker runs.
 	Processes int `msgpack:"p,omitempty"`
 	// CallTimeoutMs bounds one call to this upstream; 0 means the gateway default.

@@ -317,8 +317,13 @@ type Upstream struct {
 	Transport string `yaml:"transport"`
 	// Command is the argv of a stdio server that the worker spawns.
 	Command []string `yaml:"command"`
-	// Env adds environment variables to a stdio server's process.
+	// Env is a stdio server's environment, beside a minimal base (PATH,
+	// HOME, LANG, TZ, ...: docs/sandbox.md); it never gets the worker's
+	// other variables.
 	Env map[string]string `yaml:"env"`
+	// InheritEnv names the worker's environment variables a stdio server
+	// gets as they are (a proxy setting, say); Env wins over them.
+	InheritEnv []string `yaml:"inherit_env"`
 	// Processes is how many processes of a stdio server each worker runs. Default 1.
 	Processes int `yaml:"processes"`
 	// CallTimeout bounds one call to this upstream; default: the global call_timeout.
@@ -722,6 +727,14 @@ func (u Upstream) validate(i int, seen map[string]bool) []error {
 	if u.CallTimeout < 0 {
 		bad("call_timeout: must not be negative")
 	}
+	if len(u.InheritEnv) > 0 && u.Transport != proto.TransportStdio {
+		bad("inherit_env: only for a stdio upstream")
+	}
+	for _, name := range u.InheritEnv {
+		if name == "" || strings.ContainsAny(name, "= \x00") {
+			bad("inherit_env: %q is not a variable name", name)
+		}
+	}
 	switch {
 	case u.MaxMessageBytes < 0:
 		bad("max_message_bytes: must not be negative")
@@ -740,7 +753,7 @@ func (u Upstream) validate(i int, seen map[string]bool) []error {
 func (u Upstream) Spec() proto.UpstreamSpec {
 	return proto.UpstreamSpec{
 		Name: u.Name, Transport: u.Transport, URL: u.URL,
-		Command: u.Command, Env: u.Env, Processes: u.Processes,
+		Command: u.Command, Env: u.Env, InheritEnv: u.InheritEnv, Processes: u.Processes,
 		CallTimeoutMs:   time.Duration(u.CallTimeout).Milliseconds(),
 		MaxMessageBytes: u.MaxMessageBytes,
 		Auth:            u.Auth.Spec(),

@@ -183,7 +183,7 @@ func (u *Upstream) transport(life context.Context, s *session) (mcp.Transport, *
 		}
 		// CommandContext kills the process when the lifetime ends.
 		cmd := exec.CommandContext(life, sp.Command[0], sp.Command[1:]...)
-		cmd.Env = stdioEnv(sp.Env) // not the worker's: see stdioenv.go
+		cmd.Env = stdioEnv(sp.Env, sp.InheritEnv) // not the worker's: see stdioenv.go
 		isolate(cmd)
 		// The lifetime's end kills the whole process group.
 		cmd.Cancel = func() error { return killGroup(cmd, syscall.SIGKILL) }

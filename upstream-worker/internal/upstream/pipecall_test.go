@@ -367,12 +367,22 @@ func TestUpstreamStdioMisbehaves(t *testing.T) {
 }
 
 // TestStdioEnvironmentScrubbed: a stdio server gets the base variables
-// programs need and its own upstreams[].env, never the rest of the
-// worker's environment (another upstream's secret, here).
+// programs need, the worker's variables its inherit_env names, and its own
+// env, never the rest of the worker's environment (another upstream's
+// secret, here).
 func TestStdioEnvironmentScrubbed(t *testing.T) {
 	t.Setenv("OTHER_UPSTREAM_TOKEN", "s3cret-of-another-upstream")
 	t.Setenv("LC_TIME", "C")
-	u, _ := startStdio(t, "2025", false)
+	t.Setenv("HTTPS_PROXY", "http://proxy.internal:3128")
+	logPath := filepath.Join(t.TempDir(), "server.log")
+	u := startUpstream(t, "", false, func(o *Options) {
+		o.Spec = proto.UpstreamSpec{
+			Name: "up", Transport: proto.TransportStdio, Processes: 1,
+			Command:    []string{os.Args[0]},
+			Env:        map[string]string{stdioEraEnv: "2025", stdioLogEnv: logPath, "GORACE": "atexit_sleep_ms=0"},
+			InheritEnv: []string{"HTTPS_PROXY"},
+		}
+	})
 	res, perr := u.Call(t.Context(), call("env", "", `{}`))
 	if perr != nil {
 		t.Fatal(perr)
@@ -387,7 +397,7 @@ func TestStdioEnvironmentScrubbed(t *testing.T) {
 	if strings.Contains(env, "s3cret-of-another-upstream") || strings.Contains(env, "OTHER_UPSTREAM_TOKEN") {
 		t.Errorf("the worker's secret reached the stdio server: %q", env)
 	}
-	for _, want := range []string{"\n" + stdioEraEnv + "=2025\n", "\nPATH=", "\nLC_TIME=C\n"} {
+	for _, want := range []string{"\n" + stdioEraEnv + "=2025\n", "\nPATH=", "\nLC_TIME=C\n", "\nHTTPS_PROXY=http://proxy.internal:3128\n"} {
 		if !strings.Contains(env, want) {
 			t.Errorf("the server's environment lacks %q: %q", want, env)
 		}

@@ -2,6 +2,7 @@ package upstream
 
 import (
 	"os"
+	"slices"
 	"strings"
 )
 
@@ -16,17 +17,17 @@ import (
 // the locale and the time zone.
 var baseEnv = []string{"PATH", "HOME", "USER", "LOGNAME", "TMPDIR", "LANG", "LANGUAGE", "TZ"}
 
-// stdioEnv is the environment of a stdio server: the base variables the
-// worker has (baseEnv, and LC_*), then extra (its configured env, which
-// wins).
-func stdioEnv(extra map[string]string) []string {
-	env := make([]string, 0, len(baseEnv)+len(extra)+4)
+// stdioEnv is the environment of a stdio server: the variables the worker
+// has among the base ones (baseEnv, and LC_*) and inherit (its
+// inherit_env), then extra (its configured env, which wins).
+func stdioEnv(extra map[string]string, inherit []string) []string {
+	env := make([]string, 0, len(baseEnv)+len(extra)+len(inherit)+4)
 	for _, kv := range os.Environ() {
 		name, _, _ := strings.Cut(kv, "=")
 		if _, own := extra[name]; own {
 			continue
 		}
-		if strings.HasPrefix(name, "LC_") || isBase(name) {
+		if strings.HasPrefix(name, "LC_") || isBase(name) || slices.Contains(inherit, name) {
 			env = append(env, kv)
 		}
 	}
