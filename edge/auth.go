@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -55,6 +56,9 @@ type identity struct {
 	issuer    string
 	user      string
 	policy    *policy.Policy
+	// scopes are a JWT bearer's OAuth scopes (none for an API key): what
+	// the policy's scope rules check (scopes.go).
+	scopes []string
 	// jwt is set for a JWT bearer: the only credential a passthrough
 	// upstream may receive (an API key is the gateway's own secret).
 	jwt bool
@@ -194,7 +198,8 @@ func (s *Service) authJWT(ctx context.Context, token, resource string, snap *ten
 		return nil, &authFailure{status: http.StatusForbidden, desc: desc}
 	}
 	_, pol, _ := snap.Tenant(name)
-	return &identity{tenant: name, principal: sub, issuer: p.Issuer, user: name + "\x00jwt\x00" + p.Issuer + "\x00" + sub, policy: pol, jwt: true}, nil
+	return &identity{tenant: name, principal: sub, issuer: p.Issuer, user: name + "\x00jwt\x00" + p.Issuer + "\x00" + sub, policy: pol,
+		scopes: slices.Clone(p.Scopes), jwt: true}, nil
 }
 
 // jwtFailure maps a verification error to its answer: a key set that

@@ -67,7 +67,7 @@ func (c *jwtCache) put(key [32]byte, p *tenant.Principal, exp, now time.Time, ke
 		until = exp
 	}
 	e := &cachedJWT{until: until, keys: keys, p: tenant.Principal{
-		Issuer: p.Issuer, Claims: slices.Clone(p.Claims), Groups: slices.Clone(p.Groups),
+		Issuer: p.Issuer, Claims: slices.Clone(p.Claims), Groups: slices.Clone(p.Groups), Scopes: slices.Clone(p.Scopes),
 	}}
 	c.mu.Lock()
 	defer c.mu.Unlock()

@@ -40,6 +40,9 @@ func (s *Service) serveSSEBound(w http.ResponseWriter, r *http.Request, v *view,
 			defer ew.finish()
 			w = ew
 		}
+		if r.Method == http.MethodPost && !s.sseScopesOK(w, r, v) {
+			return // checked here, where the caller authenticated, even for a POST another edge serves
+		}
 		if sid := r.URL.Query().Get("sessionid"); sid != "" {
 			owner, ok := s.sseOwners.Load(sid)
 			if !ok && r.Method == http.MethodPost && s.forwardSSEPost(w, r, v, id, sid) {
@@ -54,6 +57,9 @@ func (s *Service) serveSSEBound(w http.ResponseWriter, r *http.Request, v *view,
 			}
 		}
 		v.serveSSE(w, r)
+		return
+	}
+	if !s.scopesOK(w, r, v, nil) {
 		return
 	}
 	// A legacy session is its GET stream: opening one is admitted like
@@ -91,6 +97,31 @@ func (s *Service) serveSSEBound(w http.ResponseWriter, r *http.Request, v *view,
 		r.URL = &u
 	}
 	v.serveSSE(c, r)
+}
+
+// sseScopesOK checks the scopes the caller's policy requires of each
+// message of a legacy SSE POST (scopesOK), when it has scope rules: the
+// body is read (bounded) and restored.
+func (s *Service) sseScopesOK(w http.ResponseWriter, r *http.Request, v *view) bool {
+	if id := identityOf(r.Context()); id == nil || !id.policy.HasScopeRules() || r.Body == nil {
+		return true
+	}
+	body, ok := s.readSSEBody(w, r, v, time.Now())
+	if !ok {
+		return false
+	}
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	r.ContentLength = int64(len(body))
+	msgs, _, ok := parseBody(body)
+	if !ok || len(msgs) == 0 {
+		return s.scopesOK(w, r, v, nil) // the SDK answers the body
+	}
+	for _, m := range msgs {
+		if m != nil && !s.scopesOK(w, r, v, m) {
+			return false
+		}
+	}
+	return true
 }
 
 // sseBodyOK reads a legacy SSE POST's body (bounded as the SDK bounds it)

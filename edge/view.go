@@ -340,7 +340,7 @@ func (s *Service) serve(w http.ResponseWriter, r *http.Request, v *view) {
 		}
 	}
 	m, ok := s.precheck(w, r, v)
-	if !ok {
+	if !ok || !s.scopesOK(w, r, v, m) {
 		return
 	}
 	if adopted && m != nil && m.Method == "notifications/initialized" && m.ID == nil {

@@ -392,9 +392,32 @@ func classify(err error) error {
 	return errClaims
 }
 
-// fill copies the verified token's issuer, claims and groups into p.
+// fill copies the verified token's issuer, claims, groups and scopes into
+// p.
 func (is *issuer) fill(p *tenant.Principal, tok jwt.Token) error {
 	p.Issuer = is.name
+	// RFC 8693 section 4.2 (and RFC 9068): "scope", space separated; some
+	// issuers (Microsoft, Okta) send "scp", a string or an array.
+	for _, name := range []string{"scope", "scp"} {
+		var v any
+		if tok.Get(name, &v) != nil {
+			continue
+		}
+		switch v := v.(type) {
+		case string:
+			for _, sc := range strings.Fields(v) {
+				if !slices.Contains(p.Scopes, sc) {
+					p.Scopes = append(p.Scopes, sc)
+				}
+			}
+		case []any:
+			for _, e := range v {
+				if sc, ok := e.(string); ok && sc != "" && !slices.Contains(p.Scopes, sc) {
+					p.Scopes = append(p.Scopes, sc)
+				}
+			}
+		}
+	}
 	if tok.Has(is.groupsClaim) {
 		var g any
 		if err := tok.Get(is.groupsClaim, &g); err != nil {

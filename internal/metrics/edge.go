@@ -165,7 +165,7 @@ func (e *Edge) Tenant(tenant string, tenants int, code int64) {
 
 // AuthRefusal counts a request refused with HTTP status for reason (a
 // class: missing_credentials, invalid_request, invalid_token, forbidden,
-// issuer_unavailable).
+// insufficient_scope, issuer_unavailable).
 func (e *Edge) AuthRefusal(status int, reason string) {
 	e.authRefusals.WithLabelValues(strconv.Itoa(status), reason).Inc()
 }

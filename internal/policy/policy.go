@@ -90,6 +90,9 @@ type Spec struct {
 	Upstreams    []string `json:"upstreams,omitempty" yaml:"upstreams,omitempty" msgpack:"upstreams,omitempty"`
 	Rules        []Rule   `json:"rules,omitempty" yaml:"rules,omitempty" msgpack:"rules,omitempty"`
 	Default      Effect   `json:"default,omitempty" yaml:"default,omitempty" msgpack:"default,omitempty"`
+	// RequiredScopes are the OAuth scopes the tenant's callers need, for
+	// everything, an upstream, or matching items ([ScopeRule]).
+	RequiredScopes []ScopeRule `json:"required_scopes,omitempty" yaml:"required_scopes,omitempty" msgpack:"required_scopes,omitempty"`
 }
 
 // ErrInvalidSpec is wrapped by every error [Compile] returns.
@@ -103,6 +106,7 @@ type Policy struct {
 	upstreams table            // value 1: visible
 	rules     [numKinds][]rule // per kind, in spec order
 	def       bool
+	scopes    []scopeRule // Spec.RequiredScopes, compiled
 }
 
 type rule struct {
@@ -167,6 +171,7 @@ func Compile(spec Spec) (*Policy, error) {
 			}
 		}
 	}
+	p.scopes = compileScopes(spec.RequiredScopes, bad)
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}

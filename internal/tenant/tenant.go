@@ -33,6 +33,10 @@ type Principal struct {
 	Issuer string
 	Claims []Claim
 	Groups []string
+	// Scopes are the OAuth scopes the token grants (its scope claim, space
+	// separated, and its scp claim, a string or an array); none for an API
+	// key.
+	Scopes []string
 }
 
 // AddClaim appends one [Claim] per value of the claim name.
@@ -48,7 +52,8 @@ func (p *Principal) AddClaim(name string, values ...string) {
 func (p *Principal) Reset() {
 	clear(p.Claims)
 	clear(p.Groups)
-	*p = Principal{Claims: p.Claims[:0], Groups: p.Groups[:0]}
+	clear(p.Scopes)
+	*p = Principal{Claims: p.Claims[:0], Groups: p.Groups[:0], Scopes: p.Scopes[:0]}
 }
 
 // Shape says which fields of a [Selector] are set.
