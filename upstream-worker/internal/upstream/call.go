@@ -93,6 +93,12 @@ func (u *Upstream) send(ctx context.Context, req *proto.Request, st *callState, 
 			return nil, perr
 		}
 		s.noteAuth(ctx)
+		if lv := requestLevel(req); lv != "" && s.cs != nil && legacySession(s) {
+			// A 2026-era client's level, to a 2025-era upstream session.
+			if err := u.ensureLevel(ctx, s, lv); err != nil {
+				u.log.WarnContext(ctx, "log level not set on the upstream session", "level", lv, proto.LogErr, err)
+			}
+		}
 		s.enter(st)
 		res, err := attempt(ctx, s, l)
 		s.leave(st)

@@ -32,6 +32,7 @@ func (u *Upstream) dedicatedFor(edge, session string, caps []byte) (*lazy, *prot
 // shared sessions (event proto.SessionClosed). It does not block.
 func (u *Upstream) SessionClosed(edge, session string) {
 	k := sessKey{edge, session}
+	u.levels.forget(k)
 	u.mu.Lock()
 	l := u.dedicated[k]
 	delete(u.dedicated, k)

@@ -141,6 +141,7 @@ func (u *Upstream) open(ctx context.Context, owner *sessKey, caps *mcp.ClientCap
 		pt.conn.head, pt.conn.meta = head, meta
 		s.pipe = pt.conn
 	}
+	u.reapplyLevel(ctx, s)
 	return s, nil
 }
 

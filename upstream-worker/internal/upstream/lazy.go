@@ -39,6 +39,11 @@ type session struct {
 	mu       sync.Mutex
 	inflight map[*callState]struct{}         // guarded by mu: the calls running on the session
 	subs     map[string]map[sessKey]struct{} // guarded by mu: a shared session's resources/subscribe'd URIs, by client session
+
+	// levelMu serializes the logging/setLevel the worker sends on the
+	// session (levels.go); level is the one set last ("": none yet).
+	levelMu sync.Mutex
+	level   string // guarded by levelMu
 }
 
 var errSessionGone = errors.New("session closed")

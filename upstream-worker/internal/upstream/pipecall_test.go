@@ -404,6 +404,53 @@ func TestStdioEnvironmentScrubbed(t *testing.T) {
 	}
 }
 
+// TestUpstreamLogLevels: a 2026-07-28 request's logLevel reaches a
+// 2025-era upstream as logging/setLevel; a shared session (a stdio
+// process) is made more verbose by a client's logging/setLevel, never
+// less (another client's would be cut off); a process started again gets
+// the level back. Raw path and SDK path.
+func TestUpstreamLogLevels(t *testing.T) {
+	for _, path := range []string{"raw", "sdk"} {
+		t.Run("path="+path, func(t *testing.T) {
+			u, log := startStdio(t, "2025", path == "sdk")
+			count := func(level string) int { return strings.Count(serverLog(log), "setLevel "+level+"\n") }
+			req2026 := &proto.Request{Method: "tools/call", Upstream: "up", Name: "echo", Edge: "e1", Protocol: "2026-07-28",
+				Params: []byte(`{"name":"echo","arguments":{},"_meta":{"io.modelcontextprotocol/logLevel":"info"}}`)}
+			if _, perr := u.Call(t.Context(), req2026); perr != nil {
+				t.Fatal(perr)
+			}
+			eventually(t, 5*time.Second, "setLevel info from a 2026 request", func() bool { return count("info") == 1 })
+			setLevel := func(session, level string) {
+				t.Helper()
+				res, perr := u.Request(t.Context(), &proto.Request{Method: "logging/setLevel", Upstream: "up", Edge: "e1", Session: session,
+					Params: []byte(`{"level":"` + level + `"}`)})
+				if perr != nil || string(res) != "{}" {
+					t.Fatalf("setLevel %s for %s: %s %v", level, session, res, perr)
+				}
+			}
+			setLevel("a", "debug")
+			eventually(t, 5*time.Second, "setLevel debug", func() bool { return count("debug") == 1 })
+			setLevel("b", "error") // would silence a's debug messages
+			req2026.Params = []byte(`{"name":"echo","arguments":{},"_meta":{"io.modelcontextprotocol/logLevel":"warning"}}`)
+			if _, perr := u.Call(t.Context(), req2026); perr != nil {
+				t.Fatal(perr)
+			}
+			time.Sleep(100 * time.Millisecond)
+			if n, m := count("error"), count("warning"); n != 0 || m != 0 {
+				t.Fatalf("a less verbose level reached the shared process: error %d, warning %d\n%s", n, m, serverLog(log))
+			}
+			// The process exits: the new one gets debug again.
+			old := stdioSession(t, u)
+			_, _ = u.Call(t.Context(), call("exit", "", `{}`))
+			eventually(t, 15*time.Second, "a new process", func() bool {
+				p := u.snap.Load().procs
+				return u.State().Up && len(p) == 1 && p[0] != old
+			})
+			eventually(t, 5*time.Second, "setLevel debug on the new process", func() bool { return count("debug") == 2 })
+		})
+	}
+}
+
 // TestUpstreamPipeCancel: a cancelled raw call returns at once and the
 // server gets notifications/cancelled for its "sy-" id, which ends the
 // tool's handler.

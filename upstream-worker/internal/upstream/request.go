@@ -76,6 +76,9 @@ func (u *Upstream) request(ctx context.Context, req *proto.Request) ([]byte, *pr
 			return u.forwardOn(ctx, s, l, f)
 		}
 	}
+	if req.Method == methodSetLevel {
+		attempt = u.setLevelOnShared(req, attempt)
+	}
 	if req.Method == methodSubscribe || req.Method == methodUnsubscribe {
 		if attempt, perr = listenOn2026(p, attempt, u); perr != nil {
 			return nil, perr

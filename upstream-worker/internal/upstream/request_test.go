@@ -197,6 +197,15 @@ func TestUpstreamRequestForwarded(t *testing.T) {
 						before := strings.Count(events(), c.event)
 						res, perr := u.Request(t.Context(), fwd(c.method, c.reqName, session, c.params))
 						c.check(t, res, perr)
+						if c.method == "logging/setLevel" && strings.HasPrefix(tg.name, "stdio") && strings.Contains(tg.name, "2025") && session != tg.sessions[0] {
+							// The (2025-era) process is shared and at that level already:
+							// answered without reaching it (levels.go).
+							time.Sleep(50 * time.Millisecond)
+							if n := strings.Count(events(), c.event); n != before {
+								t.Fatalf("a level the shared process has reached it again; events:\n%s", events())
+							}
+							return
+						}
 						// On a 2026-07-28 session a subscription is a listen
 						// stream the SDK client opens (and ends) in the
 						// background: the upstream records it soon after.

@@ -154,6 +154,9 @@ type Upstream struct {
 	// last logged (Unix nanoseconds; at most one warning per skipLogEvery).
 	skips      [len(SkipReasons)]atomic.Uint64
 	skipLogged atomic.Int64
+	// levels is the most verbose log level clients asked of the shared
+	// sessions, set again on each new one (levels.go).
+	levels sharedLevels
 	snap       atomic.Pointer[snapshot]
 	pool       *lazy    // HTTP pool session
 	origin     *url.URL // the spec URL's origin: where credentials go (auth.go)
