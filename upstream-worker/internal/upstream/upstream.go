@@ -157,9 +157,9 @@ type Upstream struct {
 	// levels is the most verbose log level clients asked of the shared
 	// sessions, set again on each new one (levels.go).
 	levels sharedLevels
-	snap       atomic.Pointer[snapshot]
-	pool       *lazy    // HTTP pool session
-	origin     *url.URL // the spec URL's origin: where credentials go (auth.go)
+	snap   atomic.Pointer[snapshot]
+	pool   *lazy    // HTTP pool session
+	origin *url.URL // the spec URL's origin: where credentials go (auth.go)
 	// params holds the SEP-2243 header bindings of the upstream's tools
 	// (by tool name), from the latest catalog fetch.
 	params     atomic.Pointer[map[string][]paramhdr.Binding]
