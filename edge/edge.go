@@ -169,7 +169,8 @@ type Service struct {
 	placement *string
 
 	// passthrough is set while some catalog upstream takes the client's
-	// Authorization header (proto.UpstreamAuth.Passthrough).
+	// Authorization header (proto.UpstreamAuth.ForwardsClientAuth: passthrough,
+	// or a token exchange at the worker).
 	passthrough atomic.Bool
 
 	ready atomic.Bool
@@ -620,7 +621,7 @@ func (s *Service) onUpstream(ev *bus.KVEvent, initial bool) {
 		if err := proto.Unmarshal(ev.Value, &spec); err != nil {
 			s.log.Warn("bad upstream spec", proto.LogUpstream, ev.Key, proto.LogErr, err)
 		}
-		pass = spec.Auth != nil && spec.Auth.Passthrough
+		pass = spec.Auth.ForwardsClientAuth()
 	}
 	s.mu.Lock()
 	if ev.Deleted {

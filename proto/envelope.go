@@ -258,6 +258,31 @@ type UpstreamAuth struct {
 	// Passthrough forwards the client's Authorization header on the
 	// client's calls.
 	Passthrough bool `msgpack:"p,omitempty"`
+	// TokenExchange, if set, sends on the client's calls a token minted
+	// for the upstream in exchange for the client's (RFC 8693); the edge
+	// forwards the client's Authorization as for Passthrough.
+	TokenExchange *TokenExchange `msgpack:"x,omitempty"`
+}
+
+// ForwardsClientAuth reports whether the client's Authorization travels
+// with its calls to the worker (proto.HdrAuthorization): for Passthrough,
+// and for TokenExchange, where the worker exchanges it. False for nil.
+func (a *UpstreamAuth) ForwardsClientAuth() bool {
+	return a != nil && (a.Passthrough || a.TokenExchange != nil)
+}
+
+// TokenExchange is an upstream's RFC 8693 token exchange: the token
+// endpoint, the worker's client id and where its secret is (a variable or
+// a file, read by each worker; none for a public client), and the new
+// token's audience, resource and scope.
+type TokenExchange struct {
+	TokenURL         string `msgpack:"u"`
+	ClientID         string `msgpack:"c"`
+	ClientSecretEnv  string `msgpack:"se,omitempty"`
+	ClientSecretFile string `msgpack:"sf,omitempty"`
+	Audience         string `msgpack:"a,omitempty"`
+	Resource         string `msgpack:"r,omitempty"`
+	Scope            string `msgpack:"s,omitempty"`
 }
 
 // HeaderSource is one static upstream header: Name, and its value from

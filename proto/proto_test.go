@@ -290,3 +290,21 @@ var (
 	benchSinkBytes  []byte
 	benchSinkString string
 )
+
+// TestForwardsClientAuth: the client's Authorization travels with its
+// calls for passthrough and for token exchange, and for nothing else.
+func TestForwardsClientAuth(t *testing.T) {
+	for _, tc := range []struct {
+		a    *UpstreamAuth
+		want bool
+	}{
+		{nil, false},
+		{&UpstreamAuth{BearerEnv: "T"}, false},
+		{&UpstreamAuth{Passthrough: true}, true},
+		{&UpstreamAuth{TokenExchange: &TokenExchange{TokenURL: "https://idp/token", ClientID: "w"}}, true},
+	} {
+		if got := tc.a.ForwardsClientAuth(); got != tc.want {
+			t.Errorf("%+v: %v, want %v", tc.a, got, tc.want)
+		}
+	}
+}

@@ -463,7 +463,7 @@ func (s *Service) passthroughOf(ev *bus.KVEvent) bool {
 		s.log.Warn("bad upstream spec", proto.LogUpstream, ev.Key, proto.LogErr, err)
 		return false
 	}
-	return spec.Auth != nil && spec.Auth.Passthrough
+	return spec.Auth.ForwardsClientAuth()
 }
 
 // rebuild makes a new snapshot, publishes it, and has the announcer tell

@@ -183,6 +183,16 @@ func TestConfigLoadRejects(t *testing.T) {
 			want: []string{"urll"},
 		},
 		{
+			name: "token exchange with passthrough",
+			body: "upstreams:\n  - name: a\n    url: http://a\n    auth:\n      passthrough: true\n      token_exchange: {token_url: https://idp/token, client_id: w}\n",
+			want: []string{"token_exchange and passthrough: set only one"},
+		},
+		{
+			name: "token exchange without a client id",
+			body: "upstreams:\n  - name: a\n    url: http://a\n    auth:\n      token_exchange: {token_url: https://idp/token}\n",
+			want: []string{"token_exchange.client_id: required"},
+		},
+		{
 			name: "an allowed origin with a path",
 			body: "edge:\n  allowed_origins: [\"https://app.example.com/x\"]\n",
 			want: []string{"edge.allowed_origins:", "app.example.com/x"},

@@ -30,6 +30,25 @@ type UpstreamAuth struct {
 	// calls to this upstream instead of the injected one. Without it a
 	// client's Authorization never reaches the upstream.
 	Passthrough bool `yaml:"passthrough,omitempty"`
+	// TokenExchange sends, on a client's calls, a token the authorization
+	// server mints for this upstream in exchange for the client's own
+	// (RFC 8693), in place of the injected Authorization. Nil: none.
+	TokenExchange *TokenExchange `yaml:"token_exchange,omitempty"`
+}
+
+// TokenExchange is where and as whom a worker exchanges a client's token
+// for one for the upstream (RFC 8693 section 2.1): the authorization
+// server's token endpoint, the worker's client id there and its secret
+// (from a variable or a file; none for a public client), and what the new
+// token is for: audience, resource (RFC 8707), scope (space separated).
+type TokenExchange struct {
+	TokenURL         string `yaml:"token_url"`
+	ClientID         string `yaml:"client_id"`
+	ClientSecretEnv  string `yaml:"client_secret_env,omitempty"`
+	ClientSecretFile string `yaml:"client_secret_file,omitempty"`
+	Audience         string `yaml:"audience,omitempty"`
+	Resource         string `yaml:"resource,omitempty"`
+	Scope            string `yaml:"scope,omitempty"`
 }
 
 // UpstreamHeader is one static upstream header: Name, and its value from
@@ -43,10 +62,14 @@ type UpstreamHeader struct {
 // Spec converts a to its catalog form (nil for nil or an empty a, so
 // that `auth: {}` and no auth give the same spec).
 func (a *UpstreamAuth) Spec() *proto.UpstreamAuth {
-	if a == nil || a.BearerEnv == "" && a.BearerFile == "" && len(a.Headers) == 0 && !a.Passthrough {
+	if a == nil || a.BearerEnv == "" && a.BearerFile == "" && len(a.Headers) == 0 && !a.Passthrough && a.TokenExchange == nil {
 		return nil
 	}
 	s := &proto.UpstreamAuth{BearerEnv: a.BearerEnv, BearerFile: a.BearerFile, Passthrough: a.Passthrough}
+	if x := a.TokenExchange; x != nil {
+		s.TokenExchange = &proto.TokenExchange{TokenURL: x.TokenURL, ClientID: x.ClientID, ClientSecretEnv: x.ClientSecretEnv,
+			ClientSecretFile: x.ClientSecretFile, Audience: x.Audience, Resource: x.Resource, Scope: x.Scope}
+	}
 	if len(a.Headers) > 0 {
 		s.Headers = make([]proto.HeaderSource, len(a.Headers))
 		for i, h := range a.Headers {
@@ -92,6 +115,20 @@ func CheckUpstreamAuth(t string, a *proto.UpstreamAuth) []error {
 	}
 	if a.BearerEnv != "" && !validEnvName(a.BearerEnv) {
 		bad("bearer_env: %q is not a variable name ([A-Za-z_][A-Za-z0-9_]*)", a.BearerEnv)
+	}
+	if x := a.TokenExchange; x != nil {
+		switch {
+		case a.Passthrough:
+			bad("token_exchange and passthrough: set only one (both send a client's credential upstream)")
+		case !strings.HasPrefix(x.TokenURL, "https://") && !strings.HasPrefix(x.TokenURL, "http://"):
+			bad("token_exchange.token_url: %q must be an http(s) URL", x.TokenURL)
+		case x.ClientID == "":
+			bad("token_exchange.client_id: required")
+		case x.ClientSecretEnv != "" && x.ClientSecretFile != "":
+			bad("token_exchange.client_secret_env and client_secret_file: set only one")
+		case x.ClientSecretEnv != "" && !validEnvName(x.ClientSecretEnv):
+			bad("token_exchange.client_secret_env: %q is not a variable name ([A-Za-z_][A-Za-z0-9_]*)", x.ClientSecretEnv)
+		}
 	}
 	bearer := a.BearerEnv != "" || a.BearerFile != ""
 	seen := map[string]int{}

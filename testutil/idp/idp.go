@@ -50,6 +50,7 @@ import (
 	"github.com/lestrrat-go/jwx/v3/jwa"
 	"github.com/lestrrat-go/jwx/v3/jwk"
 	"github.com/lestrrat-go/jwx/v3/jws"
+	"github.com/lestrrat-go/jwx/v3/jwt"
 )
 
 // Defaults for the zero values of [Options].
@@ -82,6 +83,30 @@ type Options struct {
 	Scopes []string
 	// Clients are pre-registered clients by client id.
 	Clients map[string]Client
+	// RefuseExchange, if set, refuses a token exchange (RFC 8693) of the
+	// subject token of sub by client with invalid_grant when it returns
+	// true.
+	RefuseExchange func(sub, client string) bool
+}
+
+// GrantTokenExchange is the RFC 8693 grant type the token endpoint
+// takes: a client exchanges a subject token this IdP issued (its
+// subject_token) for a new one with the same sub, for the audience or
+// resource it asks.
+const GrantTokenExchange = "urn:ietf:params:oauth:grant-type:token-exchange"
+
+// subjectOf verifies a token this IdP signed with its current key, and
+// unexpired, and returns its sub.
+func (p *IdP) subjectOf(token string) (string, bool) {
+	p.mu.Lock()
+	k := p.key
+	p.mu.Unlock()
+	tok, err := jwt.Parse([]byte(token), jwt.WithKey(jwa.RS256(), k.pub), jwt.WithValidate(true))
+	if err != nil {
+		return "", false
+	}
+	sub, ok := tok.Subject()
+	return sub, ok && sub != ""
 }
 
 // Client is a registered OAuth client.

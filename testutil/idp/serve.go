@@ -29,7 +29,7 @@ func (p *IdP) serveMetadata(w http.ResponseWriter, _ *http.Request) {
 		"registration_endpoint":                          iss + "/register",
 		"response_types_supported":                       []string{"code"},
 		"response_modes_supported":                       []string{"query"},
-		"grant_types_supported":                          []string{"authorization_code", "client_credentials"},
+		"grant_types_supported":                          []string{"authorization_code", "client_credentials", GrantTokenExchange},
 		"token_endpoint_auth_methods_supported":          []string{"client_secret_basic", "client_secret_post", "none"},
 		"code_challenge_methods_supported":               []string{"S256"},
 		"authorization_response_iss_parameter_supported": true,
@@ -229,8 +229,35 @@ func (p *IdP) serveToken(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		is.Subject, is.Resource, is.Scope = id, f.Get("resource"), f.Get("scope")
+	case GrantTokenExchange:
+		// RFC 8693 section 2.1: the subject token must be one of this
+		// IdP's, unexpired; the new token keeps its subject, is for the
+		// audience or resource asked, and names the client as the actor.
+		switch f.Get("subject_token_type") {
+		case "urn:ietf:params:oauth:token-type:access_token", "urn:ietf:params:oauth:token-type:jwt":
+		default:
+			oauthError(w, http.StatusBadRequest, "invalid_request", "subject_token_type must be an access token or a JWT")
+			return
+		}
+		sub, ok := p.subjectOf(f.Get("subject_token"))
+		if !ok {
+			oauthError(w, http.StatusBadRequest, "invalid_grant", "the subject token is not valid (unknown signer, expired or malformed)")
+			return
+		}
+		if p.opts.RefuseExchange != nil && p.opts.RefuseExchange(sub, id) {
+			oauthError(w, http.StatusBadRequest, "invalid_grant", "the exchange is not allowed for this subject")
+			return
+		}
+		if res := f.Get("resource"); res != "" && !absoluteURI(res) {
+			oauthError(w, http.StatusBadRequest, "invalid_target", "resource must be an absolute URI without a fragment")
+			return
+		}
+		is.Subject, is.Resource, is.Scope = sub, f.Get("resource"), f.Get("scope")
+		if aud := f.Get("audience"); aud != "" {
+			is.Resource = aud // the token's aud below
+		}
 	default:
-		oauthError(w, http.StatusBadRequest, "unsupported_grant_type", "grant_type must be authorization_code or client_credentials")
+		oauthError(w, http.StatusBadRequest, "unsupported_grant_type", "grant_type must be authorization_code, client_credentials or token-exchange")
 		return
 	}
 	is.Audience = is.Resource
@@ -262,6 +289,9 @@ func (p *IdP) serveToken(w http.ResponseWriter, r *http.Request) {
 	p.issued = append(p.issued, is)
 	p.mu.Unlock()
 	resp := map[string]any{"access_token": tok, "token_type": "Bearer", "expires_in": int64(p.opts.TTL / time.Second)}
+	if is.GrantType == GrantTokenExchange {
+		resp["issued_token_type"] = "urn:ietf:params:oauth:token-type:access_token"
+	}
 	if is.Scope != "" {
 		resp["scope"] = is.Scope
 	}

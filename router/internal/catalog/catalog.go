@@ -77,7 +77,7 @@ type Snapshot struct {
 	// Seq orders the snapshots of one State: a later Build has a larger Seq.
 	Seq         uint64
 	sep         string
-	passthrough map[string]bool             // upstreams whose spec sets Auth.Passthrough
+	passthrough map[string]bool             // upstreams whose spec forwards the client's Authorization (Auth.ForwardsClientAuth: passthrough, token exchange)
 	isUp        map[string]bool             // as up() said at Build
 	hints       map[string]map[string]Hints // kind -> upstream -> hints, as at Build
 }
@@ -97,7 +97,8 @@ func (s *Snapshot) UpstreamOf(name string, pol *policy.Policy) string {
 }
 
 // Passthrough reports whether upstream's spec asks for the client's
-// Authorization header on its calls (proto.UpstreamAuth.Passthrough).
+// Authorization header on its calls (proto.UpstreamAuth.ForwardsClientAuth:
+// passthrough, or a token exchange at the worker).
 func (s *Snapshot) Passthrough(upstream string) bool { return s.passthrough[upstream] }
 
 // FederatedHints returns the page members carrying the caching hints of

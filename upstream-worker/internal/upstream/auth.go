@@ -68,7 +68,7 @@ func authorization(ctx context.Context) (string, bool) {
 // Passthrough reports whether the upstream takes its clients'
 // Authorization on their calls (spec Auth.Passthrough).
 func (u *Upstream) Passthrough() bool {
-	return u.opts.Spec.Auth != nil && u.opts.Spec.Auth.Passthrough
+	return u.opts.Spec.Auth.ForwardsClientAuth() // a token exchange sends the exchanged token the same way
 }
 
 // loadCreds reads the spec's credentials: the headers every request of a

@@ -87,6 +87,14 @@ type sendFunc func(ctx context.Context, s *session, l *lazy) ([]byte, error)
 // its wire error (callError). While an attempt runs, st is in flight on its
 // session (for the messages that name no call: see target).
 func (u *Upstream) send(ctx context.Context, req *proto.Request, st *callState, attempt sendFunc) ([]byte, *proto.Error) {
+	if u.exchange != nil {
+		// The client's token, exchanged for the upstream's, before
+		// anything is sent.
+		var perr *proto.Error
+		if ctx, perr = u.exchangeFor(ctx, req); perr != nil {
+			return nil, perr
+		}
+	}
 	for n := 0; ; n++ {
 		s, l, perr := u.pick(ctx, req)
 		if perr != nil {

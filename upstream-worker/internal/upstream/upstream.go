@@ -154,6 +154,9 @@ type Upstream struct {
 	// last logged (Unix nanoseconds; at most one warning per skipLogEvery).
 	skips      [len(SkipReasons)]atomic.Uint64
 	skipLogged atomic.Int64
+	// exchange is the token exchange of an upstream with one
+	// (exchange.go); nil otherwise.
+	exchange *exchanger
 	// levels is the most verbose log level clients asked of the shared
 	// sessions, set again on each new one (levels.go).
 	levels sharedLevels
@@ -238,6 +241,13 @@ func New(o Options) *Upstream {
 	}
 	u.pool = u.newLazy(nil, nil)
 	u.origin = parseOrigin(o.Spec.URL)
+	if a := o.Spec.Auth; a != nil && a.TokenExchange != nil {
+		base := o.HTTPClient.Transport
+		if base == nil {
+			base = http.DefaultTransport
+		}
+		u.exchange = &exchanger{spec: *a.TokenExchange, hc: &http.Client{Transport: base, Timeout: exchangeTimeout}}
+	}
 	u.snap.Store(&snapshot{err: "connecting"})
 	return u
 }
