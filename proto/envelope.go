@@ -226,6 +226,9 @@ type UpstreamSpec struct {
 	Env       map[string]string `msgpack:"v,omitempty"` // stdio: its environment, beside a minimal base
 	// InheritEnv names the worker's variables a stdio server gets as they are.
 	InheritEnv []string `msgpack:"ie,omitempty"`
+	// Sandbox confines a stdio server (docs/sandbox.md); nil: only the
+	// defaults (scrubbed environment, process group).
+	Sandbox *Sandbox `msgpack:"sb,omitempty"`
 	// Processes is how many processes of a stdio upstream each worker runs.
 	Processes int `msgpack:"p,omitempty"`
 	// CallTimeoutMs bounds one call to this upstream; 0 means the gateway default.
@@ -262,6 +265,21 @@ type UpstreamAuth struct {
 	// for the upstream in exchange for the client's (RFC 8693); the edge
 	// forwards the client's Authorization as for Passthrough.
 	TokenExchange *TokenExchange `msgpack:"x,omitempty"`
+}
+
+// Sandbox is how a worker confines a stdio server's processes: a working
+// directory, another uid and gid (0: the worker's), resource limits (0:
+// none) and Landlock filesystem rules (none: no rules).
+type Sandbox struct {
+	Workdir     string   `msgpack:"d,omitempty"`
+	UID         uint32   `msgpack:"u,omitempty"`
+	GID         uint32   `msgpack:"g,omitempty"`
+	MemoryBytes uint64   `msgpack:"m,omitempty"`
+	OpenFiles   uint64   `msgpack:"f,omitempty"`
+	Processes   uint64   `msgpack:"p,omitempty"`
+	CPUSeconds  uint64   `msgpack:"c,omitempty"`
+	ReadOnly    []string `msgpack:"ro,omitempty"`
+	ReadWrite   []string `msgpack:"rw,omitempty"`
 }
 
 // ForwardsClientAuth reports whether the client's Authorization travels

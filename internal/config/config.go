@@ -324,6 +324,8 @@ type Upstream struct {
 	// InheritEnv names the worker's environment variables a stdio server
 	// gets as they are (a proxy setting, say); Env wins over them.
 	InheritEnv []string `yaml:"inherit_env"`
+	// Sandbox confines a stdio server's processes (docs/sandbox.md).
+	Sandbox *SandboxFile `yaml:"sandbox,omitempty"`
 	// Processes is how many processes of a stdio server each worker runs. Default 1.
 	Processes int `yaml:"processes"`
 	// CallTimeout bounds one call to this upstream; default: the global call_timeout.
@@ -727,6 +729,12 @@ func (u Upstream) validate(i int, seen map[string]bool) []error {
 	if u.CallTimeout < 0 {
 		bad("call_timeout: must not be negative")
 	}
+	if u.Sandbox != nil && u.Transport != proto.TransportStdio {
+		bad("sandbox: only for a stdio upstream")
+	}
+	for _, err := range u.Sandbox.check() {
+		bad("sandbox.%v", err)
+	}
 	if len(u.InheritEnv) > 0 && u.Transport != proto.TransportStdio {
 		bad("inherit_env: only for a stdio upstream")
 	}
@@ -753,7 +761,7 @@ func (u Upstream) validate(i int, seen map[string]bool) []error {
 func (u Upstream) Spec() proto.UpstreamSpec {
 	return proto.UpstreamSpec{
 		Name: u.Name, Transport: u.Transport, URL: u.URL,
-		Command: u.Command, Env: u.Env, InheritEnv: u.InheritEnv, Processes: u.Processes,
+		Command: u.Command, Env: u.Env, InheritEnv: u.InheritEnv, Processes: u.Processes, Sandbox: u.Sandbox.Spec(),
 		CallTimeoutMs:   time.Duration(u.CallTimeout).Milliseconds(),
 		MaxMessageBytes: u.MaxMessageBytes,
 		Auth:            u.Auth.Spec(),

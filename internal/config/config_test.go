@@ -183,6 +183,16 @@ func TestConfigLoadRejects(t *testing.T) {
 			want: []string{"urll"},
 		},
 		{
+			name: "a sandbox with relative paths",
+			body: "upstreams:\n  - name: a\n    command: [x]\n    sandbox:\n      workdir: srv\n      landlock: {read_only: [usr]}\n      limits: {memory_bytes: 1024}\n",
+			want: []string{"sandbox.workdir:", "sandbox.landlock.read_only[0]:", "sandbox.limits.memory_bytes: 1024 is under 16 MiB"},
+		},
+		{
+			name: "a sandbox on an HTTP upstream",
+			body: "upstreams:\n  - name: a\n    url: http://a\n    sandbox: {workdir: /srv}\n",
+			want: []string{"sandbox: only for a stdio upstream"},
+		},
+		{
 			name: "token exchange with passthrough",
 			body: "upstreams:\n  - name: a\n    url: http://a\n    auth:\n      passthrough: true\n      token_exchange: {token_url: https://idp/token, client_id: w}\n",
 			want: []string{"token_exchange and passthrough: set only one"},

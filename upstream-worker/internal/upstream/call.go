@@ -291,6 +291,11 @@ func (u *Upstream) callError(ctx context.Context, err error, l *lazy) *proto.Err
 	if errors.As(err, &tl) { // the session is fine
 		return proto.Errorf(proto.CodePayloadTooLarge, "upstream %s: %s", u.name, tl.Error()) // tl's text only: err's wrappers may name the URL
 	}
+	var le *limitError
+	if errors.As(err, &le) { // the process is restarted by supervision
+		return proto.Errorf(proto.CodeUpstreamUnavailable, "upstream %s: its process hit its sandbox limit %s (%d) and is being restarted",
+			u.name, le.limit, le.value)
+	}
 	if errors.Is(err, errNoResponse) || strings.Contains(err.Error(), errNoResponse.Error()) {
 		// One call's response stream closed early (the raw path's error,
 		// or the SDK's synthetic one, same text): the session, and the

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os/exec"
+	"os"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -183,18 +183,29 @@ func (u *Upstream) transport(life context.Context, s *session) (mcp.Transport, *
 			return nil, nil, errors.New("stdio upstream without a command")
 		}
 		// CommandContext kills the process when the lifetime ends.
-		cmd := exec.CommandContext(life, sp.Command[0], sp.Command[1:]...)
-		cmd.Env = stdioEnv(sp.Env, sp.InheritEnv) // not the worker's: see stdioenv.go
-		isolate(cmd)
+		cmd, err := u.stdioCommand(life)
+		if err != nil {
+			return nil, nil, err
+		}
 		// The lifetime's end kills the whole process group.
 		cmd.Cancel = func() error { return killGroup(cmd, syscall.SIGKILL) }
-		cmd.Stderr = &lineLog{log: u.log}
+		stderr := &lineLog{log: u.log}
+		cmd.Stderr = stderr
 		cmd.WaitDelay = stdioTerminate
 		limit := int(sp.MaxMessageBytes)
 		if limit <= 0 {
 			limit = max(u.opts.MaxResultBytes, mcp.DefaultMaxLineLength)
 		}
 		st := &stdioTransport{cmd: cmd, terminate: stdioTerminate, name: u.name, limit: limit, skip: u.skipLine}
+		if sb := sp.Sandbox; sb != nil {
+			st.diagnose = func(ps *os.ProcessState) error {
+				if le := limitHit(sb, ps, stderr.lastLines()); le != nil {
+					u.log.Warn("stdio server ended on its sandbox limit; restarting it", "limit", le.limit, "value", le.value)
+					return le
+				}
+				return nil
+			}
+		}
 		t := capture.WrapTransport(st)
 		s.routed = true
 		if !u.rawCalls {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/switchyard-mcp/switchyard/proto"
 	"github.com/switchyard-mcp/switchyard/testutil/bins"
+	"github.com/switchyard-mcp/switchyard/upstream-worker/internal/sandbox"
 )
 
 // The stdio test upstream is this test binary, re-executed with
@@ -102,6 +104,32 @@ func serveStdio(era, logPath string) {
 		}
 		_ = json.Unmarshal(r.Params.Arguments, &args)
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: strings.Repeat("x", args.Bytes)}}}, nil
+	})
+	// openfiles opens files until it cannot, then exits saying why, as a
+	// server that meets its open-file limit does.
+	srv.AddTool(&mcp.Tool{Name: "openfiles", InputSchema: obj}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		var keep []*os.File
+		for range 100_000 {
+			f, err := os.Open(os.DevNull)
+			if err != nil {
+				fmt.Fprintln(os.Stderr, "fatal:", err)
+				os.Exit(1)
+			}
+			keep = append(keep, f)
+		}
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprint(len(keep), " files open")}}}, nil
+	})
+	// read returns a file's content, or the error reading it.
+	srv.AddTool(&mcp.Tool{Name: "read", InputSchema: obj}, func(_ context.Context, r *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		var args struct {
+			Path string `json:"path"`
+		}
+		_ = json.Unmarshal(r.Params.Arguments, &args)
+		b, err := os.ReadFile(args.Path)
+		if err != nil {
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "error: " + err.Error()}}}, nil
+		}
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "content: " + string(b)}}}, nil
 	})
 	srv.AddTool(&mcp.Tool{Name: "env", InputSchema: obj}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: strings.Join(os.Environ(), "\n")}}}, nil
@@ -448,6 +476,76 @@ func TestUpstreamLogLevels(t *testing.T) {
 			})
 			eventually(t, 5*time.Second, "setLevel debug on the new process", func() bool { return count("debug") == 2 })
 		})
+	}
+}
+
+// startSandboxed runs an Upstream over one 2025-era stdio test server in
+// sandbox sb (through the launcher).
+func startSandboxed(t *testing.T, sb *proto.Sandbox) (*Upstream, string) {
+	t.Helper()
+	logPath := filepath.Join(t.TempDir(), "server.log")
+	u := startUpstream(t, "", false, func(o *Options) {
+		o.Spec = proto.UpstreamSpec{
+			Name: "up", Transport: proto.TransportStdio, Processes: 1, Sandbox: sb,
+			Command: []string{os.Args[0]},
+			Env:     map[string]string{stdioEraEnv: "2025", stdioLogEnv: logPath, "GORACE": "atexit_sleep_ms=0"},
+		}
+	})
+	return u, logPath
+}
+
+// TestStdioSandboxLimit: a stdio server that meets its sandbox's open-file
+// limit and ends fails the call with an error naming the limit, and is
+// restarted.
+func TestStdioSandboxLimit(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("rlimits through the launcher: Linux")
+	}
+	u, _ := startSandboxed(t, &proto.Sandbox{OpenFiles: 64})
+	old := stdioSession(t, u)
+	_, perr := u.Call(t.Context(), call("openfiles", "", `{}`))
+	if perr == nil || perr.Code != proto.CodeUpstreamUnavailable || !strings.Contains(perr.Msg, "sandbox limit open_files (64)") {
+		t.Fatalf("openfiles: %v, want the limit named", perr)
+	}
+	eventually(t, 15*time.Second, "a new process", func() bool {
+		p := u.snap.Load().procs
+		return u.State().Up && len(p) == 1 && p[0] != old
+	})
+	if _, perr := u.Call(t.Context(), call("echo", "", `{}`)); perr != nil {
+		t.Fatalf("a call after the restart: %v", perr)
+	}
+}
+
+// TestStdioSandboxLandlock: under Landlock rules a stdio server reads what
+// they allow and nothing else (a file of another directory: permission
+// denied), where the kernel has Landlock.
+func TestStdioSandboxLandlock(t *testing.T) {
+	if sandbox.LandlockABI() == 0 {
+		t.Skip("this kernel has no Landlock")
+	}
+	allowed, denied := t.TempDir(), t.TempDir()
+	if err := os.WriteFile(filepath.Join(allowed, "ok.txt"), []byte("allowed"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(denied, "secret.txt"), []byte("secret"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	u, _ := startSandboxed(t, &proto.Sandbox{
+		ReadOnly: []string{"/usr", "/lib", "/lib64", "/bin", "/etc", "/proc", "/sys", "/dev", filepath.Dir(os.Args[0]), allowed},
+	})
+	read := func(path string) string {
+		t.Helper()
+		res, perr := u.Call(t.Context(), call("read", "", `{"arguments":{"path":"`+path+`"}}`))
+		if perr != nil {
+			t.Fatalf("read %s: %v", path, perr)
+		}
+		return string(res)
+	}
+	if out := read(filepath.Join(allowed, "ok.txt")); !strings.Contains(out, "content: allowed") {
+		t.Errorf("an allowed file: %s", out)
+	}
+	if out := read(filepath.Join(denied, "secret.txt")); !strings.Contains(out, "permission denied") || strings.Contains(out, "content: secret") {
+		t.Errorf("a file outside the rules: %s", out)
 	}
 }
 

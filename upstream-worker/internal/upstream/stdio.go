@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"os/exec"
 	"regexp"
 	"strconv"
@@ -71,6 +72,10 @@ type stdioTransport struct {
 	name  string
 	limit int
 	skip  func(reason string, head []byte)
+	// diagnose, if set, is asked why the process ended when its stdout
+	// did (its state once it exited): an error to fail its calls with in
+	// place of io.EOF (a sandbox limit it hit), or nil.
+	diagnose func(*os.ProcessState) error
 	// conn is the connection, set by Connect.
 	conn *stdioConn
 }
@@ -90,7 +95,7 @@ func (t *stdioTransport) Connect(context.Context) (mcp.Connection, error) {
 		return nil, err
 	}
 	c := newStdioConn(t.cmd, stdin, t.terminate, t.take)
-	c.name, c.skip = t.name, t.skip
+	c.name, c.skip, c.diagnose = t.name, t.skip, t.diagnose
 	limit := t.limit
 	if limit <= 0 {
 		limit = mcp.DefaultMaxLineLength
@@ -110,6 +115,11 @@ type stdioConn struct {
 	take      func([]byte) bool
 	name      string                           // the upstream's
 	skip      func(reason string, head []byte) // see stdioTransport
+	diagnose  func(*os.ProcessState) error     // see stdioTransport
+
+	waitOnce sync.Once
+	exited   chan struct{} // closed when cmd.Wait returned; waitErr set before
+	waitErr  error
 
 	// The reader lends each message line to Read (lines), which offers it
 	// to take, decodes the rest and gives it back (returned) before the
@@ -137,7 +147,7 @@ func newStdioConn(cmd *exec.Cmd, stdin io.WriteCloser, terminate time.Duration, 
 	return &stdioConn{
 		cmd: cmd, stdin: stdin, terminate: terminate, take: take,
 		lines: make(chan []byte), returned: make(chan struct{}, 1),
-		readDone: make(chan struct{}), closed: make(chan struct{}),
+		readDone: make(chan struct{}), closed: make(chan struct{}), exited: make(chan struct{}),
 	}
 }
 
@@ -275,14 +285,13 @@ func (c *stdioConn) stop() error {
 	// its stdin (the pipe is full) ends only when stdin closes. Writes
 	// that start after Close see closed (set before stop).
 	closeErr := c.stdin.Close()
-	exited := make(chan error, 1)
-	go func() { exited <- c.cmd.Wait() }()
+	exited := c.waitExit()
 	wait := func() (error, bool) {
 		t := time.NewTimer(c.terminate)
 		defer t.Stop()
 		select {
-		case err := <-exited:
-			return err, true
+		case <-exited:
+			return c.waitErr, true
 		case <-t.C:
 			return nil, false
 		}
@@ -310,6 +319,22 @@ func (c *stdioConn) stop() error {
 	return errors.New("unresponsive subprocess")
 }
 
+// waitExit starts waiting for the process (once) and returns the channel
+// closed when it exited.
+func (c *stdioConn) waitExit() <-chan struct{} {
+	c.waitOnce.Do(func() {
+		go func() {
+			c.waitErr = c.cmd.Wait()
+			close(c.exited)
+		}()
+	})
+	return c.exited
+}
+
+// exitDiagnosis is how long, after its stdout ended, the reader waits for
+// the process to exit, to tell why it did (stdioTransport.diagnose).
+const exitDiagnosis = time.Second
+
 // readLoop reads the process's stdout until it ends, a line is not a
 // message, or the connection closes, lending each message line to Read.
 func (c *stdioConn) readLoop(stdout io.Reader, limit int) {
@@ -317,6 +342,16 @@ func (c *stdioConn) readLoop(stdout io.Reader, limit int) {
 	for {
 		line, err := lr.next()
 		if err != nil {
+			if c.diagnose != nil && c.cmd != nil && (err == io.EOF || err == io.ErrUnexpectedEOF) {
+				select {
+				case <-c.waitExit():
+					if derr := c.diagnose(c.cmd.ProcessState); derr != nil {
+						err = derr
+					}
+				case <-c.closed:
+				case <-time.After(exitDiagnosis):
+				}
+			}
 			c.readErr = err
 			close(c.readDone)
 			return

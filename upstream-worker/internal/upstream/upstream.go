@@ -154,6 +154,9 @@ type Upstream struct {
 	// last logged (Unix nanoseconds; at most one warning per skipLogEvery).
 	skips      [len(SkipReasons)]atomic.Uint64
 	skipLogged atomic.Int64
+	// sandboxWarn logs once that the kernel cannot enforce the sandbox's
+	// Landlock rules.
+	sandboxWarn sync.Once
 	// exchange is the token exchange of an upstream with one
 	// (exchange.go); nil otherwise.
 	exchange *exchanger
