@@ -2,7 +2,12 @@ package edge
 
 import (
 	"bytes"
+	"encoding/json"
 	"net/http"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/switchyard-mcp/switchyard/proto"
 )
 
 // Cancellation (MCP basic/utilities/cancellation): a client that sends
@@ -36,9 +41,62 @@ func (s *Service) serveCancel(w http.ResponseWriter, r *http.Request, v *view, m
 	if cs.cancelSDK(key) {
 		return false
 	}
-	cs.cancel(key)
+	if !cs.cancel(key) {
+		// Not a call of this edge's: it may run at another edge serving
+		// the session (a load balancer spread the client's POSTs).
+		s.forwardCancel(cs.id, id)
+	}
 	w.WriteHeader(http.StatusAccepted)
 	return true
+}
+
+// forwardCancel sends a client's notifications/cancelled of request id in
+// session sid to the other edges (proto.EvtSessionCancelSubject); the one
+// running the call cancels it (onSessionCancel). Best effort: a failure
+// to publish is logged.
+func (s *Service) forwardCancel(sid string, id json.RawMessage) {
+	subj, err := proto.EvtSessionCancelSubject(s.cfg.ID)
+	if err != nil {
+		return
+	}
+	data, err := proto.Marshal(&proto.SessionCancel{Session: sid, RequestID: id})
+	if err == nil {
+		err = s.nc.Publish(subj, data)
+	}
+	if err != nil {
+		s.log.Warn("cancellation not forwarded to the other edges", proto.LogSession, sid, proto.LogErr, err)
+	}
+}
+
+// onSessionCancel takes a client's notifications/cancelled another edge
+// received (forwardCancel): a call of the session this edge serves with
+// that id is cancelled as if the notification had come here, on the fast
+// path (cancelled, no response) or the SDK path (its response dropped,
+// the notification handed to the SDK, which cancels its handler).
+func (s *Service) onSessionCancel(m *nats.Msg) {
+	if proto.LastToken(m.Subject) == s.cfg.ID {
+		return // this edge's own
+	}
+	var ev proto.SessionCancel
+	if proto.Unmarshal(m.Data, &ev) != nil || !validID(ev.RequestID) || !json.Valid(ev.RequestID) {
+		return
+	}
+	cs := s.sessions.get(ev.Session)
+	if cs == nil {
+		return
+	}
+	key := idKey(ev.RequestID)
+	if cs.cancel(key) {
+		return
+	}
+	if cs.cancelSDK(key) {
+		id := json.RawMessage(ev.RequestID)
+		if alias, ok := cs.aliased.get(string(id)); ok {
+			id = json.RawMessage(alias)
+		}
+		body := append(append([]byte(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":`), id...), "}}"...)
+		s.injectSDK(cs, body)
+	}
 }
 
 // sdkCancelWriter passes what the SDK writes for one request of a

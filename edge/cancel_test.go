@@ -95,3 +95,52 @@ func TestEdgeCancelledCallGetsNoAnswer(t *testing.T) {
 		})
 	}
 }
+
+// TestEdgeCancelAtAnotherEdge: a client whose POSTs a load balancer
+// spreads over the edges cancels a call running at edge A with a
+// notifications/cancelled that reaches edge B: B forwards it, and A
+// cancels the call (no response), on the fast path and the SDK path.
+func TestEdgeCancelAtAnotherEdge(t *testing.T) {
+	for _, sdk := range []bool{false, true} {
+		t.Run(fmt.Sprintf("fast=%v", !sdk), func(t *testing.T) {
+			var nc *nats.Conn
+			held := make(chan *nats.Msg, 1)
+			a := newRigWith(t, func(m *nats.Msg) {
+				var req proto.Request
+				if proto.Unmarshal(m.Data, &req) != nil {
+					return
+				}
+				if req.Name == "up__late" {
+					held <- m // never answered: only a cancellation ends it
+					return
+				}
+				scriptedRouter(&nc, nil)(m)
+			}, &rigOpts{sse: true, noFastPath: sdk})
+			nc = a.nc
+			b := newRigWith(t, nil, &rigOpts{sse: true, noFastPath: sdk, server: a.srv, id: "edge-u"})
+			a.initialize()
+			b.sid = a.sid
+			done := make(chan string, 1)
+			go func() {
+				_, body, _ := a.post(`{"jsonrpc":"2.0","id":42,"method":"tools/call","params":{"name":"up__late"}}`)
+				done <- body
+			}()
+			select {
+			case <-held:
+			case <-time.After(5 * time.Second):
+				t.Fatal("the call never reached the router")
+			}
+			if code, body, _ := b.post(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":42}}`); code != http.StatusAccepted {
+				t.Fatalf("cancel at the other edge: %d %s", code, body)
+			}
+			select {
+			case body := <-done:
+				if strings.Contains(body, `"id":42`) {
+					t.Errorf("the cancelled call was answered: %s", body)
+				}
+			case <-time.After(5 * time.Second):
+				t.Fatal("the call at edge A still runs after its cancellation at edge B")
+			}
+		})
+	}
+}

@@ -607,6 +607,9 @@ func (s *Service) start() error {
 	if _, err := s.nc.Subscribe(proto.SubjEvtSessionLevelAll, bus.Guard(proto.SubjEvtSessionLevelAll, s.onSessionLevel)); err != nil {
 		return fmt.Errorf("edge: subscribe: %w", err)
 	}
+	if _, err := s.nc.Subscribe(proto.SubjEvtSessionCancelAll, bus.Guard(proto.SubjEvtSessionCancelAll, s.onSessionCancel)); err != nil {
+		return fmt.Errorf("edge: subscribe: %w", err)
+	}
 	return nil
 }
 

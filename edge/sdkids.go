@@ -128,13 +128,20 @@ func sdkRequestID(key string) (edge, id string, ok bool) {
 // POST of the session, which the SDK takes (202) and matches to its
 // request.
 func (s *Service) answerSDK(cs *clientSession, body, raw []byte, sdkID string) {
+	s.injectSDK(cs, replaceValue(body, raw, sdkID))
+}
+
+// injectSDK hands body, a message of client session cs that another edge
+// received (and authenticated as the session owner's), to this edge's SDK
+// session, as a POST of the session would.
+func (s *Service) injectSDK(cs *clientSession, body []byte) {
 	s.mu.Lock()
 	v := s.views[cs.view]
 	s.mu.Unlock()
 	if v == nil {
 		return
 	}
-	r, err := http.NewRequestWithContext(context.Background(), http.MethodPost, "/mcp", bytes.NewReader(replaceValue(body, raw, sdkID)))
+	r, err := http.NewRequestWithContext(context.Background(), http.MethodPost, "/mcp", bytes.NewReader(body))
 	if err != nil {
 		return
 	}
@@ -152,7 +159,7 @@ func (s *Service) answerSDK(cs *clientSession, body, raw []byte, sdkID string) {
 	rec := &bufferedResponse{header: http.Header{}, status: http.StatusOK}
 	v.ServeHTTP(rec, r)
 	if rec.status != http.StatusAccepted {
-		s.log.Debug("forwarded answer not taken", proto.LogSession, cs.id, "status", rec.status)
+		s.log.Debug("forwarded message not taken", proto.LogSession, cs.id, "status", rec.status)
 	}
 }
 

@@ -238,6 +238,10 @@ func AccessTable(p AccessParams) []Access {
 			Pub: []string{SubjEvtSessionLevelAll}, Why: "a client session's log level changed"},
 		{Resource: Prefix + "evt.session_level.<edge>", Verb: "subscribe", Who: ids(IdentityEdge),
 			Sub: []string{SubjEvtSessionLevelAll}, Why: "every copy of a session filters logs alike"},
+		{Resource: Prefix + "evt.session_cancel.<edge>", Verb: "publish", Who: ids(IdentityEdge),
+			Pub: []string{SubjEvtSessionCancelAll}, Why: "a client's notifications/cancelled for a call another edge runs"},
+		{Resource: Prefix + "evt.session_cancel.<edge>", Verb: "subscribe", Who: ids(IdentityEdge),
+			Sub: []string{SubjEvtSessionCancelAll}, Why: "the edge running the call cancels it"},
 
 		// Events.
 		{Resource: Prefix + "evt.worker.<worker>", Verb: "publish", Who: ids(IdentityWorker),

@@ -282,6 +282,14 @@ type Sandbox struct {
 	ReadWrite   []string `msgpack:"rw,omitempty"`
 }
 
+// SessionCancel is a client's notifications/cancelled forwarded to the
+// other edges ([EvtSessionCancelSubject]): the client session and the raw
+// JSON-RPC id of the request it cancels.
+type SessionCancel struct {
+	Session   string `msgpack:"s"`
+	RequestID []byte `msgpack:"i"`
+}
+
 // ForwardsClientAuth reports whether the client's Authorization travels
 // with its calls to the worker (proto.HdrAuthorization): for Passthrough,
 // and for TokenExchange, where the worker exchanges it. False for nil.

@@ -27,6 +27,9 @@ const (
 	// ([SessionLevel]): a client session's log level changed on one edge,
 	// for the others holding a copy of the session.
 	SubjEvtSessionLevelAll = Prefix + "evt.session_level.*"
+	// SubjEvtSessionCancelAll matches every edge's session_cancel events
+	// ([EvtSessionCancelSubject]).
+	SubjEvtSessionCancelAll = Prefix + "evt.session_cancel.*"
 	// SubjEdgeMsgAll matches every edge's session-level message subject
 	// ([EdgeMsgSubject]): each edge takes all of them, and delivers those
 	// of the sessions whose stream it holds.
@@ -391,6 +394,17 @@ func SSEPostSubject(session string) (string, error) {
 // EvtSessionLevelSubject is the session_level event subject of an edge.
 func EvtSessionLevelSubject(edge string) (string, error) {
 	b, err := appendSubject(nil, "evt", "session_level", edge)
+	return string(b), err
+}
+
+// EvtSessionCancelSubject is where edge sends a client's
+// notifications/cancelled for a request no call of edge serves (the call
+// runs at another edge holding the session, whose client's POSTs a load
+// balancer spreads): switchyard.v1.evt.session_cancel.<edge>, body
+// [SessionCancel]. The edge running the call cancels it as if the
+// notification had reached it.
+func EvtSessionCancelSubject(edge string) (string, error) {
+	b, err := appendSubject(nil, "evt", "session_cancel", edge)
 	return string(b), err
 }
 
