@@ -321,11 +321,18 @@ func TestStdioStopKillsItsHelpers(t *testing.T) {
 		t.Fatal("the helper is not running")
 	}
 	_ = conn.Close()
+	waitGone(t, p.PID, "the server's helper outlived the upstream's stop")
+}
+
+// waitGone waits up to 5 s for pid to be gone, else kills it and fails
+// with what.
+func waitGone(t *testing.T, pid int, what string) {
+	t.Helper()
 	deadline := time.Now().Add(5 * time.Second)
-	for processAlive(p.PID) {
+	for processAlive(pid) {
 		if time.Now().After(deadline) {
-			_ = syscall.Kill(p.PID, syscall.SIGKILL)
-			t.Fatal("the server's helper outlived the upstream's stop")
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+			t.Fatal(what)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
@@ -354,14 +361,7 @@ func TestStdioServerDiesWithItsWorker(t *testing.T) {
 	}
 	_ = worker.Process.Kill() // SIGKILL
 	_ = worker.Wait()
-	deadline := time.Now().Add(5 * time.Second)
-	for processAlive(pid) {
-		if time.Now().After(deadline) {
-			_ = syscall.Kill(pid, syscall.SIGKILL)
-			t.Fatal("the stdio server outlived its worker's SIGKILL")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	waitGone(t, pid, "the stdio server outlived its worker's SIGKILL")
 }
 
 // readReady reads the test process's lineReady: it has set its signals.
@@ -424,19 +424,27 @@ func TestStdioConn(t *testing.T) {
 	}
 }
 
-// TestStdioConnEnds: the process's exit reaches Read (io.EOF) after the
-// messages before it.
-func TestStdioConnEnds(t *testing.T) {
-	tr := testProcess(t, "exit", 100*time.Millisecond)
+// connectReadA connects tr (closed at the test's end) and reads its
+// first message, lineA.
+func connectReadA(t *testing.T, tr *stdioTransport) mcp.Connection {
+	t.Helper()
 	conn, err := tr.Connect(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer conn.Close()
+	t.Cleanup(func() { _ = conn.Close() })
 	if m, err := conn.Read(t.Context()); err != nil || m.(*jsonrpc.Request).Method != "a" {
 		t.Fatalf("first read %#v, %v", m, err)
 	}
-	if _, err = conn.Read(t.Context()); err != io.EOF {
+	return conn
+}
+
+// TestStdioConnEnds: the process's exit reaches Read (io.EOF) after the
+// messages before it.
+func TestStdioConnEnds(t *testing.T) {
+	conn := connectReadA(t, testProcess(t, "exit", 100*time.Millisecond))
+	_, err := conn.Read(t.Context())
+	if err != io.EOF {
 		t.Errorf("second read: %v, want io.EOF", err)
 	}
 	if _, err2 := conn.Read(t.Context()); err2 != err {
@@ -454,14 +462,7 @@ func TestStdioConnSkipsNonMessages(t *testing.T) {
 			var mu sync.Mutex
 			var skipped []string
 			tr.skip = func(reason string, _ []byte) { mu.Lock(); skipped = append(skipped, reason); mu.Unlock() }
-			conn, err := tr.Connect(t.Context())
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer conn.Close()
-			if m, err := conn.Read(t.Context()); err != nil || m.(*jsonrpc.Request).Method != "a" {
-				t.Fatalf("first read %#v, %v", m, err)
-			}
+			conn := connectReadA(t, tr)
 			m, err := conn.Read(t.Context())
 			if tc.mode == "undecodable" {
 				// lineBadVer answers id 1: that call fails, in its place.
