@@ -24,6 +24,10 @@ func TestEdgeOriginRule(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	pub443, err := publicurl.ParsePublicURL("https://gw.example.com:443")
+	if err != nil {
+		t.Fatal(err)
+	}
 	loopback := &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 8080}
 	external := &net.TCPAddr{IP: net.IPv4(10, 1, 2, 3), Port: 8080}
 	tests := []struct {
@@ -42,6 +46,8 @@ func TestEdgeOriginRule(t *testing.T) {
 		{"rebound Host, external listener", nil, nil, external, "http://evil.example", "evil.example", false},
 		{"public_url's origin", nil, &pub, external, "https://gw.example.com", "gw", true},
 		{"public_url's host, other scheme", nil, &pub, external, "http://gw.example.com", "gw", false},
+		{"public_url's origin with its default port", nil, &pub443, external, "https://gw.example.com", "gw", true},
+		{"public_url's host, another port", nil, &pub443, external, "https://gw.example.com:8443", "gw", false},
 		{"configured origin", allowed, nil, external, "https://app.example.com", "gw", true},
 		{"configured pattern", allowed, nil, external, "https://ci.corp.example", "gw", true},
 		{"not configured", allowed, nil, external, "https://evil.example", "gw", false},

@@ -2,12 +2,14 @@ package edge
 
 import (
 	"encoding/json"
+	"io"
 	"net/http"
 	"strings"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 
+	"github.com/switchyard-mcp/switchyard/internal/jsonscan"
 	"github.com/switchyard-mcp/switchyard/internal/policy"
 )
 
@@ -29,6 +31,29 @@ func (s *Service) scopesOK(w http.ResponseWriter, r *http.Request, v *view, m *p
 	if id == nil || !id.policy.HasScopeRules() {
 		return true
 	}
+	if m == nil && r.Method == http.MethodPost && r.Body != nil {
+		// A batch (2025-03-26): each of its messages is checked.
+		body, err := io.ReadAll(r.Body) // precheck read it into memory
+		if err != nil {
+			return s.scopeCheck(w, r, v, id, nil)
+		}
+		setBody(r, body)
+		msgs, _, ok := parseBody(body)
+		if !ok || len(msgs) == 0 {
+			return s.scopeCheck(w, r, v, id, nil)
+		}
+		for _, bm := range msgs {
+			if bm != nil && !s.scopeCheck(w, r, v, id, bm) {
+				return false
+			}
+		}
+		return true
+	}
+	return s.scopeCheck(w, r, v, id, m)
+}
+
+// scopeCheck is scopesOK for one message m (nil: none) of caller id.
+func (s *Service) scopeCheck(w http.ResponseWriter, r *http.Request, v *view, id *identity, m *probeMsg) bool {
 	c := s.scopeCall(v, m)
 	required := id.policy.RequiredScopes(c)
 	missing := policy.Missing(required, id.scopes)
@@ -53,26 +78,43 @@ func (s *Service) scopesOK(w http.ResponseWriter, r *http.Request, v *view, m *p
 }
 
 // scopeCall is what the scope rules look at in a request to v: the
-// upstream (v's own; in the federated view a tool's or prompt's name
-// prefix, none for a resource), and for a call its kind and subject as
-// the policy has them (a federated name, a URI).
+// upstream (v's own; in the federated view the longest catalog upstream
+// a tool's or prompt's name starts with, as the router resolves it; none
+// for a resource), and for a call its kind and subject as the policy has
+// them (a federated name, a URI). The params are read in place, member by
+// member (package jsonscan), so another member of an unexpected type
+// cannot hide the name.
 func (s *Service) scopeCall(v *view, m *probeMsg) policy.Call {
 	c := policy.Call{Upstream: v.name}
 	if m == nil || len(m.Params) == 0 {
 		return c
 	}
-	var p struct {
-		Name string `json:"name"`
-		URI  string `json:"uri"`
-		Ref  struct {
-			Type string `json:"type"`
-			Name string `json:"name"`
-			URI  string `json:"uri"`
-		} `json:"ref"`
+	var name, uri, refType, refName, refURI string
+	str := func(val []byte) string {
+		if len(val) > 0 && val[0] == '"' {
+			return jsonscan.Unquote(val)
+		}
+		return ""
 	}
-	if json.Unmarshal(m.Params, &p) != nil {
-		return c
-	}
+	jsonscan.Members(m.Params, func(k, val []byte) {
+		switch {
+		case jsonscan.KeyIs(k, "name"):
+			name = str(val)
+		case jsonscan.KeyIs(k, "uri"):
+			uri = str(val)
+		case jsonscan.KeyIs(k, "ref"):
+			jsonscan.Members(val, func(k, val []byte) {
+				switch {
+				case jsonscan.KeyIs(k, "type"):
+					refType = str(val)
+				case jsonscan.KeyIs(k, "name"):
+					refName = str(val)
+				case jsonscan.KeyIs(k, "uri"):
+					refURI = str(val)
+				}
+			})
+		}
+	})
 	named := func(k policy.Kind, name string) {
 		c.Kind = k
 		if v.name != "" {
@@ -80,24 +122,36 @@ func (s *Service) scopeCall(v *view, m *probeMsg) policy.Call {
 			return
 		}
 		c.Subject = name
-		if up, _, ok := strings.Cut(name, s.cfg.NameSeparator); ok {
-			c.Upstream = up
-		}
+		c.Upstream = s.upstreamOf(name)
 	}
 	switch m.Method {
 	case "tools/call":
-		named(policy.KindTools, p.Name)
+		named(policy.KindTools, name)
 	case "prompts/get":
-		named(policy.KindPrompts, p.Name)
+		named(policy.KindPrompts, name)
 	case "resources/read", "resources/subscribe", "resources/unsubscribe":
-		c.Kind, c.Subject = policy.KindResources, p.URI
+		c.Kind, c.Subject = policy.KindResources, uri
 	case "completion/complete":
-		switch p.Ref.Type {
+		switch refType {
 		case "ref/prompt":
-			named(policy.KindPrompts, p.Ref.Name)
+			named(policy.KindPrompts, refName)
 		case "ref/resource":
-			c.Kind, c.Subject = policy.KindResourceTemplates, p.Ref.URI
+			c.Kind, c.Subject = policy.KindResourceTemplates, refURI
 		}
 	}
 	return c
+}
+
+// upstreamOf is the upstream of a federated name: the longest catalog
+// upstream u such that name starts with u and the separator ("" if none).
+func (s *Service) upstreamOf(name string) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	best := ""
+	for u := range s.upstreams {
+		if len(u) > len(best) && strings.HasPrefix(name, u+s.cfg.NameSeparator) {
+			best = u
+		}
+	}
+	return best
 }

@@ -89,6 +89,22 @@ func TestEdgeRequiredScopes(t *testing.T) {
 			}
 			code, h, body = call(bearer("mcp up:use"), "up__danger_delete")
 			challenged("a guarded tool", code, h, body, "mcp up:use up:admin")
+			// Another member of an unexpected type does not hide the name.
+			code, h, body = e.do(t, http.MethodPost, "/mcp", bearer("mcp up:use"), sid,
+				`{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"up__danger_delete","uri":0,"ref":1}}`)
+			challenged("a guarded tool with odd members", code, h, body, "mcp up:use up:admin")
+			// Nor does a batch (2025-03-26 has them).
+			code, h, body = e.do(t, http.MethodPost, "/mcp", bearer("mcp up:use"), sid,
+				`[{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"up__danger_delete"}}]`, "Mcp-Protocol-Version", "2025-03-26")
+			challenged("a guarded tool in a batch", code, h, body, "mcp up:use up:admin")
+			c.mu.Lock()
+			for _, msg := range c.msgs[before:] {
+				if msg.req.Name == "up__danger_delete" {
+					// Only the call made with every scope below may reach it.
+					t.Errorf("a refused guarded call reached the bus")
+				}
+			}
+			c.mu.Unlock()
 			if code, _, body := call(bearer([]any{"mcp", "up:use", "up:admin"}), "up__danger_delete"); code != http.StatusOK {
 				t.Errorf("with scp as an array: %d %s", code, body)
 			}

@@ -557,7 +557,7 @@ func (s *Service) originOK(r *http.Request) bool {
 	if s.cfg.AllowedOrigins != nil {
 		return s.cfg.AllowedOrigins.Allowed(origin)
 	}
-	if p := s.public.Public(); p != nil && strings.EqualFold(origin, p.Scheme+"://"+p.Host) {
+	if p := s.public.Public(); p != nil && sameOrigin(origin, p.Scheme+"://"+p.Host) {
 		return true
 	}
 	la, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr)
@@ -566,6 +566,27 @@ func (s *Service) originOK(r *http.Request) bool {
 	}
 	u, err := url.Parse(origin)
 	return err == nil && u.Host != "" && isLoopback(u.Hostname())
+}
+
+// sameOrigin reports whether origins a and b are the same (RFC 6454):
+// scheme and host alike but for case, and the same port, a missing one
+// being the scheme's default.
+func sameOrigin(a, b string) bool {
+	ua, err1 := url.Parse(a)
+	ub, err2 := url.Parse(b)
+	if err1 != nil || err2 != nil || ua.Host == "" || ub.Host == "" {
+		return false
+	}
+	port := func(u *url.URL) string {
+		if p := u.Port(); p != "" {
+			return p
+		}
+		if strings.EqualFold(u.Scheme, "https") {
+			return "443"
+		}
+		return "80"
+	}
+	return strings.EqualFold(ua.Scheme, ub.Scheme) && strings.EqualFold(ua.Hostname(), ub.Hostname()) && port(ua) == port(ub)
 }
 
 // The CORS headers of the MCP endpoints (Fetch standard, "CORS

@@ -36,17 +36,18 @@ type Routers struct {
 	// holds). Set it before Start.
 	OnGone func(router string, said bool)
 
-	mu      sync.Mutex
-	live    map[string]routerState // guarded by mu
-	suspect map[string]bool        // guarded by mu: suspected, not back yet (Suspect)
-	pick    atomic.Pointer[[]string]
-	rr      atomic.Uint64
-	sub     *nats.Subscription
+	mu       sync.Mutex
+	live     map[string]routerState // guarded by mu
+	suspect  map[string]uint64      // guarded by mu: suspected, not back yet: the suspicion's number (Suspect)
+	suspects uint64                 // guarded by mu: numbers the suspicions
+	pick     atomic.Pointer[[]string]
+	rr       atomic.Uint64
+	sub      *nats.Subscription
 }
 
 // NewRouters returns an empty set on nc.
 func NewRouters(nc *nats.Conn) *Routers {
-	r := &Routers{nc: nc, live: map[string]routerState{}, suspect: map[string]bool{}}
+	r := &Routers{nc: nc, live: map[string]routerState{}, suspect: map[string]uint64{}}
 	r.pick.Store(&[]string{})
 	return r
 }
@@ -141,9 +142,12 @@ const SuspectGrace = 1200 * time.Millisecond
 func (r *Routers) Suspect(router string) {
 	r.mu.Lock()
 	_, known := r.live[router]
+	var n uint64
 	if known {
 		delete(r.live, router)
-		r.suspect[router] = true
+		r.suspects++
+		n = r.suspects
+		r.suspect[router] = n
 		r.publish()
 	}
 	r.mu.Unlock()
@@ -151,9 +155,13 @@ func (r *Routers) Suspect(router string) {
 		return
 	}
 	time.AfterFunc(SuspectGrace, func() {
+		// Only this suspicion's own end: a router back and suspected
+		// again has a grace of its own.
 		r.mu.Lock()
-		still := r.suspect[router]
-		delete(r.suspect, router)
+		still := r.suspect[router] == n
+		if still {
+			delete(r.suspect, router)
+		}
 		r.mu.Unlock()
 		if still && r.OnGone != nil {
 			r.OnGone(router, false)
@@ -192,7 +200,7 @@ func (r *Routers) onBeat(m *nats.Msg) {
 func (r *Routers) drop(router string, said bool) {
 	r.mu.Lock()
 	_, known := r.live[router]
-	if r.suspect[router] {
+	if r.suspect[router] != 0 {
 		known = true // its Bye during the grace: it went (Suspect's timer does nothing)
 		delete(r.suspect, router)
 	}

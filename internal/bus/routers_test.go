@@ -114,6 +114,23 @@ func TestRoutersSuspectBack(t *testing.T) {
 		t.Fatalf("gone %s after the grace: ra came back, rb was gone already", g)
 	case <-time.After(SuspectGrace + 500*time.Millisecond):
 	}
+	// Suspected, back, suspected again: the first suspicion's end does
+	// not cut the second's grace short.
+	start := time.Now()
+	r.Suspect("ra")
+	beat(t, pub, "ra", time.Hour, false)
+	waitFor(t, "ra live again", func() bool { return r.Live("ra") })
+	time.Sleep(SuspectGrace / 2)
+	second := time.Now()
+	r.Suspect("ra")
+	select {
+	case g := <-gone:
+		if since := time.Since(second); since < SuspectGrace-100*time.Millisecond {
+			t.Fatalf("gone %s %v after the second suspicion (%v after the first), want a whole grace", g, since, time.Since(start))
+		}
+	case <-time.After(3 * SuspectGrace):
+		t.Fatal("ra never gone after its second suspicion")
+	}
 }
 
 // TestCallerFailRouter: only the calls sent to that router and not placed

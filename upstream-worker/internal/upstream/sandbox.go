@@ -51,7 +51,16 @@ func (u *Upstream) stdioCommand(life context.Context) (*exec.Cmd, error) {
 	if sb != nil {
 		cmd.Dir = sb.Workdir
 		if (sb.UID != 0 || sb.GID != 0) && cmd.SysProcAttr != nil {
-			cmd.SysProcAttr.Credential = &syscall.Credential{Uid: sb.UID, Gid: sb.GID}
+			// 0 is "the worker's": a user alone keeps the worker's group
+			// (not root's), a group alone the worker's user.
+			uid, gid := sb.UID, sb.GID
+			if uid == 0 {
+				uid = uint32(os.Getuid())
+			}
+			if gid == 0 {
+				gid = uint32(os.Getgid())
+			}
+			cmd.SysProcAttr.Credential = &syscall.Credential{Uid: uid, Gid: gid}
 		}
 	}
 	return cmd, nil

@@ -211,8 +211,16 @@ func (c *stdioConn) undecodable(line []byte) []byte {
 	if c.skip != nil {
 		c.skip(skipInvalid, line[:min(len(line), skipHead)])
 	}
+	// Only a line shaped as a JSON-RPC response stands for one: a log
+	// line with an "id" member of its own must not fail a request.
+	shaped := false
+	jsonscan.Members(line, func(k, _ []byte) {
+		if jsonscan.KeyIs(k, "jsonrpc") || jsonscan.KeyIs(k, "result") || jsonscan.KeyIs(k, "error") {
+			shaped = true
+		}
+	})
 	id := responseID(line, nil)
-	if id == nil {
+	if !shaped || id == nil {
 		return nil
 	}
 	return errorLine(id, proto.CodeInternal, "upstream "+c.name+" sent a response that is not JSON-RPC")
@@ -529,7 +537,19 @@ func (lr *lineReader) read() ([]byte, error) {
 			lr.acc = append(lr.acc, frag...)
 			line = lr.acc
 		}
-		if msg := bytes.TrimSpace(line); len(msg) > 0 {
+		// Evaluate the line (with the lines before it, if a message
+		// spans them); once more, alone, when those turn out to be no
+		// message's start.
+		for {
+			msg := bytes.TrimSpace(line)
+			if len(msg) == 0 {
+				if err != nil {
+					return nil, err
+				}
+				lr.acc = lr.acc[:0] // a blank line
+				lr.lineStart = 0
+				break
+			}
 			if lr.lineStart > 0 {
 				// A line that is a message by itself after lines that
 				// cannot start one (a banner that opened a brace): those
@@ -543,7 +563,7 @@ func (lr *lineReader) read() ([]byte, error) {
 			}
 			if lr.checked > 0 && err == nil && !lr.due() {
 				lr.lineStart = len(lr.acc)
-				continue
+				break
 			}
 			if json.Valid(msg) {
 				return msg, nil
@@ -551,9 +571,15 @@ func (lr *lineReader) read() ([]byte, error) {
 			if cerr := incomplete(msg); cerr != nil {
 				if lr.lineStart > 0 {
 					// The lines before were no message's start: skipped,
-					// and this line read again alone.
+					// and this line evaluated again alone (a loop, not a
+					// recursion: a server writing "{" lines forever must
+					// not grow the stack).
 					_ = lr.skipped(skipNotJSON, lr.acc[:lr.lineStart])
-					return lr.again(err)
+					n := copy(lr.acc, lr.acc[lr.lineStart:])
+					lr.acc = lr.acc[:n]
+					lr.checked, lr.shape, lr.lineStart = 0, shape{}, 0
+					line = lr.acc
+					continue
 				}
 				reason := skipNotJSON
 				if cerr == errTrailing {
@@ -573,68 +599,7 @@ func (lr *lineReader) read() ([]byte, error) {
 			}
 			lr.checked = len(lr.acc)
 			lr.lineStart = len(lr.acc)
-			continue
-		}
-		if err != nil {
-			return nil, err
-		}
-		lr.acc = lr.acc[:0] // a blank line
-		lr.lineStart = 0
-	}
-}
-
-// again reads the current line of acc (from lineStart) alone, as the
-// start of a message, after the lines before it were skipped; err is the
-// read's (io.EOF when the stream ended with that line).
-func (lr *lineReader) again(err error) ([]byte, error) {
-	n := copy(lr.acc, lr.acc[lr.lineStart:])
-	lr.acc = lr.acc[:n]
-	lr.checked, lr.shape, lr.lineStart = 0, shape{}, 0
-	msg := bytes.TrimSpace(lr.acc)
-	switch {
-	case len(msg) == 0:
-		if err != nil {
-			return nil, err
-		}
-		return nil, errSkipped
-	case json.Valid(msg):
-		return msg, nil
-	}
-	if cerr := incomplete(msg); cerr != nil {
-		reason := skipNotJSON
-		if cerr == errTrailing {
-			reason = skipTrailing
-		}
-		_ = lr.skipped(reason, msg)
-		if err != nil {
-			return nil, err
-		}
-		return nil, errSkipped
-	}
-	if err != nil {
-		return nil, io.ErrUnexpectedEOF
-	}
-	// The start of a message: read on from here.
-	for {
-		lr.checked = len(lr.acc)
-		lr.lineStart = len(lr.acc)
-		frag, rerr := lr.br.ReadSlice('\n')
-		if len(lr.acc)+len(frag) > lr.limit {
-			return lr.overLimit(frag, rerr)
-		}
-		lr.acc = append(lr.acc, frag...)
-		if rerr == bufio.ErrBufferFull {
-			continue
-		}
-		m := bytes.TrimSpace(lr.acc)
-		if json.Valid(m) {
-			return m, nil
-		}
-		if rerr != nil {
-			return nil, io.ErrUnexpectedEOF
-		}
-		if incomplete(m) != nil {
-			return lr.again(nil)
+			break
 		}
 	}
 }

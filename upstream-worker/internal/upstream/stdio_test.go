@@ -99,6 +99,22 @@ func TestLineReader(t *testing.T) {
 	}
 }
 
+// TestLineReaderBraceFlood: a server writing "{" lines without end (each
+// the start of a message the next one breaks) costs a bounded stack and
+// linear work; the message after them is read.
+func TestLineReaderBraceFlood(t *testing.T) {
+	in := strings.Repeat("{\n", 200_000) + `{"jsonrpc":"2.0","method":"x"}` + "\n"
+	skipped := 0
+	lr := &lineReader{br: bufio.NewReaderSize(strings.NewReader(in), 4096), limit: 1 << 20, skip: func(string, []byte) { skipped++ }}
+	got, err := readMessages(lr)
+	if err != io.EOF || len(got) != 1 || got[0] != `{"jsonrpc":"2.0","method":"x"}` {
+		t.Fatalf("messages %d (%v), want the last line's", len(got), err)
+	}
+	if skipped == 0 {
+		t.Error("the brace lines were not reported")
+	}
+}
+
 // TestLineReaderManyLines: a message spread over many lines (which the
 // spec forbids and the SDK's decoder reads in one pass) is not checked
 // whole again at each of its lines, which is quadratic: a pretty-printed
@@ -631,6 +647,26 @@ func TestStdioConnReadAfterCloseIsEOF(t *testing.T) {
 		close(c.closed)
 		if _, err := c.Read(t.Context()); err != io.EOF {
 			t.Fatalf("Read after Close: %v, want io.EOF", err)
+		}
+	}
+}
+
+// TestStdioUndecodable: a JSON line that is not JSON-RPC fails the call
+// its id names only when it is shaped as a response (jsonrpc, result or
+// error); a log line with an "id" of its own fails nothing.
+func TestStdioUndecodable(t *testing.T) {
+	c := &stdioConn{name: "up"}
+	for _, tc := range []struct {
+		line string
+		want bool
+	}{
+		{`{"level":"info","id":5,"msg":"started"}`, false},
+		{`{"jsonrpc":"1.0","id":5,"result":{}}`, true},
+		{`{"id":"sy-3","error":"boom"}`, true},
+		{`{"jsonrpc":"2.0","id":7,"method":"x","params":1}`, false},
+	} {
+		if got := c.undecodable([]byte(tc.line)) != nil; got != tc.want {
+			t.Errorf("%s: error response %v, want %v", tc.line, got, tc.want)
 		}
 	}
 }

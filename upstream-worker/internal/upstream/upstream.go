@@ -249,7 +249,9 @@ func New(o Options) *Upstream {
 		if base == nil {
 			base = http.DefaultTransport
 		}
-		u.exchange = &exchanger{spec: *a.TokenExchange, hc: &http.Client{Transport: base, Timeout: exchangeTimeout}}
+		// No redirects: one would post the client's token elsewhere.
+		u.exchange = &exchanger{spec: *a.TokenExchange, hc: &http.Client{Transport: base, Timeout: exchangeTimeout,
+			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
 	}
 	u.snap.Store(&snapshot{err: "connecting"})
 	return u
@@ -301,6 +303,12 @@ func (u *Upstream) skipLine(reason string, head []byte) {
 	now := time.Now().UnixNano()
 	last := u.skipLogged.Load()
 	if now-last < int64(skipLogEvery) || !u.skipLogged.CompareAndSwap(last, now) {
+		return
+	}
+	if reason != skipNotJSON {
+		// JSON a server wrote (a result too large, a JSON log line) may
+		// carry what its calls returned: its bytes stay out of the log.
+		u.log.Warn("stdio server wrote a line that is not a message; skipped", "reason", reason)
 		return
 	}
 	u.log.Warn("stdio server wrote a line that is not a message; skipped", "reason", reason, "line", string(head))
